@@ -1,0 +1,150 @@
+"""Kinesis clients for the active profile.
+
+``KinesisConnection`` is a small picklable value (endpoint, region, profile) that the driver
+resolves once and ships to Spark tasks, which build their own boto3 clients from it: executors on
+a cluster cannot read the driver's emulator state file. Dummy keys are used only for the
+``local`` and ``localstack`` profiles, and the ``local`` profile refuses a non-loopback endpoint,
+so those keys are never sent anywhere but an emulator.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlparse
+
+from icestream.config import EMULATOR_DUMMY_KEYS, Settings
+from icestream.emulator import START_COMMAND, Emulator
+from icestream.errors import ConfigError, ServiceUnavailableError
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+@dataclass(frozen=True)
+class KinesisConnection:
+    """Everything a process needs to open a Kinesis client; safe to pickle (no credentials)."""
+
+    profile: str
+    region: str
+    endpoint: str | None
+
+    def client(self, connect_timeout: float = 5.0, read_timeout: float = 30.0, max_attempts: int = 3) -> Any:
+        """Open a boto3 Kinesis client.
+
+        Args:
+            connect_timeout: Seconds to wait for a connection.
+            read_timeout: Seconds to wait for an answer.
+            max_attempts: botocore's own retries (standard mode) for transient errors.
+
+        Returns:
+            A ``boto3`` Kinesis client.
+        """
+        import boto3
+        from botocore.config import Config
+
+        options: dict[str, Any] = {
+            "region_name": self.region,
+            "config": Config(
+                connect_timeout=connect_timeout,
+                read_timeout=read_timeout,
+                retries={"mode": "standard", "max_attempts": max_attempts},
+            ),
+        }
+        if self.endpoint:
+            options["endpoint_url"] = self.endpoint
+        if self.profile in EMULATOR_DUMMY_KEYS:
+            access_key, secret_key = EMULATOR_DUMMY_KEYS[self.profile]
+            options["aws_access_key_id"] = access_key
+            options["aws_secret_access_key"] = secret_key
+        return boto3.session.Session().client("kinesis", **options)
+
+
+def resolve_endpoint(settings: Settings) -> str | None:
+    """The Kinesis endpoint for the active profile (None means AWS's own).
+
+    Raises:
+        ServiceUnavailableError: For the ``local`` profile when the emulator is not running.
+        ConfigError: If the ``local`` profile is pointed at a non-loopback endpoint.
+    """
+    if settings.profile != "local":
+        return settings.kinesis_endpoint
+    if settings.kinesis_endpoint:
+        host = urlparse(settings.kinesis_endpoint).hostname
+        if host not in LOOPBACK_HOSTS:
+            raise ConfigError(
+                f"ICESTREAM_KINESIS_ENDPOINT / kinesis_endpoint: the local profile only talks to an emulator on "
+                f"this machine, not {host}. Use the localstack or aws profile for other endpoints."
+            )
+        return settings.kinesis_endpoint
+    endpoint = Emulator(settings.path("run_dir")).endpoint()
+    if endpoint is None:
+        raise ServiceUnavailableError(f"The local Kinesis emulator is not running. Start it with: {START_COMMAND}")
+    return endpoint
+
+
+def kinesis_connection(settings: Settings) -> KinesisConnection:
+    """Resolve the connection for the active profile (see :func:`resolve_endpoint`)."""
+    return KinesisConnection(settings.profile, settings.region, resolve_endpoint(settings))
+
+
+def kinesis_client(settings: Settings, **options: Any) -> Any:
+    """A boto3 Kinesis client for the active profile; options go to :meth:`KinesisConnection.client`."""
+    return kinesis_connection(settings).client(**options)
+
+
+def check_kinesis(settings: Settings) -> str:
+    """Check that Kinesis answers; return a one-line description.
+
+    Raises:
+        ServiceUnavailableError: If the endpoint does not answer.
+    """
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    connection = kinesis_connection(settings)
+    where = connection.endpoint or f"AWS Kinesis in {connection.region}"
+    try:
+        connection.client(connect_timeout=2, read_timeout=5, max_attempts=1).list_streams(Limit=1)
+    except (BotoCoreError, ClientError) as error:
+        hint = f" Start it with: {START_COMMAND}" if settings.profile == "local" else ""
+        raise ServiceUnavailableError(f"Kinesis at {where} does not answer ({error}).{hint}") from None
+    return f"Kinesis answers at {where}"
+
+
+def ensure_stream(settings: Settings, shard_count: int | None = None, timeout: float = 120.0) -> dict[str, Any]:
+    """Create the stream unless it exists, and wait until it is ACTIVE (idempotent).
+
+    Args:
+        settings: Names the stream, and an optional KMS key for server-side encryption.
+        shard_count: Shards for a new stream (default ``settings.shard_count``); an existing
+            stream keeps its shards.
+        timeout: Seconds to wait for ACTIVE.
+
+    Returns:
+        The stream summary (``DescribeStreamSummary``'s ``StreamDescriptionSummary``).
+
+    Raises:
+        ServiceUnavailableError: If Kinesis does not answer or the stream does not become active.
+    """
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    client = kinesis_client(settings)
+    name = settings.stream_name
+    try:
+        try:
+            client.create_stream(StreamName=name, ShardCount=shard_count or settings.shard_count)
+        except client.exceptions.ResourceInUseException:
+            pass  # it exists already: keep it as it is
+        deadline = time.monotonic() + timeout
+        while True:
+            summary = client.describe_stream_summary(StreamName=name)["StreamDescriptionSummary"]
+            if summary["StreamStatus"] == "ACTIVE":
+                break
+            if time.monotonic() > deadline:
+                raise ServiceUnavailableError(f"Stream {name} is still {summary['StreamStatus']} after {timeout:.0f} s.")
+            time.sleep(0.5)
+        if settings.kms_key_id and summary.get("EncryptionType") != "KMS":
+            client.start_stream_encryption(StreamName=name, EncryptionType="KMS", KeyId=settings.kms_key_id)
+    except (BotoCoreError, ClientError) as error:
+        raise ServiceUnavailableError(f"Could not create or describe stream {name}: {error}") from None
+    return summary

@@ -1,0 +1,343 @@
+"""Settings: one typed object built from defaults, a YAML file, the environment and arguments.
+
+Precedence, lowest first: built-in defaults, the profile's defaults, an optional YAML file
+(``ICESTREAM_CONFIG`` or ``icestream.yaml`` in the project folder), environment variables
+named ``ICESTREAM_<SETTING>``, then explicit arguments (papermill parameters). Every value is
+validated when settings load, so a bad value fails at once with a message naming the setting.
+
+No credential is a setting. The ``local`` and ``localstack`` profiles use fixed dummy keys that
+only their emulators accept; the ``aws`` profile uses boto3's default credential chain.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import types
+import typing
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import yaml
+
+from icestream.errors import ConfigError
+
+ENV_PREFIX = "ICESTREAM_"
+PROFILES = ("local", "localstack", "aws")
+JAR_SOURCES = ("auto", "maven")
+CATALOG_TYPES = ("hadoop", "glue")
+START_POSITIONS = ("trim_horizon", "latest", "at_timestamp")
+
+ICEBERG_VERSION = "1.10.2"
+SPARK_SCALA = "3.5_2.12"
+
+# Dummy keys the emulators accept; they are never sent anywhere but a local endpoint
+# (see icestream.clients), so they are not credentials.
+EMULATOR_DUMMY_KEYS = {"local": ("testing", "testing"), "localstack": ("test", "test")}
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+_STREAM_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+_REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d+$")
+_SPARK_MASTER = re.compile(
+    r"^(local(\[(\*|[1-9]\d*)(,\s*[1-9]\d*)?\])?|local-cluster\[.+\]|spark://.+|yarn|k8s://.+|mesos://.+)$"
+)
+
+
+def project_home() -> Path:
+    """Return the project folder: ``ICESTREAM_HOME``, else the checkout this package lives in.
+
+    Returns:
+        The folder that holds ``data/``, ``notebooks/`` and ``output/``.
+    """
+    if os.environ.get("ICESTREAM_HOME"):
+        return Path(os.environ["ICESTREAM_HOME"]).expanduser().resolve()
+    checkout = Path(__file__).resolve().parents[2]
+    if (checkout / "pyproject.toml").is_file():
+        return checkout
+    return Path.cwd()
+
+
+def validate_identifier(name: str, setting: str = "identifier") -> str:
+    """Check that ``name`` is a plain SQL identifier; the only way names reach SQL text.
+
+    Args:
+        name: The candidate catalog, namespace, table or column name.
+        setting: The setting it came from, named in the error.
+
+    Returns:
+        ``name`` unchanged.
+
+    Raises:
+        ConfigError: If ``name`` has characters other than letters, digits and underscores,
+            starts with a digit, or is longer than 128 characters.
+    """
+    if not isinstance(name, str) or not _IDENTIFIER.fullmatch(name):
+        raise ConfigError(
+            f"{setting}: {name!r} is not a valid identifier. Use letters, digits and "
+            "underscores, starting with a letter or underscore (at most 128 characters)."
+        )
+    return name
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the workbook needs to know about where it runs.
+
+    Build it with :func:`load_settings`, not directly, so that values are validated.
+    """
+
+    profile: str = "local"
+    kinesis_endpoint: str | None = None  # local: read from the emulator's state file
+    region: str = "us-east-1"
+    stream_name: str = "user-events"
+    shard_count: int = 4
+    kms_key_id: str | None = None  # server-side stream encryption, aws profile
+    catalog: str = "lake"
+    catalog_type: str = "hadoop"
+    warehouse: str = "data/warehouse"
+    namespace: str = "streaming_analytics"
+    table: str = "user_events"
+    spark_master: str = "local[*]"
+    spark_ui: bool = False
+    spark_log_level: str = "WARN"
+    jar_source: str = "auto"
+    iceberg_jars: tuple[str, ...] = ()
+    jar_cache_dir: str = ".cache/jars"
+    iceberg_version: str = ICEBERG_VERSION
+    run_dir: str = "data/run"
+    output_dir: str = "output"
+    start_position: str = "trim_horizon"
+    sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def table_name(self) -> str:
+        """The events table, fully qualified: ``lake.streaming_analytics.user_events``."""
+        return f"{self.catalog}.{self.namespace}.{self.table}"
+
+    @property
+    def rejects_table_name(self) -> str:
+        """The table of records the ingest could not accept."""
+        return f"{self.catalog}.{self.namespace}.{self.table}_rejects"
+
+    @property
+    def namespace_name(self) -> str:
+        """The namespace, qualified by the catalog."""
+        return f"{self.catalog}.{self.namespace}"
+
+    @property
+    def is_local_endpoint(self) -> bool:
+        """True when Kinesis is an emulator on this machine (dummy keys are allowed)."""
+        return self.profile in ("local", "localstack")
+
+    def path(self, setting: str) -> Path:
+        """Resolve a path-valued setting against the project folder.
+
+        Args:
+            setting: One of ``warehouse``, ``jar_cache_dir``, ``run_dir``, ``output_dir``.
+
+        Returns:
+            An absolute path.
+        """
+        value = Path(getattr(self, setting)).expanduser()
+        return value if value.is_absolute() else project_home() / value
+
+    @property
+    def warehouse_uri(self) -> str:
+        """The warehouse as the catalog expects it: an absolute path locally, else the URI."""
+        if "://" in self.warehouse:
+            return self.warehouse
+        return str(self.path("warehouse"))
+
+    def describe(self) -> dict[str, str]:
+        """Return the settings as strings, with where each value came from (for display)."""
+        shown = {}
+        for item in fields(self):
+            if item.name == "sources":
+                continue
+            value = getattr(self, item.name)
+            origin = self.sources.get(item.name, "default")
+            shown[item.name] = f"{value}  ({origin})"
+        return shown
+
+
+_PROFILE_DEFAULTS: dict[str, dict[str, Any]] = {
+    "local": {},
+    "localstack": {"kinesis_endpoint": "http://localhost:4566"},
+    "aws": {"catalog_type": "glue", "jar_source": "maven", "warehouse": ""},
+}
+
+
+def _field_types() -> dict[str, Any]:
+    return typing.get_type_hints(Settings)
+
+
+def _coerce(name: str, raw: Any, origin: str) -> Any:
+    """Convert a raw value (a string from the environment, or YAML) to the field's type."""
+    kind = _field_types()[name]
+    label = f"{ENV_PREFIX}{name.upper()}" if origin == "environment" else name
+    optional = isinstance(kind, types.UnionType) and type(None) in typing.get_args(kind)
+    if optional:
+        kind = next(arg for arg in typing.get_args(kind) if arg is not type(None))
+        if raw is None or (isinstance(raw, str) and raw.strip().lower() in ("", "none", "null")):
+            return None
+    try:
+        if kind is bool:
+            if isinstance(raw, bool):
+                return raw
+            text = str(raw).strip().lower()
+            if text in ("1", "true", "yes", "on"):
+                return True
+            if text in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(raw)
+        if kind is int:
+            if isinstance(raw, bool):
+                raise ValueError(raw)
+            return int(str(raw).strip())
+        if typing.get_origin(kind) is tuple:
+            if isinstance(raw, str):
+                return tuple(part.strip() for part in raw.split(",") if part.strip())
+            return tuple(str(part) for part in raw)
+        return str(raw).strip()
+    except (TypeError, ValueError):
+        raise ConfigError(f"{label}: {raw!r} is not a valid {getattr(kind, '__name__', kind)}.") from None
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        loaded = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as error:
+        raise ConfigError(f"config file {path}: cannot be read ({error}).") from None
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"config file {path}: expected a mapping of setting: value.")
+    return loaded
+
+
+def _config_file(explicit: str | os.PathLike[str] | None) -> Path | None:
+    if explicit:
+        path = Path(explicit)
+        if not path.is_file():
+            raise ConfigError(f"config file {path}: not found.")
+        return path
+    if os.environ.get(f"{ENV_PREFIX}CONFIG"):
+        path = Path(os.environ[f"{ENV_PREFIX}CONFIG"])
+        if not path.is_file():
+            raise ConfigError(f"{ENV_PREFIX}CONFIG: {path} is not a file.")
+        return path
+    default = project_home() / "icestream.yaml"
+    return default if default.is_file() else None
+
+
+def load_settings(config_file: str | os.PathLike[str] | None = None, **overrides: Any) -> Settings:
+    """Build validated settings from defaults, profile, YAML file, environment and arguments.
+
+    Args:
+        config_file: A YAML file of ``setting: value``; default ``ICESTREAM_CONFIG`` or
+            ``icestream.yaml`` in the project folder when present.
+        **overrides: Explicit values (papermill parameters); ``None`` and ``""`` mean "not given",
+            so a notebook parameter left at its default does not hide the environment.
+
+    Returns:
+        The settings.
+
+    Raises:
+        ConfigError: If a setting is unknown or has an invalid value.
+    """
+    known = {item.name for item in fields(Settings)} - {"sources"}
+    layers: list[tuple[str, dict[str, Any]]] = []
+    path = _config_file(config_file)
+    if path is not None:
+        layers.append((f"file {path.name}", _read_yaml(path)))
+    env = {
+        key[len(ENV_PREFIX) :].lower(): value
+        for key, value in os.environ.items()
+        if key.startswith(ENV_PREFIX) and key[len(ENV_PREFIX) :].lower() in known
+    }
+    layers.append(("environment", env))
+    layers.append(("argument", {k: v for k, v in overrides.items() if v is not None and v != ""}))
+
+    for origin, values in layers:
+        unknown = sorted(set(values) - known)
+        if unknown and origin != "environment":
+            raise ConfigError(
+                f"{origin}: unknown setting(s) {', '.join(unknown)}; known settings are {', '.join(sorted(known))}."
+            )
+
+    profile = "local"
+    for origin, values in layers:
+        if "profile" in values:
+            profile = str(values["profile"]).strip()
+    if profile not in PROFILES:
+        raise ConfigError(f"{ENV_PREFIX}PROFILE / profile: unknown profile {profile!r}; choose one of {', '.join(PROFILES)}.")
+
+    merged: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for name, value in _PROFILE_DEFAULTS[profile].items():
+        merged[name] = value
+        sources[name] = f"profile {profile}"
+    for origin, values in layers:
+        for name, value in values.items():
+            merged[name] = _coerce(name, value, origin)
+            sources[name] = origin
+    merged["profile"] = profile
+    settings = dataclasses.replace(Settings(), **merged, sources=sources)
+    _validate(settings)
+    return settings
+
+
+def _check(condition: bool, setting: str, message: str) -> None:
+    if not condition:
+        raise ConfigError(f"{ENV_PREFIX}{setting.upper()} / {setting}: {message}")
+
+
+def _validate(settings: Settings) -> None:
+    endpoint = settings.kinesis_endpoint
+    if endpoint is not None:
+        parsed = urlparse(endpoint)
+        _check(
+            parsed.scheme in ("http", "https") and bool(parsed.hostname) and not parsed.path.strip("/"),
+            "kinesis_endpoint",
+            f"{endpoint!r} is not a URL like http://127.0.0.1:4566.",
+        )
+        try:
+            parsed.port  # noqa: B018 - raises ValueError on a malformed port
+        except ValueError:
+            _check(False, "kinesis_endpoint", f"{endpoint!r} has an invalid port.")
+    _check(bool(_REGION.fullmatch(settings.region)), "region", f"{settings.region!r} is not an AWS region like us-east-1.")
+    _check(
+        bool(_STREAM_NAME.fullmatch(settings.stream_name)),
+        "stream_name",
+        f"{settings.stream_name!r} is not a valid Kinesis stream name (1-128 of A-Z a-z 0-9 _ . -).",
+    )
+    _check(1 <= settings.shard_count <= 500, "shard_count", f"{settings.shard_count} must be between 1 and 500.")
+    for name in ("catalog", "namespace", "table"):
+        validate_identifier(getattr(settings, name), f"{ENV_PREFIX}{name.upper()} / {name}")
+    _check(settings.catalog_type in CATALOG_TYPES, "catalog_type", f"choose one of {', '.join(CATALOG_TYPES)}.")
+    _check(settings.jar_source in JAR_SOURCES, "jar_source", f"choose one of {', '.join(JAR_SOURCES)}.")
+    _check(
+        bool(_SPARK_MASTER.fullmatch(settings.spark_master)),
+        "spark_master",
+        f"{settings.spark_master!r} is not a Spark master URL (local[*], spark://host:7077, yarn, k8s://...).",
+    )
+    _check(
+        settings.spark_log_level.upper() in ("ALL", "DEBUG", "ERROR", "FATAL", "INFO", "OFF", "TRACE", "WARN"),
+        "spark_log_level",
+        f"{settings.spark_log_level!r} is not a log4j level.",
+    )
+    _check(
+        settings.start_position in START_POSITIONS,
+        "start_position",
+        f"choose one of {', '.join(START_POSITIONS)}.",
+    )
+    _check(bool(re.fullmatch(r"\d+\.\d+\.\d+", settings.iceberg_version)), "iceberg_version", "expected a version like 1.10.2.")
+    if settings.catalog_type == "glue":
+        _check(
+            settings.warehouse.startswith(("s3://", "s3a://")),
+            "warehouse",
+            "the Glue catalog needs an S3 warehouse such as s3://my-bucket/warehouse.",
+        )
+    else:
+        _check(bool(settings.warehouse), "warehouse", "must not be empty.")

@@ -1,0 +1,212 @@
+"""The local Kinesis emulator: moto's server in a background process on a loopback port.
+
+The server runs as its own process (new session), so it outlives the papermill kernels that use
+it one after another. A state file under ``data/run/`` records its pid, port and start time; start
+is idempotent, stop ends only the process this module started (checked by pid, start time and
+command line), and status reports health. moto keeps its state in memory: stopping the emulator
+loses every stream and record in it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from icestream.errors import EmulatorError
+
+LOOPBACK = "127.0.0.1"
+STATE_FILE = "emulator.json"
+LOG_FILE = "emulator.log"
+START_COMMAND = "icestream emulator start"
+
+
+@dataclass(frozen=True)
+class EmulatorState:
+    """What the state file records about a started emulator."""
+
+    pid: int
+    port: int
+    endpoint: str
+    process_start: str  # /proc start time, so a reused pid is never mistaken for ours
+    started_at: float
+    log: str
+
+
+@dataclass(frozen=True)
+class EmulatorStatus:
+    """The emulator's state as seen now."""
+
+    running: bool
+    healthy: bool
+    endpoint: str | None
+    pid: int | None
+    detail: str
+
+
+def free_port(host: str = LOOPBACK) -> int:
+    """Ask the kernel for a free TCP port on ``host``."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])
+
+
+def _process_start(pid: int) -> str:
+    """The process's start time in clock ticks since boot ('' if unknown or gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    # The command name (field 2) may contain spaces; fields after its closing parenthesis are fixed.
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def is_healthy(endpoint: str, timeout: float = 2.0) -> bool:
+    """True when a moto server answers on ``endpoint``."""
+    try:
+        with urllib.request.urlopen(f"{endpoint}/moto-api/data.json", timeout=timeout) as answer:  # noqa: S310 - loopback URL we built
+            return answer.status == 200
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+class Emulator:
+    """Start, stop and inspect the emulator whose state lives in ``run_dir``.
+
+    Args:
+        run_dir: Folder for the state file and the server's log.
+    """
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = Path(run_dir)
+        self.state_file = self.run_dir / STATE_FILE
+
+    def _read_state(self) -> EmulatorState | None:
+        try:
+            return EmulatorState(**json.loads(self.state_file.read_text()))
+        except (OSError, ValueError, TypeError):
+            return None
+
+    def _owns(self, state: EmulatorState) -> bool:
+        """True when ``state.pid`` is still the very process this module started."""
+        if not _alive(state.pid):
+            return False
+        current_start = _process_start(state.pid)
+        if current_start and current_start != state.process_start:
+            return False
+        try:
+            command = Path(f"/proc/{state.pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            return True  # no /proc (macOS): the pid is alive and the start check was skipped
+        return "moto.server" in command and str(state.port) in command
+
+    def status(self) -> EmulatorStatus:
+        """Report whether the emulator runs and answers."""
+        state = self._read_state()
+        if state is None:
+            return EmulatorStatus(False, False, None, None, f"not running; start it with `{START_COMMAND}`")
+        if not self._owns(state):
+            return EmulatorStatus(False, False, None, None, f"not running (stale state file); start it with `{START_COMMAND}`")
+        healthy = is_healthy(state.endpoint)
+        detail = "running" if healthy else "process alive but not answering; see " + state.log
+        return EmulatorStatus(True, healthy, state.endpoint, state.pid, detail)
+
+    def endpoint(self) -> str | None:
+        """The endpoint of a running, healthy emulator, else None."""
+        status = self.status()
+        return status.endpoint if status.healthy else None
+
+    def start(self, port: int | None = None, timeout: float = 30.0) -> str:
+        """Start the emulator unless it already runs; return its endpoint.
+
+        Args:
+            port: Loopback port to bind (default: a free one).
+            timeout: Seconds to wait for the server to answer.
+
+        Returns:
+            The endpoint URL, e.g. ``http://127.0.0.1:45123``.
+
+        Raises:
+            EmulatorError: If the server does not come up.
+        """
+        status = self.status()
+        if status.healthy and status.endpoint:
+            return status.endpoint
+        if status.running:
+            self.stop()
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        port = port or free_port()
+        endpoint = f"http://{LOOPBACK}:{port}"
+        log_path = self.run_dir / LOG_FILE
+        with log_path.open("ab") as log:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "moto.server", "-H", LOOPBACK, "-p", str(port)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,  # not killed with the kernel or shell that started it
+            )
+        state = EmulatorState(process.pid, port, endpoint, _process_start(process.pid), time.time(), str(log_path))
+        self.state_file.write_text(json.dumps(asdict(state), indent=2))
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                self.state_file.unlink(missing_ok=True)
+                raise EmulatorError(f"The Kinesis emulator exited at start (code {process.returncode}); see {log_path}.")
+            if is_healthy(endpoint, timeout=1.0):
+                return endpoint
+            time.sleep(0.2)
+        self.stop()
+        raise EmulatorError(f"The Kinesis emulator did not answer on {endpoint} within {timeout:.0f} s; see {log_path}.")
+
+    def stop(self, timeout: float = 10.0) -> bool:
+        """Stop the emulator this module started, if any.
+
+        Args:
+            timeout: Seconds to wait after SIGTERM before SIGKILL.
+
+        Returns:
+            True if a process was stopped.
+        """
+        state = self._read_state()
+        if state is None:
+            return False
+        stopped = False
+        if self._owns(state):
+            os.killpg(state.pid, signal.SIGTERM)
+            deadline = time.monotonic() + timeout
+            while _alive(state.pid) and time.monotonic() < deadline:
+                _reap(state.pid)
+                time.sleep(0.1)
+            if _alive(state.pid):
+                os.killpg(state.pid, signal.SIGKILL)
+            _reap(state.pid)
+            stopped = True
+        self.state_file.unlink(missing_ok=True)
+        return stopped
+
+
+def _reap(pid: int) -> None:
+    """Collect the exit status when the emulator is our own child, so it leaves no zombie."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass

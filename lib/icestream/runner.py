@@ -1,0 +1,125 @@
+"""Run the notebooks headless with papermill, in order, the way ``make run`` and schedules do.
+
+Each executed copy goes to the output folder (papermill records the parameters used in it).
+A failure stops the run and is reported as the notebook, the cell and the error, nothing more.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from icestream.config import project_home
+from icestream.errors import IcestreamError
+
+KERNEL_NAME = "icestream"  # registered into the venv by `make` (python -m ipykernel install --sys-prefix)
+
+
+class NotebookFailedError(IcestreamError):
+    """A notebook raised an error; the message names the notebook and the cell."""
+
+    def __init__(self, notebook: str, cell_index: int, ename: str, evalue: str, output: Path) -> None:
+        self.notebook = notebook
+        self.cell_index = cell_index
+        super().__init__(
+            f"{notebook} failed in cell {cell_index}: {ename}: {evalue}\n"
+            f"The executed copy with the full traceback is {output}"
+        )
+
+
+@dataclass(frozen=True)
+class NotebookRun:
+    """One executed notebook."""
+
+    notebook: str
+    output: Path
+    seconds: float
+
+
+def notebook_paths(selected: Iterable[str] = (), folder: Path | None = None) -> list[Path]:
+    """The notebooks to run, in name order (names sort into run order).
+
+    Args:
+        selected: Names or prefixes (``02`` or ``02_stream_ingest.ipynb``); empty means all.
+        folder: Where the notebooks are (default ``notebooks/`` in the project).
+
+    Raises:
+        IcestreamError: If a selected name matches no notebook.
+    """
+    folder = folder or project_home() / "notebooks"
+    every = sorted(path for path in folder.glob("[0-9][0-9]_*.ipynb"))
+    chosen = list(selected)
+    if not chosen:
+        return every
+    picked = []
+    for name in chosen:
+        matches = [path for path in every if path.name == name or path.name.startswith(name)]
+        if not matches:
+            raise IcestreamError(f"No notebook matches {name!r}; the notebooks are {', '.join(p.name for p in every)}.")
+        picked.extend(path for path in matches if path not in picked)
+    return sorted(picked)
+
+
+def kernel_name() -> str:
+    """The project's kernel when registered, else the interpreter's default kernel."""
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    try:
+        KernelSpecManager().get_kernel_spec(KERNEL_NAME)
+    except NoSuchKernel:
+        return "python3"
+    return KERNEL_NAME
+
+
+def run_notebooks(
+    notebooks: list[Path],
+    output_dir: Path,
+    parameters: dict[str, Any] | None = None,
+    report: Callable[[str], None] = print,
+    progress: bool = True,
+) -> list[NotebookRun]:
+    """Execute notebooks one after another with papermill.
+
+    Args:
+        notebooks: Notebook paths, in run order.
+        output_dir: Where executed copies are written.
+        parameters: Passed to every notebook (papermill injects them after the ``parameters`` cell).
+        report: Where progress lines go.
+        progress: Show papermill's per-cell progress bar.
+
+    Returns:
+        One record per notebook, with its wall time.
+
+    Raises:
+        NotebookFailedError: On the first notebook that fails.
+    """
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    output_dir.mkdir(parents=True, exist_ok=True)
+    kernel = kernel_name()
+    runs: list[NotebookRun] = []
+    started = time.monotonic()
+    for number, path in enumerate(notebooks, start=1):
+        output = output_dir / path.name
+        report(f"[{number}/{len(notebooks)}] {path.name} ...")
+        began = time.monotonic()
+        try:
+            papermill.execute_notebook(
+                str(path),
+                str(output),
+                parameters=parameters or {},
+                kernel_name=kernel,
+                cwd=str(path.parent),
+                progress_bar={"desc": path.stem, "leave": False} if progress else False,
+                report_mode=False,
+            )
+        except PapermillExecutionError as error:
+            raise NotebookFailedError(path.name, error.cell_index, error.ename, error.evalue, output) from None
+        seconds = time.monotonic() - began
+        runs.append(NotebookRun(path.name, output, seconds))
+        report(f"[{number}/{len(notebooks)}] {path.name} done in {seconds:.1f} s (total {time.monotonic() - started:.1f} s)")
+    return runs

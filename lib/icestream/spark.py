@@ -1,0 +1,182 @@
+"""The Spark session factory: one configured session per process, on any master.
+
+``get_spark`` returns the active session when there is one (so notebooks, tests and the ingest
+share a single JVM) and otherwise starts one with the Iceberg SQL extensions and a catalog named
+after ``settings.catalog`` for the active profile. Problems a user can cause -- no Java, the wrong
+Java, missing jars -- are checked before the JVM starts and raised as the project's own errors.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from icestream.config import Settings, load_settings
+from icestream.errors import JarError, JavaError, SparkStartError
+from icestream.jars import CLASSES_TO_LOAD, resolve_jars
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+SUPPORTED_JAVA = (17, 11)  # Spark 3.5 runs on 8/11/17; 17 is the pinned, tested version.
+LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
+
+
+def java_version() -> tuple[int, str]:
+    """Return the major version of the Java that Spark will start, and its path.
+
+    Raises:
+        JavaError: If no Java is found or its version cannot be read.
+    """
+    java_home = os.environ.get("JAVA_HOME")
+    java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
+    if not java or not Path(java).exists():
+        raise JavaError(
+            "Java is not installed (Spark needs Java 17). Install it with "
+            "`sudo apt-get install openjdk-17-jre-headless`, or set JAVA_HOME to a Java 17."
+        )
+    result = subprocess.run([java, "-version"], capture_output=True, text=True, check=False)
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', result.stderr + result.stdout)
+    if not match:
+        raise JavaError(f"Could not read the version of {java}; Spark needs Java 17.")
+    major = int(match.group(1))
+    if major == 1 and match.group(2):  # "1.8.0" style
+        major = int(match.group(2))
+    return major, java
+
+
+def check_java() -> str:
+    """Check that Java 17 (or 11) is available.
+
+    Returns:
+        A one-line description, such as ``Java 17 at /usr/bin/java``.
+
+    Raises:
+        JavaError: If Java is missing or has a version Spark 3.5 does not support.
+    """
+    major, java = java_version()
+    if major not in SUPPORTED_JAVA:
+        raise JavaError(
+            f"{java} is Java {major}; Spark 3.5 with this project needs Java 17. Install "
+            "openjdk-17-jre-headless and set JAVA_HOME to it (e.g. /usr/lib/jvm/java-17-openjdk-amd64)."
+        )
+    return f"Java {major} at {java}"
+
+
+def catalog_conf(settings: Settings) -> dict[str, str]:
+    """Spark configuration for the Iceberg catalog of the active profile.
+
+    Args:
+        settings: The active settings.
+
+    Returns:
+        ``spark.sql.catalog.<name>.*`` entries.
+    """
+    prefix = f"spark.sql.catalog.{settings.catalog}"
+    conf = {prefix: "org.apache.iceberg.spark.SparkCatalog", f"{prefix}.warehouse": settings.warehouse_uri}
+    if settings.catalog_type == "glue":
+        conf[f"{prefix}.catalog-impl"] = "org.apache.iceberg.aws.glue.GlueCatalog"
+        conf[f"{prefix}.io-impl"] = "org.apache.iceberg.aws.s3.S3FileIO"
+        conf[f"{prefix}.client.region"] = settings.region
+    else:
+        conf[f"{prefix}.type"] = "hadoop"
+    return conf
+
+
+def session_conf(settings: Settings) -> dict[str, str]:
+    """The whole Spark configuration this project sets (jars, extensions, catalog, tuning).
+
+    Args:
+        settings: The active settings.
+
+    Returns:
+        Configuration keys and values.
+
+    Raises:
+        JarError: If the Iceberg jars cannot be provisioned.
+    """
+    local = settings.spark_master.startswith("local")
+    conf = {
+        "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.ui.enabled": str(settings.spark_ui).lower(),
+        "spark.ui.showConsoleProgress": "false",
+        # A few shuffle partitions suit one machine; a cluster keeps Spark's default.
+        **({"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "4"} if local else {}),
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}",
+        **resolve_jars(settings).spark_conf(),
+        **catalog_conf(settings),
+    }
+    return conf
+
+
+def _verify_classes(spark: SparkSession) -> None:
+    """Load the Iceberg classes once, so a broken jar fails here with a clear message."""
+    jvm = spark.sparkContext._jvm  # noqa: SLF001 - py4j gateway is the only way to ask the JVM
+    loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    for name in CLASSES_TO_LOAD:
+        try:
+            jvm.java.lang.Class.forName(name, False, loader)
+        except Exception:  # noqa: BLE001 - py4j raises its own error types for a missing class
+            raise JarError(
+                f"Spark started but cannot load {name}. The Iceberg jars on spark.jars are incomplete: "
+                "delete the jar cache folder (.cache/jars) and run `icestream doctor` to rebuild it."
+            ) from None
+
+
+def get_spark(settings: Settings | None = None, app_name: str = "icestream") -> SparkSession:
+    """Return the process's Spark session, starting a configured one when none is active.
+
+    Args:
+        settings: The active settings (default: ``load_settings()``).
+        app_name: The application name shown in the Spark UI and logs.
+
+    Returns:
+        A session with the Iceberg extensions and the catalog of the active profile.
+
+    Raises:
+        JavaError: If Java is missing or unsupported.
+        JarError: If the Iceberg jars are missing or broken.
+        SparkStartError: If the JVM fails to start for another reason.
+    """
+    from pyspark.sql import SparkSession
+
+    settings = settings or load_settings()
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        if active.conf.get(f"spark.sql.catalog.{settings.catalog}", None) is None:
+            raise SparkStartError(
+                f"A Spark session is already running without the {settings.catalog!r} catalog. "
+                "Restart the kernel (or stop that session) and call get_spark() first."
+            )
+        return active
+
+    check_java()
+    conf = session_conf(settings)
+    if settings.spark_master.startswith("local"):
+        # Executors of a local master must use this interpreter (the project's venv).
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        # A local driver listens on loopback only, never on the machine's public interface.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        conf.setdefault("spark.driver.host", "127.0.0.1")
+        conf.setdefault("spark.driver.bindAddress", "127.0.0.1")
+    builder = SparkSession.builder.master(settings.spark_master).appName(app_name)
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    try:
+        spark = builder.getOrCreate()
+    except Exception as error:  # noqa: BLE001 - py4j/JVM start-up errors have no common base
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise SparkStartError(
+            f"Spark could not start on master {settings.spark_master!r}: {first_line}. "
+            "Run `icestream doctor` to check Java, the jars and the settings."
+        ) from None
+    spark.sparkContext.setLogLevel(settings.spark_log_level.upper())
+    _verify_classes(spark)
+    return spark
