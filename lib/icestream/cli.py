@@ -61,7 +61,9 @@ def _doctor_checks(settings: Settings, start_spark: bool) -> list[tuple[str, Cal
 
     def python() -> str:
         if sys.version_info[:2] != (3, 11):
-            raise IcestreamError(f"Python {platform.python_version()}; this project pins Python 3.11 (make run creates .venv).")
+            raise IcestreamError(
+                f"Python {platform.python_version()}; this project pins Python 3.11 (make run creates .venv)."
+            )
         return f"Python {platform.python_version()} at {sys.executable}"
 
     def spark_version() -> str:
@@ -166,7 +168,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="run notebooks headless with papermill")
     run.add_argument("notebooks", nargs="*", help="names or prefixes (default: all, in order)")
-    run.add_argument("-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"), help="passed to every notebook")
+    run.add_argument(
+        "-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"), help="passed to every notebook"
+    )
     run.add_argument("--output", help="folder for executed copies (default: output/)")
     run.add_argument("--no-progress", action="store_true", help="no per-cell progress bar")
     run.set_defaults(handler=cmd_run)

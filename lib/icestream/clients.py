@@ -9,6 +9,7 @@ so those keys are never sent anywhere but an emulator.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -131,20 +132,40 @@ def ensure_stream(settings: Settings, shard_count: int | None = None, timeout: f
     client = kinesis_client(settings)
     name = settings.stream_name
     try:
-        try:
+        # An existing stream is kept as it is (ResourceInUse), whatever its shard count.
+        with contextlib.suppress(client.exceptions.ResourceInUseException):
             client.create_stream(StreamName=name, ShardCount=shard_count or settings.shard_count)
-        except client.exceptions.ResourceInUseException:
-            pass  # it exists already: keep it as it is
         deadline = time.monotonic() + timeout
         while True:
             summary = client.describe_stream_summary(StreamName=name)["StreamDescriptionSummary"]
             if summary["StreamStatus"] == "ACTIVE":
                 break
             if time.monotonic() > deadline:
-                raise ServiceUnavailableError(f"Stream {name} is still {summary['StreamStatus']} after {timeout:.0f} s.")
+                raise ServiceUnavailableError(
+                    f"Stream {name} is still {summary['StreamStatus']} after {timeout:.0f} s."
+                )
             time.sleep(0.5)
         if settings.kms_key_id and summary.get("EncryptionType") != "KMS":
             client.start_stream_encryption(StreamName=name, EncryptionType="KMS", KeyId=settings.kms_key_id)
     except (BotoCoreError, ClientError) as error:
         raise ServiceUnavailableError(f"Could not create or describe stream {name}: {error}") from None
     return summary
+
+
+def list_shards(client: Any, stream_name: str) -> list[dict[str, Any]]:
+    """All shards of a stream, open and closed, following ListShards pagination.
+
+    Args:
+        client: A boto3 Kinesis client.
+        stream_name: The stream.
+
+    Returns:
+        ListShards' shard records (ShardId, ParentShardId, HashKeyRange, SequenceNumberRange ...).
+    """
+    shards: list[dict[str, Any]] = []
+    answer = client.list_shards(StreamName=stream_name)
+    shards.extend(answer["Shards"])
+    while answer.get("NextToken"):
+        answer = client.list_shards(NextToken=answer["NextToken"])
+        shards.extend(answer["Shards"])
+    return shards

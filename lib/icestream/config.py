@@ -267,11 +267,13 @@ def load_settings(config_file: str | os.PathLike[str] | None = None, **overrides
             )
 
     profile = "local"
-    for origin, values in layers:
+    for _origin, values in layers:
         if "profile" in values:
             profile = str(values["profile"]).strip()
     if profile not in PROFILES:
-        raise ConfigError(f"{ENV_PREFIX}PROFILE / profile: unknown profile {profile!r}; choose one of {', '.join(PROFILES)}.")
+        raise ConfigError(
+            f"{ENV_PREFIX}PROFILE / profile: unknown profile {profile!r}; choose one of {', '.join(PROFILES)}."
+        )
 
     merged: dict[str, Any] = {}
     sources: dict[str, str] = {}
@@ -306,7 +308,9 @@ def _validate(settings: Settings) -> None:
             parsed.port  # noqa: B018 - raises ValueError on a malformed port
         except ValueError:
             _check(False, "kinesis_endpoint", f"{endpoint!r} has an invalid port.")
-    _check(bool(_REGION.fullmatch(settings.region)), "region", f"{settings.region!r} is not an AWS region like us-east-1.")
+    _check(
+        bool(_REGION.fullmatch(settings.region)), "region", f"{settings.region!r} is not an AWS region like us-east-1."
+    )
     _check(
         bool(_STREAM_NAME.fullmatch(settings.stream_name)),
         "stream_name",
@@ -332,7 +336,11 @@ def _validate(settings: Settings) -> None:
         "start_position",
         f"choose one of {', '.join(START_POSITIONS)}.",
     )
-    _check(bool(re.fullmatch(r"\d+\.\d+\.\d+", settings.iceberg_version)), "iceberg_version", "expected a version like 1.10.2.")
+    _check(
+        bool(re.fullmatch(r"\d+\.\d+\.\d+", settings.iceberg_version)),
+        "iceberg_version",
+        "expected a version like 1.10.2.",
+    )
     if settings.catalog_type == "glue":
         _check(
             settings.warehouse.startswith(("s3://", "s3a://")),

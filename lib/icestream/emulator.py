@@ -9,6 +9,7 @@ loses every stream and record in it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -124,7 +125,9 @@ class Emulator:
         if state is None:
             return EmulatorStatus(False, False, None, None, f"not running; start it with `{START_COMMAND}`")
         if not self._owns(state):
-            return EmulatorStatus(False, False, None, None, f"not running (stale state file); start it with `{START_COMMAND}`")
+            return EmulatorStatus(
+                False, False, None, None, f"not running (stale state file); start it with `{START_COMMAND}`"
+            )
         healthy = is_healthy(state.endpoint)
         detail = "running" if healthy else "process alive but not answering; see " + state.log
         return EmulatorStatus(True, healthy, state.endpoint, state.pid, detail)
@@ -170,12 +173,16 @@ class Emulator:
         while time.monotonic() < deadline:
             if process.poll() is not None:
                 self.state_file.unlink(missing_ok=True)
-                raise EmulatorError(f"The Kinesis emulator exited at start (code {process.returncode}); see {log_path}.")
+                raise EmulatorError(
+                    f"The Kinesis emulator exited at start (code {process.returncode}); see {log_path}."
+                )
             if is_healthy(endpoint, timeout=1.0):
                 return endpoint
             time.sleep(0.2)
         self.stop()
-        raise EmulatorError(f"The Kinesis emulator did not answer on {endpoint} within {timeout:.0f} s; see {log_path}.")
+        raise EmulatorError(
+            f"The Kinesis emulator did not answer on {endpoint} within {timeout:.0f} s; see {log_path}."
+        )
 
     def stop(self, timeout: float = 10.0) -> bool:
         """Stop the emulator this module started, if any.
@@ -206,7 +213,5 @@ class Emulator:
 
 def _reap(pid: int) -> None:
     """Collect the exit status when the emulator is our own child, so it leaves no zombie."""
-    try:
+    with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass

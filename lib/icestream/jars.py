@@ -216,7 +216,15 @@ def build_jars(settings: Settings) -> tuple[Path, ...]:
         (work / "rules.txt").write_text(RELOCATION_RULE)
         java = shutil.which("java") or "java"
         result = subprocess.run(
-            [java, "-jar", str(jarjar), "process", str(work / "rules.txt"), str(work / "jackson-merged.jar"), str(work / "out.jar")],
+            [
+                java,
+                "-jar",
+                str(jarjar),
+                "process",
+                str(work / "rules.txt"),
+                str(work / "jackson-merged.jar"),
+                str(work / "out.jar"),
+            ],
             capture_output=True,
             text=True,
             check=False,

@@ -121,5 +121,6 @@ def run_notebooks(
             raise NotebookFailedError(path.name, error.cell_index, error.ename, error.evalue, output) from None
         seconds = time.monotonic() - began
         runs.append(NotebookRun(path.name, output, seconds))
-        report(f"[{number}/{len(notebooks)}] {path.name} done in {seconds:.1f} s (total {time.monotonic() - started:.1f} s)")
+        total = time.monotonic() - started
+        report(f"[{number}/{len(notebooks)}] {path.name} done in {seconds:.1f} s (total {total:.1f} s)")
     return runs

@@ -117,7 +117,7 @@ def session_conf(settings: Settings) -> dict[str, str]:
 
 def _verify_classes(spark: SparkSession) -> None:
     """Load the Iceberg classes once, so a broken jar fails here with a clear message."""
-    jvm = spark.sparkContext._jvm  # noqa: SLF001 - py4j gateway is the only way to ask the JVM
+    jvm = spark.sparkContext._jvm
     loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
     for name in CLASSES_TO_LOAD:
         try:

@@ -1,0 +1,76 @@
+# icestream: `make run` sets everything up and runs every notebook headless; `make test` sets
+# everything up and runs lint and the whole test suite. Both work on a fresh Debian/Ubuntu machine.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
+JARJAR := /usr/share/java/jarjar.jar
+APT_PACKAGES :=
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+PYTEST_ARGS ?=
+
+.PHONY: help setup system venv jars emulator run test lint format lab clean reliability bench
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+system:  ## Java 17 and jarjar (the jar relocation tool), through apt-get when missing
+	@missing=""; \
+	java -version 2>&1 | grep -q 'version "17' || missing="$$missing openjdk-17-jre-headless"; \
+	[ -f $(JARJAR) ] || missing="$$missing libjarjar-java"; \
+	if [ -n "$$missing" ]; then \
+	  if command -v apt-get >/dev/null; then \
+	    echo ">> installing$$missing with apt-get"; \
+	    $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else \
+	    echo "error: please install$$missing (Java 17 JRE and jarjar), or use environment.yml with conda" >&2; exit 2; \
+	  fi; \
+	fi
+
+$(STAMP): pyproject.toml constraints.txt
+	@echo ">> creating $(VENV) and installing pinned dependencies (first time: a few minutes)"
+	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -c 'import sys; assert sys.version_info[:2] == (3, 11), "icestream needs Python 3.11, not " + sys.version.split()[0]'
+	@$(BIN)/pip install -q -c constraints.txt -e '.[dev]' 2>&1 | grep -v -E '^WARNING: Location' || true
+	@$(BIN)/python -c 'import icestream, pyspark, papermill'  # fail here if the install did not work
+	@$(BIN)/python -m ipykernel install --sys-prefix --name icestream --display-name "Python (icestream)" >/dev/null
+	@rm -f $(VENV)/.installed-* && touch $@
+
+venv: $(STAMP)
+
+jars: system venv  ## build the Iceberg runtime + relocated Jackson jars into .cache/jars (once)
+	@$(BIN)/python -c 'from icestream.config import load_settings; from icestream.jars import resolve_jars; p = resolve_jars(load_settings()); print(">> iceberg jars:", p.source)'
+
+setup: system venv jars  ## everything the commands below need
+
+emulator: setup  ## start the local Kinesis emulator (idempotent)
+	@echo ">> kinesis emulator: $$($(BIN)/icestream emulator start)"
+
+run: emulator  ## set up, then run every notebook headless into output/
+	@$(BIN)/icestream doctor
+	@$(BIN)/icestream run
+
+lint: venv
+	@$(BIN)/ruff check lib tests bench notebooks
+	@$(BIN)/ruff format --check lib tests bench notebooks
+
+format: venv  ## apply ruff's fixes and formatting
+	@$(BIN)/ruff check --fix lib tests bench notebooks
+	@$(BIN)/ruff format lib tests bench notebooks
+
+test: setup lint  ## set up, then lint and the whole test suite
+	@$(BIN)/pytest $(PYTEST_ARGS)
+
+reliability: setup  ## the full reliability campaigns
+	@ICESTREAM_RELIABILITY=full $(BIN)/pytest -m reliability $(PYTEST_ARGS)
+
+lab: emulator  ## JupyterLab with the project's kernel
+	@$(BIN)/jupyter lab --ip 127.0.0.1 notebooks
+
+clean:  ## stop the emulator; remove the venv, jars, warehouse, run state and outputs
+	@[ ! -x $(BIN)/icestream ] || $(BIN)/icestream emulator stop || true
+	rm -rf $(VENV) .cache data/warehouse data/run output .pytest_cache .ruff_cache

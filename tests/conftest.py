@@ -1,0 +1,73 @@
+"""Shared fixtures: one isolated environment, one emulator and one SparkSession per test session.
+
+The test session never touches the user's ``data/`` folder: the warehouse, run folder (emulator
+state) and output go to a temporary folder, exported as ``ICESTREAM_*`` variables so that
+notebooks executed by papermill in tests see the same settings. The jar cache is shared with the
+project (``.cache/jars``), so the jars are built once per machine, not once per test run.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from icestream.config import Settings, load_settings, project_home
+
+
+@pytest.fixture(scope="session")
+def test_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A temporary folder for warehouse, run state and outputs, exported to the environment."""
+    home = tmp_path_factory.mktemp("icestream")
+    exported = {
+        "ICESTREAM_WAREHOUSE": str(home / "warehouse"),
+        "ICESTREAM_RUN_DIR": str(home / "run"),
+        "ICESTREAM_OUTPUT_DIR": str(home / "output"),
+        "ICESTREAM_JAR_CACHE_DIR": str(project_home() / ".cache" / "jars"),
+    }
+    saved = {key: os.environ.get(key) for key in [*exported, "ICESTREAM_PROFILE", "ICESTREAM_KINESIS_ENDPOINT"]}
+    os.environ.update(exported)
+    os.environ.pop("ICESTREAM_PROFILE", None)
+    os.environ.pop("ICESTREAM_KINESIS_ENDPOINT", None)
+    yield home
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+@pytest.fixture(scope="session")
+def settings(test_home: Path) -> Settings:
+    """Settings of the test environment (local profile, temporary warehouse)."""
+    return load_settings()
+
+
+@pytest.fixture(scope="session")
+def emulator(settings: Settings) -> Iterator[str]:
+    """One moto Kinesis server for the whole test session; yields its endpoint."""
+    from icestream.emulator import Emulator
+
+    server = Emulator(settings.path("run_dir"))
+    endpoint = server.start()
+    yield endpoint
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def spark(settings: Settings):
+    """The one SparkSession of the test session."""
+    from icestream.spark import get_spark
+
+    session = get_spark(settings, app_name="icestream-tests")
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def stream_settings(settings: Settings, emulator: str) -> Settings:
+    """Settings naming a fresh stream (so tests sharing the emulator never see each other's records)."""
+    return load_settings(stream_name=f"test-{uuid.uuid4().hex[:10]}")

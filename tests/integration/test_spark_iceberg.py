@@ -1,0 +1,69 @@
+"""Spark + Iceberg through the session factory: tables, appends, time travel, metadata tables."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from icestream.clients import ensure_stream
+from icestream.config import Settings
+from icestream.schema import table_columns
+from icestream.spark import get_spark
+from icestream.tables import setup_tables, show_create_table
+
+pytestmark = pytest.mark.integration
+
+
+def sample_rows(count: int, offset: int = 0) -> list[tuple]:
+    ts = datetime(2026, 11, 21, 5, 0, tzinfo=UTC)
+    return [
+        (
+            f"e-{offset + i}",
+            f"u-{i % 3}",
+            f"s-{i % 2}",
+            "click",
+            ts,
+            {"page": "/home"},
+            ("mobile", "iOS", "5.2.1"),
+            "shardId-000000000000",
+            str(1000 + offset + i),
+            f"u-{i % 3}",
+            ts,
+            ts,
+        )
+        for i in range(count)
+    ]
+
+
+def test_session_is_shared_and_configured(spark, settings: Settings) -> None:
+    assert get_spark(settings) is spark
+    assert spark.conf.get("spark.sql.catalog.lake") == "org.apache.iceberg.spark.SparkCatalog"
+    assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
+    assert spark.conf.get("spark.ui.enabled") == "false"
+
+
+def test_stream_table_append_time_travel_and_metadata(spark, stream_settings: Settings) -> None:
+    ensure_stream(stream_settings, shard_count=1)
+    events, rejects = setup_tables(spark, stream_settings)
+    assert setup_tables(spark, stream_settings) == [events, rejects]  # idempotent
+    assert "hours(event_ts)" in show_create_table(spark, events)
+    table = spark.table(events)
+    assert tuple(table.columns) == table_columns()
+
+    schema = table.schema
+    before = spark.table(events).count()
+    spark.createDataFrame(sample_rows(5), schema).writeTo(events).option(
+        "snapshot-property.icestream.test", "one"
+    ).append()
+    first = spark.sql(f"SELECT snapshot_id FROM {events}.snapshots ORDER BY committed_at DESC LIMIT 1").first()[0]
+    spark.createDataFrame(sample_rows(3, offset=5), schema).writeTo(events).append()
+
+    assert spark.table(events).count() == before + 8
+    assert spark.sql(f"SELECT count(*) FROM {events} VERSION AS OF {first}").first()[0] == before + 5
+    summary = spark.sql(f"SELECT summary FROM {events}.snapshots WHERE snapshot_id = {first}").first()[0]
+    assert summary["icestream.test"] == "one"
+    files = spark.sql(f"SELECT file_path, record_count FROM {events}.files").collect()
+    assert sum(row.record_count for row in files) == before + 8
+    partitions = spark.sql(f"SELECT partition.event_ts_hour FROM {events}.partitions").collect()
+    assert len(partitions) >= 1

@@ -1,0 +1,162 @@
+"""Settings: precedence, the documented environment names, and validation at load time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from icestream.config import load_settings, project_home, validate_identifier
+from icestream.errors import ConfigError
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No ICESTREAM_* variable from the caller leaks into these tests, and no icestream.yaml."""
+    import os
+
+    for key in list(os.environ):
+        if key.startswith("ICESTREAM_"):
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("ICESTREAM_HOME", str(tmp_path))
+
+
+def test_defaults_run_locally_with_no_aws_account() -> None:
+    settings = load_settings()
+    assert settings.profile == "local"
+    assert settings.kinesis_endpoint is None  # read from the emulator's state file
+    assert settings.stream_name == "user-events"
+    assert settings.table_name == "lake.streaming_analytics.user_events"
+    assert settings.rejects_table_name == "lake.streaming_analytics.user_events_rejects"
+    assert settings.spark_master == "local[*]"
+    assert settings.catalog_type == "hadoop"
+    assert settings.warehouse_uri == str(project_home() / "data" / "warehouse")
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "attribute", "expected"),
+    [
+        ("ICESTREAM_PROFILE", "localstack", "profile", "localstack"),
+        ("ICESTREAM_KINESIS_ENDPOINT", "http://127.0.0.1:4567", "kinesis_endpoint", "http://127.0.0.1:4567"),
+        ("ICESTREAM_REGION", "eu-west-1", "region", "eu-west-1"),
+        ("ICESTREAM_STREAM_NAME", "clicks", "stream_name", "clicks"),
+        ("ICESTREAM_WAREHOUSE", "/tmp/wh", "warehouse", "/tmp/wh"),
+        ("ICESTREAM_NAMESPACE", "web", "namespace", "web"),
+        ("ICESTREAM_TABLE", "clicks", "table", "clicks"),
+        ("ICESTREAM_SPARK_MASTER", "spark://head:7077", "spark_master", "spark://head:7077"),
+        ("ICESTREAM_SHARD_COUNT", "8", "shard_count", 8),
+        ("ICESTREAM_SPARK_UI", "true", "spark_ui", True),
+        ("ICESTREAM_ICEBERG_JARS", "/a.jar, /b.jar", "iceberg_jars", ("/a.jar", "/b.jar")),
+    ],
+)
+def test_documented_environment_variables(
+    monkeypatch: pytest.MonkeyPatch, variable: str, value: str, attribute: str, expected: object
+) -> None:
+    monkeypatch.setenv(variable, value)
+    settings = load_settings()
+    assert getattr(settings, attribute) == expected
+    assert settings.sources[attribute] == "environment"
+
+
+def test_precedence_defaults_file_environment_arguments(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    config = tmp_path / "settings.yaml"
+    config.write_text("stream_name: from-file\ntable: file_table\nnamespace: file_ns\n")
+    monkeypatch.setenv("ICESTREAM_TABLE", "env_table")
+    monkeypatch.setenv("ICESTREAM_NAMESPACE", "env_ns")
+    settings = load_settings(config_file=config, namespace="arg_ns")
+    assert settings.stream_name == "from-file"
+    assert settings.table == "env_table"
+    assert settings.namespace == "arg_ns"
+    assert settings.region == "us-east-1"
+    assert settings.sources == {"stream_name": "file settings.yaml", "table": "environment", "namespace": "argument"}
+
+
+def test_config_file_from_environment_and_project_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    (tmp_path / "icestream.yaml").write_text("region: eu-central-1\n")
+    assert load_settings().region == "eu-central-1"
+    other = tmp_path / "other.yaml"
+    other.write_text("region: ap-south-1\n")
+    monkeypatch.setenv("ICESTREAM_CONFIG", str(other))
+    assert load_settings().region == "ap-south-1"
+
+
+def test_unset_parameters_do_not_hide_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A papermill parameter left at None or "" means "not given".
+    monkeypatch.setenv("ICESTREAM_STREAM_NAME", "from-env")
+    assert load_settings(stream_name=None).stream_name == "from-env"
+    assert load_settings(stream_name="").stream_name == "from-env"
+
+
+def test_profiles_set_their_defaults() -> None:
+    assert load_settings(profile="localstack").kinesis_endpoint == "http://localhost:4566"
+    aws = load_settings(profile="aws", warehouse="s3://bucket/warehouse")
+    assert (aws.catalog_type, aws.jar_source, aws.kinesis_endpoint) == ("glue", "maven", None)
+    assert aws.warehouse_uri == "s3://bucket/warehouse"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "named"),
+    [
+        ({"profile": "prod"}, "PROFILE"),
+        ({"kinesis_endpoint": "localhost:4566"}, "KINESIS_ENDPOINT"),
+        ({"kinesis_endpoint": "ftp://127.0.0.1:1"}, "KINESIS_ENDPOINT"),
+        ({"kinesis_endpoint": "http://127.0.0.1:notaport"}, "KINESIS_ENDPOINT"),
+        ({"region": "mars"}, "REGION"),
+        ({"stream_name": "bad name!"}, "STREAM_NAME"),
+        ({"namespace": "analytics; DROP TABLE x"}, "NAMESPACE"),
+        ({"table": "1events"}, "TABLE"),
+        ({"table": "user-events"}, "TABLE"),
+        ({"catalog": "lake.x"}, "CATALOG"),
+        ({"spark_master": "localhost"}, "SPARK_MASTER"),
+        ({"shard_count": 0}, "SHARD_COUNT"),
+        ({"profile": "aws"}, "WAREHOUSE"),  # Glue needs an s3:// warehouse
+        ({"jar_source": "ivy"}, "JAR_SOURCE"),
+        ({"start_position": "earliest"}, "START_POSITION"),
+    ],
+)
+def test_invalid_values_fail_at_load_naming_the_setting(overrides: dict[str, object], named: str) -> None:
+    with pytest.raises(ConfigError, match=named):
+        load_settings(**overrides)
+
+
+def test_invalid_environment_value_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ICESTREAM_SHARD_COUNT", "four")
+    with pytest.raises(ConfigError, match="ICESTREAM_SHARD_COUNT"):
+        load_settings()
+
+
+def test_unknown_setting_in_file_or_arguments(tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text("strem_name: typo\n")
+    with pytest.raises(ConfigError, match="strem_name"):
+        load_settings(config_file=config)
+    with pytest.raises(ConfigError, match="tabel"):
+        load_settings(tabel="x")
+
+
+def test_config_file_must_be_a_mapping(tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text("- a\n- b\n")
+    with pytest.raises(ConfigError, match="mapping"):
+        load_settings(config_file=config)
+
+
+@pytest.mark.parametrize("name", ["events", "_private", "Events_2026", "a" * 128])
+def test_valid_identifiers(name: str) -> None:
+    assert validate_identifier(name) == name
+
+
+@pytest.mark.parametrize(
+    "name", ["", "a" * 129, "1abc", "a.b", "a b", "a;b", "a'--", 'a"b', "a`b", "événements", "a\nb", "t/*x*/"]
+)
+def test_invalid_identifiers(name: str) -> None:
+    with pytest.raises(ConfigError, match="not a valid identifier"):
+        validate_identifier(name, "table")
+
+
+def test_settings_hold_no_credentials() -> None:
+    described = " ".join(load_settings().describe()).lower()
+    assert "secret" not in described
+    assert "access_key" not in described
