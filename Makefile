@@ -12,6 +12,7 @@ JARJAR := /usr/share/java/jarjar.jar
 APT_PACKAGES :=
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
+LINT_PATHS := $(wildcard lib tests bench notebooks)
 
 .PHONY: help setup system venv jars emulator run test lint format lab clean reliability bench
 
@@ -55,12 +56,12 @@ run: emulator  ## set up, then run every notebook headless into output/
 	@$(BIN)/icestream run
 
 lint: venv
-	@$(BIN)/ruff check lib tests bench notebooks
-	@$(BIN)/ruff format --check lib tests bench notebooks
+	@$(BIN)/ruff check $(LINT_PATHS)
+	@$(BIN)/ruff format --check $(LINT_PATHS)
 
 format: venv  ## apply ruff's fixes and formatting
-	@$(BIN)/ruff check --fix lib tests bench notebooks
-	@$(BIN)/ruff format lib tests bench notebooks
+	@$(BIN)/ruff check --fix $(LINT_PATHS)
+	@$(BIN)/ruff format $(LINT_PATHS)
 
 test: setup lint  ## set up, then lint and the whole test suite
 	@$(BIN)/pytest $(PYTEST_ARGS)
