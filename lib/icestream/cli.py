@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from icestream.config import Settings, load_settings
-from icestream.errors import IcestreamError
+from icestream.errors import ConfigError, IcestreamError
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -146,6 +146,101 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_produce(args: argparse.Namespace) -> int:
+    """Generate events and send them: live (default), a history backfill, a file; or in the background."""
+    import itertools
+    import json
+    import secrets
+
+    from icestream import events, producer
+
+    overrides = {"stream_name": args.stream} if args.stream else {}
+    if args.profile:
+        overrides["profile"] = args.profile
+    settings = load_settings(config_file=args.config, **overrides)
+    if args.stop:
+        print("stopped" if producer.stop_background_producer(settings) else "not running")
+        return 0
+    if args.status:
+        status = producer.background_producer_status(settings)
+        print(status.detail + (f" (pid {status.pid}, log {status.log})" if status.pid else ""))
+        if status.summary:
+            print(json.dumps(status.summary["producer"] | {"failures": len(status.summary["producer"]["failures"])}))
+        return 0
+    seed = args.seed if args.seed is not None else secrets.randbits(31)
+    mix = {"bad_rate": args.bad_rate, "duplicate_rate": args.duplicate_rate, "late_rate": args.late_rate}
+    if args.background:
+        if args.from_file or args.backfill_hours:
+            raise ConfigError("--background runs live production only; leave out --from-file and --backfill-hours.")
+        status = producer.start_background_producer(
+            settings,
+            rate=args.rate or 50.0,
+            duration=args.duration or 300.0,
+            seed=seed,
+            anomalies=args.anomalies or "none",
+            **mix,
+        )
+        print(f"background producer started (pid {status.pid}); {status.detail}; log {status.log}")
+        return 0
+    summary_file = Path(args.summary_file) if args.summary_file else None
+    common = {"progress": not args.no_progress, "summary_file": summary_file, "stop_on_sigterm": True}
+    if args.from_file:
+        records = events.read_records(Path(args.from_file))
+        records = itertools.islice(records, args.count) if args.count else records
+        result = producer.run_production(
+            settings, records, mode="file", rate_limit=args.rate, duration=args.duration, **common
+        )
+    elif args.backfill_hours:
+        config = events.backfill_config(
+            args.backfill_hours,
+            count=args.count,
+            seed=seed,
+            anomalies=events.parse_anomalies(args.anomalies or "default"),
+            **mix,
+        )
+        generator = events.EventGenerator(config)
+        result = producer.run_production(
+            settings,
+            generator,
+            mode="backfill",
+            generator=generator,
+            rate_limit=args.rate,
+            duration=args.duration,
+            **common,
+        )
+    else:
+        rate = args.rate or 50.0
+        if not (args.duration or args.count):
+            raise ConfigError("live production needs --duration SECONDS or --count EVENTS, so that it ends.")
+        seconds = args.duration or args.count / rate
+        config = events.live_config(
+            rate, seconds, seed=seed, anomalies=events.parse_anomalies(args.anomalies or "none"), **mix
+        )
+        generator = events.EventGenerator(config)
+        result = producer.run_production(
+            settings,
+            generator,
+            mode="live",
+            generator=generator,
+            append_truth=True,
+            pace=True,
+            duration=seconds + 30,
+            **common,
+        )
+    sent = result["producer"]
+    print(
+        f"{result['mode']}: {sent['records']} records, sent {sent['sent']}, retried {sent['retried']}, "
+        f"failed {sent['failed']}, "
+        f"unsendable {sent['unsendable']}, {sent['bytes_sent'] / 2**20:.2f} MiB in {sent['seconds']:.1f} s "
+        f"({sent['events_per_second']:.0f} events/s) to {result['stream']}"
+    )
+    if "ground_truth" in result:
+        print(
+            f"seed {result['seed']}; ground truth of {len(result['anomalies'])} anomalies in {result['ground_truth']}"
+        )
+    return 1 if sent["failed"] else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and for later subcommands)."""
     parser = argparse.ArgumentParser(prog="icestream", description=__doc__.splitlines()[0])
@@ -174,6 +269,30 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--output", help="folder for executed copies (default: output/)")
     run.add_argument("--no-progress", action="store_true", help="no per-cell progress bar")
     run.set_defaults(handler=cmd_run)
+
+    produce = commands.add_parser("produce", help="generate events and send them to Kinesis (live, backfill, file)")
+    produce.add_argument(
+        "--count", type=int, help="events to generate (backfill: default 3/s of history) or lines to send"
+    )
+    produce.add_argument(
+        "--rate", type=float, help="live: events/s (default 50); backfill and file: a send limit in events/s"
+    )
+    produce.add_argument("--duration", type=float, help="seconds to run (live and --background: required bound)")
+    produce.add_argument("--from-file", help="send a JSON-lines file of payloads as they are")
+    produce.add_argument("--backfill-hours", type=float, help="history mode: event times over the last N hours")
+    produce.add_argument("--anomalies", help="'default', 'none' or e.g. spike:search:4,drop:add_to_cart:0.1@60+15")
+    produce.add_argument("--bad-rate", type=float, default=0.005, help="malformed records per event (default 0.005)")
+    produce.add_argument("--duplicate-rate", type=float, default=0.01, help="share of events sent twice (default 0.01)")
+    produce.add_argument("--late-rate", type=float, default=0.02, help="share of events sent late (default 0.02)")
+    produce.add_argument("--seed", type=int, help="generator seed (default: random; printed for reproduction)")
+    produce.add_argument("--stream", help="stream name (default: settings)")
+    produce.add_argument("--summary-file", help="write a JSON summary here")
+    produce.add_argument("--no-progress", action="store_true", help="no progress bar")
+    control = produce.add_mutually_exclusive_group()
+    control.add_argument("--background", action="store_true", help="run live production detached, for --duration s")
+    control.add_argument("--stop", action="store_true", help="stop the background producer")
+    control.add_argument("--status", action="store_true", help="report the background producer")
+    produce.set_defaults(handler=cmd_produce)
     return parser
 
 
