@@ -637,8 +637,10 @@ class EventGenerator:
         if extra:
             name, values = rng.choice(_EXTRA_FIELDS)
             event[name] = rng.choice(values)
-        late = rng.random() < config.late_rate
-        send_at = ts + rng.uniform(*config.late_seconds) if late else ts
+        # A late event is still sent within the window, so a live run ends on time.
+        room = self._end - ts
+        late = rng.random() < config.late_rate and room > config.late_seconds[0]
+        send_at = ts + rng.uniform(config.late_seconds[0], min(config.late_seconds[1], room)) if late else ts
         data = encode_event(event)
         key, event_type, event_id = event["user_id"], event["event_type"], event["event_id"]
         self._push(Record(data, key, "event", ts, send_at, event_type, event_id, late, extra))

@@ -1,0 +1,148 @@
+"""The producer against the moto emulator: what is sent arrives, byte for byte, in per-user order."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from icestream.cli import main
+from icestream.clients import ensure_stream, kinesis_client
+from icestream.config import Settings, project_home
+from icestream.events import (
+    DEFAULT_ANOMALIES,
+    EventGenerator,
+    backfill_config,
+    generate,
+    ground_truth_path,
+    malformed_payload,
+    read_ground_truth,
+)
+from icestream.producer import (
+    background_producer_status,
+    produce,
+    run_production,
+    start_background_producer,
+    stop_background_producer,
+    wait_background_producer,
+)
+
+pytestmark = pytest.mark.integration
+
+END = datetime(2026, 11, 21, 6, 0, tzinfo=UTC)
+
+
+def read_stream(settings: Settings) -> list[dict[str, Any]]:
+    """Every record in the stream, shard by shard, in sequence order."""
+    client = kinesis_client(settings)
+    found = []
+    for shard in client.list_shards(StreamName=settings.stream_name)["Shards"]:
+        iterator = client.get_shard_iterator(
+            StreamName=settings.stream_name, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+        )["ShardIterator"]
+        while iterator:
+            answer = client.get_records(ShardIterator=iterator, Limit=10_000)
+            found.extend({"shard": shard["ShardId"], **record} for record in answer["Records"])
+            if not answer["Records"] and answer.get("MillisBehindLatest", 0) == 0:
+                break
+            iterator = answer.get("NextShardIterator")
+    return found
+
+
+@pytest.fixture
+def stream(stream_settings: Settings) -> Settings:
+    ensure_stream(stream_settings, shard_count=2)
+    return stream_settings
+
+
+def test_a_backfill_arrives_complete_and_in_per_user_order(stream: Settings) -> None:
+    config = backfill_config(hours=1, count=2000, end=END, seed=5, anomalies=DEFAULT_ANOMALIES, kinesis_oversized=1)
+    records, generator = generate(config)
+    summary = produce(stream, records, progress=False)
+
+    assert summary.unsendable == 1
+    assert summary.failed == 0
+    assert summary.sent == summary.records - summary.unsendable == len(records) - 1
+    arrived = read_stream(stream)
+    assert sorted(r["Data"] for r in arrived) == sorted(r.data for r in records if r.kind != "kinesis_oversized")
+
+    # Per user, clean on-time events arrive in the order they were sent, within one shard.
+    sent_order = {r.data: index for index, r in enumerate(records)}
+    shards_of_user: dict[str, set[str]] = defaultdict(set)
+    positions: dict[str, list[int]] = defaultdict(list)
+    on_time = {r.data for r in records if r.kind == "event" and not r.late}
+    for record in arrived:
+        shards_of_user[record["PartitionKey"]].add(record["shard"])
+        if record["Data"] in on_time:
+            positions[record["PartitionKey"]].append(sent_order[record["Data"]])
+    assert all(len(shards) == 1 for shards in shards_of_user.values())
+    assert all(order == sorted(order) for order in positions.values())
+    assert {r["PartitionKey"] for r in arrived if r["Data"] in on_time} <= {f"u-{n:05d}" for n in range(5000)}
+    assert generator.summary()["records"] == len(records)
+
+
+def test_malformed_payloads_arrive_byte_for_byte(stream: Settings) -> None:
+    from icestream.events import MALFORMED_KINDS, Record
+
+    records = [Record(malformed_payload(kind), f"k-{kind}", kind, 0.0, 0.0) for kind in MALFORMED_KINDS]
+    summary = produce(stream, records, progress=False)
+    assert summary.sent == len(MALFORMED_KINDS)
+    arrived = {record["PartitionKey"]: record["Data"] for record in read_stream(stream)}
+    assert arrived == {record.partition_key: record.data for record in records}
+
+
+def test_cli_sends_the_sample_file(stream: Settings, tmp_path: Any) -> None:
+    sample = project_home() / "data" / "samples" / "events.jsonl"
+    summary_file = tmp_path / "summary.json"
+    code = main(["produce", "--stream", stream.stream_name, "--from-file", str(sample), "--no-progress",
+                 "--summary-file", str(summary_file)])  # fmt: skip
+    assert code == 0
+    lines = sample.read_bytes().splitlines()
+    assert json.loads(summary_file.read_text())["producer"]["sent"] == len(lines)
+    assert sorted(r["Data"] for r in read_stream(stream)) == sorted(lines)
+
+
+def test_cli_backfill_writes_ground_truth_and_summary(stream: Settings, tmp_path: Any) -> None:
+    summary_file = tmp_path / "summary.json"
+    code = main(["produce", "--stream", stream.stream_name, "--backfill-hours", "1", "--count", "1500",
+                 "--seed", "3", "--no-progress", "--summary-file", str(summary_file)])  # fmt: skip
+    assert code == 0
+    result = json.loads(summary_file.read_text())
+    assert result["producer"]["sent"] == result["generator"]["records"] == len(read_stream(stream))
+    truth = read_ground_truth(ground_truth_path(stream))
+    assert [a.kind for a in truth] == ["spike", "drop", "burst"]
+
+
+def test_run_production_records_counts(stream: Settings, tmp_path: Any) -> None:
+    generator = EventGenerator(backfill_config(hours=0.5, count=300, end=END, seed=9, anomalies=()))
+    result = run_production(stream, generator, mode="backfill", generator=generator, progress=False,
+                            summary_file=tmp_path / "s.json")  # fmt: skip
+    assert result["producer"]["sent"] == result["generator"]["records"]
+    assert json.loads((tmp_path / "s.json").read_text()) == json.loads(json.dumps(result))
+
+
+def test_background_producer_runs_for_its_duration_and_reports(stream: Settings) -> None:
+    started = start_background_producer(stream, rate=40.0, duration=3.0, seed=1)
+    assert started.running
+    assert started.pid
+    status = wait_background_producer(stream, timeout=60)
+    assert not status.running
+    assert status.summary is not None, status.detail
+    sent = status.summary["producer"]["sent"]
+    assert sent > 0
+    assert status.summary["producer"]["failed"] == 0
+    assert len(read_stream(stream)) == sent
+    assert stop_background_producer(stream) is False  # it has ended by itself
+
+
+def test_background_producer_stops_on_request_and_writes_its_summary(stream: Settings) -> None:
+    start_background_producer(stream, rate=40.0, duration=120.0, seed=2)
+    assert wait_background_producer(stream, timeout=2.0).running
+    assert stop_background_producer(stream) is True
+    status = background_producer_status(stream)
+    assert not status.running
+    assert status.summary is not None
+    assert status.summary["producer"]["stopped_early"] is True

@@ -1,0 +1,358 @@
+"""The event generator: wire format, determinism, funnel, anomalies, imperfect data and the samples."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections import Counter, defaultdict
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from icestream.config import project_home
+from icestream.errors import ConfigError
+from icestream.events import (
+    DEFAULT_ANOMALIES,
+    EVENT_TYPES,
+    KINESIS_MAX_RECORD_BYTES,
+    MALFORMED_KINDS,
+    PROPERTY_FIELDS,
+    RECORD_KINDS,
+    AnomalySpec,
+    EventGenerator,
+    backfill_config,
+    decode_events,
+    expected_type_shares,
+    generate,
+    live_config,
+    malformed_payload,
+    parse_anomalies,
+    parse_ts,
+    read_ground_truth,
+    read_malformed_samples,
+    read_records,
+    sample_event,
+    sample_records,
+    write_ground_truth,
+)
+from icestream.schema import DEVICE_FIELDS, REQUIRED_FIELDS
+
+pytestmark = pytest.mark.unit
+
+END = datetime(2026, 11, 21, 6, 0, tzinfo=UTC)
+SAMPLES = project_home() / "data" / "samples"
+
+
+def reject_reason(payload: bytes, max_event_bytes: int = 64 * 1024) -> str | None:
+    """The ingest's rules, as the issue states them: None for a valid record, else why not."""
+    if len(payload) > max_event_bytes:
+        return "oversized"
+    try:
+        event = json.loads(payload.decode("utf-8"))
+    except UnicodeDecodeError:
+        return "non_utf8"
+    except ValueError:
+        return "invalid_json"
+    if not isinstance(event, dict):
+        return "not_object"
+    for name in REQUIRED_FIELDS:
+        if name not in event:
+            return f"missing_{name}"
+    for name in ("event_id", "user_id", "session_id", "event_type", "event_ts"):
+        if name in event and not isinstance(event[name], str):
+            return "wrong_type"
+    try:
+        parse_ts(event["event_ts"])
+    except ValueError:
+        return "bad_timestamp"
+    if not isinstance(event.get("properties", {}), dict) or not isinstance(event.get("device_info", {}), dict):
+        return "wrong_type"
+    return None
+
+
+@pytest.fixture(scope="module")
+def backfill() -> tuple[list[Any], EventGenerator]:
+    """Three hours of history with the default anomalies and imperfect data (about 30,000 events)."""
+    return generate(backfill_config(hours=3, count=30_000, end=END, seed=11, anomalies=DEFAULT_ANOMALIES))
+
+
+@pytest.fixture(scope="module")
+def per_window(backfill: tuple[list[Any], EventGenerator]) -> dict[str, dict[int, int]]:
+    """Clean events per event type in 5-minute windows sliding by 1 minute (window start minute → count)."""
+    records, _ = backfill
+    per_minute: dict[str, Counter[int]] = defaultdict(Counter)
+    for record in records:
+        if record.kind == "event":
+            per_minute[record.event_type][int(record.event_ts // 60)] += 1
+    first, last = int(min(r.event_ts for r in records) // 60), int(max(r.event_ts for r in records) // 60)
+    return {
+        event_type: {start: sum(minutes[start + offset] for offset in range(5)) for start in range(first, last - 4)}
+        for event_type, minutes in per_minute.items()
+    }
+
+
+def test_same_seed_and_window_give_the_same_records() -> None:
+    config = backfill_config(hours=0.25, count=500, end=END, seed=3, anomalies=())
+    first, _ = generate(config)
+    second, _ = generate(config)
+    assert [record.data for record in first] == [record.data for record in second]
+    other, _ = generate(backfill_config(hours=0.25, count=500, end=END, seed=4, anomalies=()))
+    assert {r.event_id for r in first}.isdisjoint({r.event_id for r in other})
+
+
+def test_clean_events_follow_the_wire_format(backfill: tuple[list[Any], EventGenerator]) -> None:
+    records, generator = backfill
+    config = generator.config
+    for record in records:
+        if record.kind != "event":
+            continue
+        event = json.loads(record.data)
+        assert reject_reason(record.data) is None, event
+        assert record.partition_key == event["user_id"]
+        assert event["event_type"] in EVENT_TYPES
+        assert set(event["properties"]) >= set(PROPERTY_FIELDS[event["event_type"]])
+        assert all(isinstance(value, str) for value in event["properties"].values())
+        assert tuple(event["device_info"]) == DEVICE_FIELDS
+        assert config.start <= parse_ts(event["event_ts"]) < config.end
+        assert event["event_ts"].endswith("Z")
+
+
+def test_users_keep_one_device_and_sessions_have_several_events(backfill: tuple[list[Any], EventGenerator]) -> None:
+    events = decode_events(backfill[0])
+    devices: dict[str, set[str]] = defaultdict(set)
+    sessions: Counter[str] = Counter()
+    for event in events:
+        devices[event["user_id"]].add(json.dumps(event["device_info"]))
+        sessions[event["session_id"]] += 1
+    assert all(len(kinds) == 1 for kinds in devices.values())
+    assert max(sessions.values()) > 5
+    assert 2.0 < len(events) / len(sessions) < 8.0
+
+
+def test_the_funnel_narrows(backfill: tuple[list[Any], EventGenerator]) -> None:
+    counts = backfill[1].type_counts
+    assert counts["page_view"] > counts["click"] > counts["add_to_cart"] > counts["purchase"] > 0
+    assert set(counts) == set(EVENT_TYPES)
+    shares = expected_type_shares()
+    assert sum(shares.values()) == pytest.approx(1.0)
+
+
+def test_counts_add_up_to_the_records_yielded(backfill: tuple[list[Any], EventGenerator]) -> None:
+    records, generator = backfill
+    by_kind = Counter(record.kind for record in records)
+    summary = generator.summary()
+    assert summary["records"] == len(records)
+    assert all(generator.counts[kind] == by_kind[kind] for kind in RECORD_KINDS)
+    assert summary["events"] == by_kind["event"] == sum(generator.type_counts.values())
+    assert summary["malformed"] == sum(by_kind[kind] for kind in MALFORMED_KINDS)
+    assert generator.counts["late"] == sum(record.late for record in records)
+    assert set(MALFORMED_KINDS) <= set(by_kind), "every malformed kind appears at the default rate"
+
+
+def test_duplicates_repeat_an_event_byte_for_byte(backfill: tuple[list[Any], EventGenerator]) -> None:
+    records = backfill[0]
+    originals = {record.event_id: record.data for record in records if record.kind == "event"}
+    duplicates = [record for record in records if record.kind == "duplicate"]
+    assert duplicates
+    assert all(originals[record.event_id] == record.data for record in duplicates)
+
+
+def test_late_events_arrive_after_newer_ones(backfill: tuple[list[Any], EventGenerator]) -> None:
+    records = backfill[0]
+    assert [r.send_at for r in records] == sorted(r.send_at for r in records), "records come in send order"
+    late = [record for record in records if record.late]
+    assert late
+    assert all(record.send_at - record.event_ts >= 30 for record in late)
+    event_times = [record.event_ts for record in records if record.kind == "event"]
+    assert any(later < earlier for earlier, later in itertools.pairwise(event_times))
+
+
+def test_some_events_carry_unknown_extra_fields(backfill: tuple[list[Any], EventGenerator]) -> None:
+    extra = [json.loads(record.data) for record in backfill[0] if record.extra_fields]
+    assert extra
+    assert all(set(event) - {*REQUIRED_FIELDS, "session_id", "properties", "device_info"} for event in extra)
+
+
+def test_ground_truth_windows_are_long_and_inside_the_history(backfill: tuple[list[Any], EventGenerator]) -> None:
+    generator = backfill[1]
+    truth = generator.ground_truth
+    assert [(a.kind, a.event_type) for a in truth] == [(s.kind, s.event_type) for s in DEFAULT_ANOMALIES]
+    for anomaly in truth:
+        assert anomaly.end - anomaly.start >= timedelta(minutes=10)
+        assert generator.config.start <= anomaly.start < anomaly.end <= generator.config.end
+        assert anomaly.start.second == 0, "windows start on a whole minute"
+    ordered = sorted(truth, key=lambda a: a.start)
+    assert all(a.end <= b.start for a, b in itertools.pairwise(ordered)), "no overlap"
+
+
+def test_anomalies_are_clear_multiples_of_the_baseline(
+    backfill: tuple[list[Any], EventGenerator], per_window: dict[str, dict[int, int]]
+) -> None:
+    required = {
+        "spike": lambda ratio: ratio >= 3.0,
+        "drop": lambda ratio: ratio <= 0.2,
+        "burst": lambda ratio: ratio >= 5.0,
+    }
+    for anomaly in backfill[1].ground_truth:
+        windows = per_window[anomaly.event_type]
+        start, end = int(anomaly.start.timestamp() // 60), int(anomaly.end.timestamp() // 60)
+        inside = [windows[m] for m in range(start, end - 4)]  # windows wholly inside the anomaly
+        outside = sorted(count for m, count in windows.items() if m + 5 <= start - 5 or m >= end + 5)
+        baseline = outside[len(outside) // 2]
+        ratio = (sum(inside) / len(inside)) / baseline
+        assert required[anomaly.kind](ratio), (anomaly, ratio)
+
+
+def test_baseline_traffic_has_no_spikes(
+    backfill: tuple[list[Any], EventGenerator], per_window: dict[str, dict[int, int]]
+) -> None:
+    """Outside the anomalies, no 5-minute window of a common type is far from the typical level."""
+    truth = backfill[1].ground_truth
+    for event_type in ("page_view", "click", "search", "add_to_cart", "login"):
+        clear = [
+            count
+            for minute, count in per_window[event_type].items()
+            if not any(
+                a.event_type == event_type
+                and minute * 60 < a.end.timestamp() + 300
+                and (minute + 5) * 60 > a.start.timestamp() - 300
+                for a in truth
+            )
+        ]
+        typical = sorted(clear)[len(clear) // 2]
+        assert typical >= 40
+        assert max(clear) < 2.0 * typical, event_type
+        assert min(clear) > 0.4 * typical, event_type
+
+
+def test_ground_truth_round_trips_through_json_lines(
+    backfill: tuple[list[Any], EventGenerator], tmp_path: Path
+) -> None:
+    truth = backfill[1].ground_truth
+    path = write_ground_truth(truth, tmp_path / "truth.jsonl")
+    assert read_ground_truth(path) == truth
+    write_ground_truth(truth[:1], path, append=True)
+    assert len(read_ground_truth(path)) == len(truth) + 1
+    assert read_ground_truth(tmp_path / "absent.jsonl") == []
+
+
+@pytest.mark.parametrize("kind", MALFORMED_KINDS)
+def test_every_malformed_kind_is_rejected_for_its_own_reason(kind: str) -> None:
+    payload = malformed_payload(kind)
+    expected = {
+        "wrong_type_string": "wrong_type",
+        "wrong_type_number": "wrong_type",
+        "truncated_json": "invalid_json",
+        "empty_payload": "invalid_json",
+        "json_array": "not_object",
+    }.get(kind, kind)
+    assert reject_reason(payload) == expected
+    assert len(payload) < KINESIS_MAX_RECORD_BYTES
+
+
+def test_malformed_payloads_have_the_named_defect() -> None:
+    assert malformed_payload("empty_payload") == b""
+    assert json.loads(malformed_payload("wrong_type_string"))["user_id"] == 48213
+    assert isinstance(json.loads(malformed_payload("wrong_type_number"))["event_ts"], dict)
+    assert isinstance(json.loads(malformed_payload("json_array")), list)
+    assert 64 * 1024 < len(malformed_payload("oversized")) < 66 * 1024
+    assert len(malformed_payload("oversized", max_event_bytes=4096)) == 5120
+    assert len(malformed_payload("kinesis_oversized")) > KINESIS_MAX_RECORD_BYTES
+    assert reject_reason(json.dumps(sample_event()).encode()) is None
+    with pytest.raises(ConfigError, match="choose one of"):
+        malformed_payload("nonsense")
+
+
+def test_malformed_records_keep_a_partition_key(backfill: tuple[list[Any], EventGenerator]) -> None:
+    bad = [record for record in backfill[0] if record.kind in MALFORMED_KINDS]
+    assert bad
+    assert all(record.partition_key for record in bad)
+    assert all(record.partition_key.startswith("k-") for record in bad if record.kind == "missing_user_id")
+
+
+def test_kinesis_oversized_records_are_generated_on_request() -> None:
+    records, generator = generate(backfill_config(hours=0.2, count=200, end=END, kinesis_oversized=2))
+    big = [record for record in records if record.kind == "kinesis_oversized"]
+    assert len(big) == generator.counts["kinesis_oversized"] == 2
+    assert all(record.size > KINESIS_MAX_RECORD_BYTES for record in big)
+
+
+def test_live_events_start_now_at_the_target_rate() -> None:
+    start = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+    records, generator = generate(live_config(rate=50, seconds=600, start=start, seed=1, late_rate=0.0))
+    events = [record for record in records if record.kind == "event"]
+    assert all(start.timestamp() <= record.event_ts < start.timestamp() + 600 for record in events)
+    assert 0.8 * 50 * 600 < len(events) < 1.2 * 50 * 600
+    assert generator.ground_truth == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("none", ()),
+        ("", ()),
+        (None, ()),
+        ("default", DEFAULT_ANOMALIES),
+        ("spike:click:5@30+12", (AnomalySpec("spike", "click", 5.0, 30.0, 12.0),)),
+        ("drop:page_view,burst:error:9", (AnomalySpec("drop", "page_view", 0.1), AnomalySpec("burst", "error", 9.0))),
+    ],
+)
+def test_parse_anomalies(text: str | None, expected: tuple[AnomalySpec, ...]) -> None:
+    assert parse_anomalies(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("spike", "cannot read"),
+        ("spike:click:x", "cannot read"),
+        ("wobble:click", "anomaly kind"),
+        ("spike:teleport", "anomaly event type"),
+        ("spike:click:0.5", "must be above 1"),
+        ("drop:click:2", "must be in"),
+    ],
+)
+def test_parse_anomalies_explains_bad_input(text: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        parse_anomalies(text)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"rate": 0}, "rate"),
+        ({"bad_rate": 1.5}, "bad_rate"),
+        ({"users": 0}, "users"),
+        ({"malformed_kinds": ("nope",)}, "malformed_kinds"),
+        ({"max_event_bytes": 10}, "max_event_bytes"),
+    ],
+)
+def test_config_rejects_bad_values(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        backfill_config(hours=1, end=END, **options)
+
+
+def test_an_anomaly_that_does_not_fit_is_refused() -> None:
+    config = backfill_config(hours=0.5, end=END, anomalies=(AnomalySpec("spike", "click", 4.0, 25.0, 15.0),))
+    with pytest.raises(ConfigError, match="does not fit"):
+        EventGenerator(config)
+
+
+def test_committed_samples_match_the_generator() -> None:
+    records, malformed = sample_records()
+    assert (SAMPLES / "events.jsonl").read_bytes() == b"".join(record.data + b"\n" for record in records)
+    committed = read_malformed_samples(SAMPLES / "malformed.jsonl")
+    assert tuple(committed) == MALFORMED_KINDS
+    assert all(
+        committed[row["kind"]] == malformed_payload(row["kind"], json.loads(records[0].data)) for row in malformed
+    )
+
+
+def test_sample_events_are_all_valid() -> None:
+    records = list(read_records(SAMPLES / "events.jsonl"))
+    assert 200 <= len(records) <= 500
+    assert all(reject_reason(record.data) is None for record in records)
+    assert all(record.partition_key == json.loads(record.data)["user_id"] for record in records)
+    assert any(record.data.count(b'"experiment"') or record.data.count(b'"locale"') for record in records)
