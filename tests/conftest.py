@@ -14,8 +14,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
 
 from icestream.config import Settings, load_settings, project_home
+
+# No per-example deadline: on a shared 2-core machine it turns a correctness test into a timing test.
+hypothesis_settings.register_profile("icestream", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+hypothesis_settings.load_profile("icestream")
 
 
 @pytest.fixture(scope="session")

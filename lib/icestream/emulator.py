@@ -1,5 +1,8 @@
 """The local Kinesis emulator: moto's server in a background process on a loopback port.
 
+Run as ``python -m icestream.emulator -H 127.0.0.1 -p PORT``: moto's server with its shard
+resharding made to behave like Kinesis (see :func:`faithful_resharding`).
+
 The server runs as its own process (new session), so it outlives the papermill kernels that use
 it one after another. A state file under ``data/run/`` records its pid, port and start time; start
 is idempotent, stop ends only the process this module started (checked by pid, start time and
@@ -10,6 +13,7 @@ loses every stream and record in it.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import signal
@@ -60,7 +64,7 @@ def free_port(host: str = LOOPBACK) -> int:
         return int(probe.getsockname()[1])
 
 
-def _process_start(pid: int) -> str:
+def process_start_time(pid: int) -> str:
     """The process's start time in clock ticks since boot ('' if unknown or gone)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -70,7 +74,7 @@ def _process_start(pid: int) -> str:
     return stat.rsplit(")", 1)[1].split()[19]
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -83,7 +87,8 @@ def _alive(pid: int) -> bool:
 def is_healthy(endpoint: str, timeout: float = 2.0) -> bool:
     """True when a moto server answers on ``endpoint``."""
     try:
-        with urllib.request.urlopen(f"{endpoint}/moto-api/data.json", timeout=timeout) as answer:  # noqa: S310 - loopback URL we built
+        # /moto-api/ is a small page; /moto-api/data.json would serialize every record moto holds.
+        with urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=timeout) as answer:  # noqa: S310 - loopback URL we built
             return answer.status == 200
     except (urllib.error.URLError, OSError, ValueError):
         return False
@@ -108,16 +113,16 @@ class Emulator:
 
     def _owns(self, state: EmulatorState) -> bool:
         """True when ``state.pid`` is still the very process this module started."""
-        if not _alive(state.pid):
+        if not process_alive(state.pid):
             return False
-        current_start = _process_start(state.pid)
+        current_start = process_start_time(state.pid)
         if current_start and current_start != state.process_start:
             return False
         try:
             command = Path(f"/proc/{state.pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
         except OSError:
             return True  # no /proc (macOS): the pid is alive and the start check was skipped
-        return "moto.server" in command and str(state.port) in command
+        return "icestream.emulator" in command and str(state.port) in command
 
     def status(self) -> EmulatorStatus:
         """Report whether the emulator runs and answers."""
@@ -161,13 +166,13 @@ class Emulator:
         log_path = self.run_dir / LOG_FILE
         with log_path.open("ab") as log:
             process = subprocess.Popen(
-                [sys.executable, "-m", "moto.server", "-H", LOOPBACK, "-p", str(port)],
+                [sys.executable, "-m", "icestream.emulator", "-H", LOOPBACK, "-p", str(port)],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,  # not killed with the kernel or shell that started it
             )
-        state = EmulatorState(process.pid, port, endpoint, _process_start(process.pid), time.time(), str(log_path))
+        state = EmulatorState(process.pid, port, endpoint, process_start_time(process.pid), time.time(), str(log_path))
         self.state_file.write_text(json.dumps(asdict(state), indent=2))
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -200,10 +205,10 @@ class Emulator:
         if self._owns(state):
             os.killpg(state.pid, signal.SIGTERM)
             deadline = time.monotonic() + timeout
-            while _alive(state.pid) and time.monotonic() < deadline:
+            while process_alive(state.pid) and time.monotonic() < deadline:
                 _reap(state.pid)
                 time.sleep(0.1)
-            if _alive(state.pid):
+            if process_alive(state.pid):
                 os.killpg(state.pid, signal.SIGKILL)
             _reap(state.pid)
             stopped = True
@@ -215,3 +220,78 @@ def _reap(pid: int) -> None:
     """Collect the exit status when the emulator is our own child, so it leaves no zombie."""
     with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
+
+
+def faithful_resharding() -> None:
+    """Make moto 5.2's SplitShard and MergeShards behave like Kinesis Data Streams.
+
+    moto (checked in 5.2.5) differs from Kinesis in three ways that matter to a reader of
+    resharded streams: it keeps routing new records to the closed parent (its key lookup ignores
+    whether a shard is open, and misses the last key of every range); on a split it moves the
+    parent's records into the children; on a merge it copies both parents' records into the child,
+    so they exist twice. In Kinesis a closed shard keeps its records (readable until retention ends),
+    receives nothing new, and children start empty. This replaces those three methods.
+    """
+    from moto.kinesis import models
+    from moto.kinesis.exceptions import InvalidArgumentError
+
+    def open_shard_for_key(self: models.Stream, partition_key: str, explicit_hash_key: str) -> models.Shard | None:
+        if not isinstance(partition_key, str) or len(partition_key) > 256:
+            raise InvalidArgumentError("partition_key")
+        if explicit_hash_key:
+            key = int(explicit_hash_key)
+            if key >= 2**128:
+                raise InvalidArgumentError("explicit_hash_key")
+        else:
+            # Kinesis maps a partition key to a shard by the MD5 hash of its UTF-8 bytes.
+            key = int(hashlib.md5(partition_key.encode("utf-8"), usedforsecurity=False).hexdigest(), 16)
+        return next(
+            (
+                shard
+                for shard in self.shards.values()
+                if shard.is_open and shard.starting_hash <= key <= shard.ending_hash
+            ),
+            None,
+        )
+
+    def next_shard_number(self: models.Stream) -> int:
+        return max(shard._shard_id for shard in self.shards.values()) + 1
+
+    def split_shard(self: models.Stream, shard_to_split: str, new_starting_hash_key: str) -> None:
+        shard = self.shards[shard_to_split]
+        boundary = int(new_starting_hash_key)
+        if not shard.starting_hash < boundary <= shard.ending_hash or not shard.is_open:
+            raise InvalidArgumentError(f"cannot split {shard_to_split} at {new_starting_hash_key}")
+        number = next_shard_number(self)
+        for offset, (low, high) in enumerate(((shard.starting_hash, boundary - 1), (boundary, shard.ending_hash))):
+            child = models.Shard(number + offset, low, high, parent=shard.shard_id)
+            self.shards[child.shard_id] = child
+        shard.is_open = False
+
+    def merge_shards(self: models.Stream, shard_to_merge: str, adjacent_shard_to_merge: str) -> None:
+        first, second = self.shards[shard_to_merge], self.shards[adjacent_shard_to_merge]
+        low, high = sorted((first, second), key=lambda shard: shard.starting_hash)
+        if low.ending_hash + 1 != high.starting_hash or not (first.is_open and second.is_open):
+            raise InvalidArgumentError(adjacent_shard_to_merge)
+        child = models.Shard(
+            next_shard_number(self), low.starting_hash, high.ending_hash, parent=first.shard_id,
+            adjacent_parent=second.shard_id,
+        )  # fmt: skip
+        self.shards[child.shard_id] = child
+        first.is_open = second.is_open = False
+
+    models.Stream.get_shard_for_key = open_shard_for_key
+    models.Stream.split_shard = split_shard
+    models.Stream.merge_shards = merge_shards
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run moto's server with faithful resharding (the emulator process's entry point)."""
+    from moto.server import main as moto_main
+
+    faithful_resharding()
+    moto_main(argv)
+
+
+if __name__ == "__main__":
+    main()

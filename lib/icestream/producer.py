@@ -32,7 +32,7 @@ from typing import Any
 from tqdm import tqdm
 
 from icestream.config import Settings
-from icestream.emulator import _alive, _process_start
+from icestream.emulator import process_alive, process_start_time
 from icestream.errors import ConfigError, ServiceUnavailableError
 from icestream.events import EventGenerator, Record, ground_truth_path, write_ground_truth
 
@@ -467,9 +467,9 @@ def _read_state(settings: Settings) -> dict[str, Any] | None:
 def _owns(state: dict[str, Any]) -> bool:
     """True when the state's pid is still the producer process this module started."""
     pid = int(state.get("pid", 0))
-    if pid <= 0 or not _alive(pid) or _is_zombie(pid):
+    if pid <= 0 or not process_alive(pid) or _is_zombie(pid):
         return False
-    current = _process_start(pid)
+    current = process_start_time(pid)
     if current and current != state.get("process_start"):
         return False
     try:
@@ -574,7 +574,7 @@ def start_background_producer(
     started = time.time()
     state = {
         "pid": process.pid,
-        "process_start": _process_start(process.pid),
+        "process_start": process_start_time(process.pid),
         "started_at": started,
         "ends_by": started + duration,
         "log": str(log_path),
@@ -629,9 +629,9 @@ def stop_background_producer(settings: Settings, timeout: float = 15.0) -> bool:
     pid = int(state["pid"])
     os.killpg(pid, signal.SIGTERM)  # the CLI handles it: finish the batch, write the summary
     deadline = time.monotonic() + timeout
-    while _alive(pid) and not _is_zombie(pid) and not _reap(pid) and time.monotonic() < deadline:
+    while process_alive(pid) and not _is_zombie(pid) and not _reap(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
-    if _alive(pid) and not _is_zombie(pid) and not _reap(pid):
+    if process_alive(pid) and not _is_zombie(pid) and not _reap(pid):
         os.killpg(pid, signal.SIGKILL)
         _reap(pid)
     return True
