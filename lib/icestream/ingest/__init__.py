@@ -1,0 +1,5 @@
+"""The streaming ingest: Kinesis → Spark → Iceberg, exactly once (see ``query`` for the design)."""
+
+from icestream.ingest.query import IngestError, IngestOptions, IngestQuery, parse_trigger, start_ingest
+
+__all__ = ["IngestError", "IngestOptions", "IngestQuery", "parse_trigger", "start_ingest"]

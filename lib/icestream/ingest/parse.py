@@ -1,0 +1,150 @@
+"""Parse and validate one Kinesis payload against the explicit event schema.
+
+Parsing happens in the read task, on the executor, with Python's ``json`` and the schema in
+``icestream.schema`` written out as checks. Spark's ``from_json`` was the alternative and was
+rejected on purpose: it silently turns a number or an object into a string field (``"user_id":
+48213`` would become ``"48213"``), so wrong types would pass; and it cannot tell invalid UTF-8 from
+valid text. Every record therefore ends as exactly one of: a :class:`ParsedEvent`, or a
+:class:`Rejection` with a short reason code and a detail.
+
+Unknown top-level fields are kept, not dropped: they are folded into ``properties`` (strings as
+they are, other JSON values as compact JSON text), unless ``properties`` already has that key, in
+which case the explicit property wins. Unknown keys inside ``device_info`` are ignored.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from icestream.schema import DEVICE_FIELDS, REQUIRED_FIELDS
+
+DEFAULT_MAX_EVENT_BYTES = 64 * 1024
+
+REJECT_REASONS = (
+    "empty_payload",
+    "oversized",
+    "non_utf8",
+    "invalid_json",
+    "not_an_object",
+    *(f"missing_{name}" for name in REQUIRED_FIELDS),
+    "wrong_type",
+    "bad_timestamp",
+)
+KNOWN_FIELDS = frozenset(("event_id", "user_id", "session_id", "event_type", "event_ts", "properties", "device_info"))
+STRING_FIELDS = ("event_id", "user_id", "session_id", "event_type", "event_ts")
+
+
+@dataclass(frozen=True)
+class ParsedEvent:
+    """A valid event, typed as the table stores it."""
+
+    event_id: str
+    user_id: str
+    session_id: str | None
+    event_type: str
+    event_ts: datetime  # timezone-aware, UTC
+    properties: dict[str, str]
+    device_info: tuple[str | None, str | None, str | None] | None
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """Why a payload was not accepted."""
+
+    reason: str
+    detail: str
+
+
+def _type_name(value: Any) -> str:
+    return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
+        type(value), "number"
+    )
+
+
+def parse_timestamp(text: str) -> datetime | None:
+    """Parse an ISO-8601 timestamp that carries a UTC offset or ``Z``; None if it cannot."""
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        return None
+    return parsed.astimezone(UTC)
+
+
+def parse_payload(data: bytes, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> ParsedEvent | Rejection:
+    """Turn one record's bytes into an event, or say why not.
+
+    Args:
+        data: The Kinesis record's data.
+        max_event_bytes: Payloads larger than this are rejected as ``oversized``.
+
+    Returns:
+        A :class:`ParsedEvent`, or a :class:`Rejection` whose ``reason`` is one of
+        :data:`REJECT_REASONS`.
+    """
+    if not data:
+        return Rejection("empty_payload", "the record has no data")
+    if len(data) > max_event_bytes:
+        return Rejection("oversized", f"{len(data)} bytes, above the limit of {max_event_bytes}")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return Rejection("non_utf8", f"invalid UTF-8 at byte {error.start}")
+    try:
+        document = json.loads(text)
+    except (ValueError, RecursionError) as error:
+        return Rejection("invalid_json", str(error)[:200])
+    if not isinstance(document, dict):
+        return Rejection("not_an_object", f"a JSON {_type_name(document)}, not an object")
+    return _validate(document)
+
+
+def _validate(document: dict[str, Any]) -> ParsedEvent | Rejection:
+    for name in REQUIRED_FIELDS:
+        if document.get(name) in (None, ""):
+            return Rejection(f"missing_{name}", f"{name} is missing or empty")
+    for name in STRING_FIELDS:
+        value = document.get(name)
+        if value is not None and not isinstance(value, str):
+            return Rejection("wrong_type", f"{name}: expected a string, got a {_type_name(value)}")
+    event_ts = parse_timestamp(document["event_ts"])
+    if event_ts is None:
+        return Rejection("bad_timestamp", f"event_ts {document['event_ts'][:60]!r} is not ISO-8601 with a UTC offset")
+
+    properties = document.get("properties")
+    if properties is None:
+        properties = {}
+    if not isinstance(properties, dict):
+        return Rejection("wrong_type", f"properties: expected an object, got a {_type_name(properties)}")
+    for key, value in properties.items():
+        if value is not None and not isinstance(value, str):
+            return Rejection("wrong_type", f"properties.{key}: expected a string, got a {_type_name(value)}")
+    merged = {key: value for key, value in properties.items() if value is not None}
+    for key, value in document.items():
+        if key not in KNOWN_FIELDS and key not in merged:
+            merged[key] = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+
+    device = document.get("device_info")
+    device_info = None
+    if device is not None:
+        if not isinstance(device, dict):
+            return Rejection("wrong_type", f"device_info: expected an object, got a {_type_name(device)}")
+        for name in DEVICE_FIELDS:
+            value = device.get(name)
+            if value is not None and not isinstance(value, str):
+                return Rejection("wrong_type", f"device_info.{name}: expected a string, got a {_type_name(value)}")
+        device_info = tuple(device.get(name) for name in DEVICE_FIELDS)
+
+    return ParsedEvent(
+        event_id=document["event_id"],
+        user_id=document["user_id"],
+        session_id=document.get("session_id"),
+        event_type=document["event_type"],
+        event_ts=event_ts,
+        properties=merged,
+        device_info=device_info,  # type: ignore[arg-type]
+    )

@@ -1,0 +1,241 @@
+"""Per-shard positions: how they are written, found again, and turned into a read plan.
+
+A position is a short string per shard:
+
+- ``TRIM_HORIZON`` or ``AT_TIMESTAMP:<epoch seconds>``: nothing read yet, start there;
+- ``AFTER:<sequence number>``: everything up to and including that record is done;
+- ``END:<sequence number or empty>``: the shard is closed and was read to its end.
+
+Each table the ingest writes carries its own positions in the summary of the very snapshot that
+adds the batch's rows (``icestream.positions``), so data and position commit atomically.
+
+Finding them again must survive table maintenance (Iceberg issue 5846: the Flink sink lost its
+place after compaction and snapshot expiry). Two rules make that impossible here:
+
+1. Walk the *ancestry* of the current snapshot and take the newest snapshot that carries
+   positions for this stream: compaction's ``replace`` snapshots are simply skipped.
+2. If expiry removed every snapshot that carried positions, derive them from the data itself: the
+   highest sequence number per shard among the table's rows. That is exact, not a guess: the
+   positions committed with a batch never run ahead of the table's rows except over records
+   that table does not keep (rejects in the events table, events in the rejects table,
+   duplicates), and re-reading those writes nothing to that table (duplicates are caught again
+   by deduplication against committed rows). A table property ``icestream.source-stream`` records
+   which stream feeds the table, so data from another stream is never mistaken for ours.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from icestream.tables import qualified_name
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+POSITIONS_KEY = "icestream.positions"
+STREAM_KEY = "icestream.stream"
+BATCH_KEY = "icestream.batch-id"
+QUERY_KEY = "icestream.query-id"
+SOURCE_PROPERTY = "icestream.source-stream"
+
+TRIM_HORIZON = "TRIM_HORIZON"
+
+
+def after(sequence_number: str) -> str:
+    """Position just after a record."""
+    return f"AFTER:{sequence_number}"
+
+
+def at_timestamp(moment: datetime) -> str:
+    """Position at the first record that arrived at or after ``moment``."""
+    return f"AT_TIMESTAMP:{moment.timestamp():.3f}"
+
+
+def ended(sequence_number: str | None) -> str:
+    """Position of a closed shard read to its end."""
+    return f"END:{sequence_number or ''}"
+
+
+def is_finished(position: str | None) -> bool:
+    """True for a closed shard read to its end."""
+    return bool(position) and position.startswith("END:")
+
+
+def last_sequence(position: str | None) -> str | None:
+    """The last sequence number a position covers (None when nothing was read)."""
+    if position and position.startswith(("AFTER:", "END:")):
+        return position.split(":", 1)[1] or None
+    return None
+
+
+def sequence_key(sequence_number: str | None) -> int:
+    """Kinesis sequence numbers are decimal strings of up to 128 digits: compare them as integers."""
+    return int(sequence_number) if sequence_number else -1
+
+
+def earliest(first: str | None, second: str | None) -> str | None:
+    """The position that is further behind (None, "nothing committed", is furthest behind)."""
+    if first is None or second is None:
+        return None
+    if is_finished(first) and is_finished(second):
+        return first
+    if is_finished(first):
+        return second
+    if is_finished(second):
+        return first
+    first_seq, second_seq = last_sequence(first), last_sequence(second)
+    if first_seq is None or second_seq is None:
+        return first if first_seq is None else second
+    return first if sequence_key(first_seq) <= sequence_key(second_seq) else second
+
+
+@dataclass(frozen=True)
+class Committed:
+    """What one table says it has committed."""
+
+    positions: dict[str, str]
+    batch_id: int
+    snapshot_id: int | None
+    source: str  # "snapshot", "data" (derived after expiry) or "none"
+
+
+def encode_positions(positions: Mapping[str, str]) -> str:
+    """Positions as the compact JSON stored in a snapshot summary."""
+    return json.dumps(dict(sorted(positions.items())), separators=(",", ":"))
+
+
+def _current_snapshot(spark: SparkSession, table: str) -> int | None:
+    row = spark.sql(f"SELECT snapshot_id FROM {table}.refs WHERE name = 'main'").first()
+    return None if row is None else int(row.snapshot_id)
+
+
+def load_committed(spark: SparkSession, table: str, stream_name: str) -> Committed:
+    """Find the positions a table has committed for a stream (see the module docstring).
+
+    Args:
+        spark: The session.
+        table: Qualified table name.
+        stream_name: The Kinesis stream whose positions to find.
+
+    Returns:
+        The committed positions, the last batch id and where they came from.
+    """
+    table = qualified_name(*table.split("."))
+    current = _current_snapshot(spark, table)
+    if current is None:
+        return Committed({}, -1, None, "none")
+    rows = spark.sql(
+        f"SELECT snapshot_id, parent_id, summary['{STREAM_KEY}'] AS stream, "
+        f"summary['{POSITIONS_KEY}'] AS positions, summary['{BATCH_KEY}'] AS batch_id FROM {table}.snapshots"
+    ).collect()
+    by_id = {row.snapshot_id: row for row in rows}
+    snapshot_id: int | None = current
+    while snapshot_id is not None and snapshot_id in by_id:
+        row = by_id[snapshot_id]
+        if row.positions is not None and row.stream == stream_name:
+            return Committed(json.loads(row.positions), int(row.batch_id), row.snapshot_id, "snapshot")
+        snapshot_id = row.parent_id
+    return _derive_from_data(spark, table, stream_name, current)
+
+
+def _derive_from_data(spark: SparkSession, table: str, stream_name: str, current: int) -> Committed:
+    properties = {row.key: row.value for row in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
+    source = properties.get(SOURCE_PROPERTY)
+    if source is None:
+        return Committed({}, -1, current, "none")
+    if source != stream_name:
+        from icestream.errors import ConfigError
+
+        raise ConfigError(
+            f"{table} is fed by stream {source!r}, not {stream_name!r}. Use another table "
+            "(ICESTREAM_TABLE) or the stream that feeds it (ICESTREAM_STREAM_NAME)."
+        )
+    # Numeric order of sequence-number strings: longer is larger, then lexicographic.
+    rows = spark.sql(
+        f"SELECT shard_id, max(named_struct('length', length(sequence_number), 'value', sequence_number)).value "
+        f"AS last_sequence FROM {table} GROUP BY shard_id"
+    ).collect()
+    positions = {row.shard_id: after(row.last_sequence) for row in rows}
+    return Committed(positions, -1, current, "data" if positions else "none")
+
+
+def mark_source_stream(spark: SparkSession, table: str, stream_name: str) -> None:
+    """Record which stream feeds the table (a table property: it survives every maintenance)."""
+    table = qualified_name(*table.split("."))
+    properties = {row.key: row.value for row in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
+    if properties.get(SOURCE_PROPERTY) != stream_name:
+        # The stream name passed config validation (letters, digits, _ . -), so quoting is safe.
+        spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('{SOURCE_PROPERTY}' = '{stream_name}')")
+
+
+@dataclass(frozen=True)
+class ShardPlan:
+    """What one read task does in one batch."""
+
+    shard_id: str
+    start: str  # TRIM_HORIZON, AT_TIMESTAMP:..., or AFTER:...
+    closed: bool  # the shard has an ending sequence number: it will get no new records
+    events_committed: str | None  # records up to here are in the events table already
+    rejects_committed: str | None  # records up to here are in the rejects table already
+
+
+def _parents(shard: Mapping[str, Any]) -> list[str]:
+    return [shard[key] for key in ("ParentShardId", "AdjacentParentShardId") if shard.get(key)]
+
+
+def plan_shards(
+    shards: Iterable[Mapping[str, Any]],
+    events: Mapping[str, str],
+    rejects: Mapping[str, str],
+    starting_position: str,
+) -> list[ShardPlan]:
+    """Decide which shards to read and from where.
+
+    A shard is read only once every parent it has (split: one; merge: two) is finished in both
+    tables, so records of one partition key are always written in order. A parent that is no
+    longer listed (expired past retention) counts as finished.
+
+    Args:
+        shards: ListShards records of the stream.
+        events: Positions committed by the events table.
+        rejects: Positions committed by the rejects table.
+        starting_position: Where a shard with no position and no listed parent starts; children
+            of a split or merge always start at TRIM_HORIZON so that nothing is skipped.
+
+    Returns:
+        One plan per shard to read now.
+    """
+    listed = {shard["ShardId"]: shard for shard in shards}
+
+    def finished(shard_id: str) -> bool:
+        return is_finished(events.get(shard_id)) and is_finished(rejects.get(shard_id))
+
+    plans = []
+    for shard_id, shard in listed.items():
+        if finished(shard_id):
+            continue
+        parents = [parent for parent in _parents(shard) if parent in listed]
+        if any(not finished(parent) for parent in parents):
+            continue
+        events_position, rejects_position = events.get(shard_id), rejects.get(shard_id)
+        start = earliest(events_position, rejects_position)
+        if start is None:
+            start = events_position or rejects_position or (TRIM_HORIZON if parents else starting_position)
+            if last_sequence(start) is not None:  # one table has rows, the other none: read all
+                start = TRIM_HORIZON if parents else starting_position
+        if is_finished(start):
+            start = after(last_sequence(start)) if last_sequence(start) else TRIM_HORIZON
+        plans.append(
+            ShardPlan(
+                shard_id=shard_id,
+                start=start,
+                closed="EndingSequenceNumber" in shard.get("SequenceNumberRange", {}),
+                events_committed=last_sequence(events_position),
+                rejects_committed=last_sequence(rejects_position),
+            )
+        )
+    return plans

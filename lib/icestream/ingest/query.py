@@ -1,0 +1,579 @@
+"""The streaming ingest: an exactly-once micro-batch query from Kinesis into Iceberg, on Spark.
+
+Designed like Spark's Kafka source and Iceberg's Flink / Kafka Connect sinks. Each batch:
+
+1. **plan** (driver): list the shards, and pick the ones to read now, and from where
+   (``positions.plan_shards``: a child shard waits until its parents are read to the end);
+2. **read** (executors, one task per shard): GetRecords from the position up to
+   ``max_records_per_shard``, parse, and keep the rows in Spark's cache; one small ``meta`` row per
+   shard comes back to the driver. Everything after works on the cached rows, restricted to the
+   sequence range the first read reported, so a batch's records are read from Kinesis once and a
+   recomputed stage sees exactly the same records;
+3. **dedupe** by ``event_id``: within a shard (in the task), across shards of the batch, and against
+   rows already committed within ``dedupe_lookback`` of event time;
+4. **write** the rejects, then the events, each with ``writeTo(...).append()``; the new per-shard
+   positions ride in the snapshot summary of that same commit, so a table's data and its position
+   can never disagree. A restart (or a batch retry) reloads both tables' positions, re-reads from
+   the earlier of the two, and each table skips what it already holds: nothing is lost or written
+   twice, whichever moment a crash hits.
+
+``start_ingest(...)`` returns an :class:`IngestQuery`, a handle shaped like Spark's
+``StreamingQuery``: ``status``, ``last_progress``, ``recent_progress``, ``await_termination`` and
+``stop``. Progress also goes, one JSON line per batch, to ``<run_dir>/ingest_progress.jsonl``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from icestream.clients import kinesis_connection, list_shards
+from icestream.config import Settings, load_settings
+from icestream.errors import ConfigError, IcestreamError
+from icestream.ingest import positions as pos
+from icestream.ingest.reader import ReadOptions, read_partition, row_schema
+from icestream.schema import REJECT_COLUMNS_DDL, table_columns
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+PHASES = ("before_read", "after_read", "between_commits", "after_commit")
+PROGRESS_FILE = "ingest_progress.jsonl"
+REJECT_COLUMNS = tuple(column.split()[0] for column in REJECT_COLUMNS_DDL)
+
+
+class IngestError(IcestreamError):
+    """The ingest query stopped because of an error; the message says which and what to do."""
+
+
+@dataclass(frozen=True)
+class IngestOptions:
+    """How the ingest query runs. Every field is validated by :meth:`validated`."""
+
+    trigger_seconds: float = 5.0  # processing-time trigger: a batch starts at most this often
+    available_now: bool = False  # read what the stream holds now, commit, stop
+    max_batches: int | None = None  # stop after this many batches
+    duration_seconds: float | None = None  # stop after this long
+    max_records_per_shard: int = 10_000
+    starting_position: str = "trim_horizon"  # for shards with no committed position
+    starting_timestamp: datetime | None = None  # with starting_position "at_timestamp"
+    dedupe: bool = True
+    dedupe_lookback: timedelta = timedelta(hours=1)  # of event time, against committed rows
+    max_event_bytes: int = 64 * 1024
+    transform: Callable[[DataFrame], DataFrame] | None = None  # a Firehose-Lambda-like step
+    position_commit_seconds: float = 30.0  # commit positions to a table with no new rows this often
+    batch_retries: int = 3  # a failed batch is retried from the committed state this many times
+    fault_hook: Callable[[str, int], None] | None = None  # tests: raise at a phase to simulate a crash
+    on_progress: Callable[[dict[str, Any]], None] | None = None  # called after every batch
+    progress_file: Path | None = None  # default <run_dir>/ingest_progress.jsonl
+    read_options: dict[str, Any] = field(default_factory=dict)  # ReadOptions overrides (tests)
+
+    def validated(self) -> IngestOptions:
+        """Check every value; raise :class:`ConfigError` naming the option."""
+        checks = [
+            (self.trigger_seconds >= 0, "trigger_seconds", "must be 0 or more seconds"),
+            (self.max_batches is None or self.max_batches >= 1, "max_batches", "must be at least 1"),
+            (self.duration_seconds is None or self.duration_seconds > 0, "duration_seconds", "must be positive"),
+            (1 <= self.max_records_per_shard <= 1_000_000, "max_records_per_shard", "must be 1..1,000,000"),
+            (
+                self.starting_position in ("trim_horizon", "latest", "at_timestamp"),
+                "starting_position",
+                "choose trim_horizon, latest or at_timestamp",
+            ),
+            (
+                self.starting_position != "at_timestamp" or self.starting_timestamp is not None,
+                "starting_timestamp",
+                "is required with starting_position at_timestamp",
+            ),
+            (self.dedupe_lookback >= timedelta(0), "dedupe_lookback", "must not be negative"),
+            (self.max_event_bytes >= 1, "max_event_bytes", "must be positive"),
+            (self.batch_retries >= 0, "batch_retries", "must not be negative"),
+        ]
+        for ok, name, message in checks:
+            if not ok:
+                raise ConfigError(f"ingest option {name}: {message}.")
+        return self
+
+
+def parse_trigger(text: str) -> float:
+    """Parse a trigger interval such as ``5s``, ``500ms``, ``1m`` or ``2`` (seconds).
+
+    Raises:
+        ConfigError: For anything else.
+    """
+    value = text.strip().lower()
+    for suffix, scale in (("ms", 0.001), ("s", 1.0), ("m", 60.0)):
+        if value.endswith(suffix):
+            value, factor = value[: -len(suffix)], scale
+            break
+    else:
+        factor = 1.0
+    try:
+        seconds = float(value) * factor
+    except ValueError:
+        raise ConfigError(f"trigger {text!r}: use a time such as 5s, 500ms or 1m.") from None
+    if seconds < 0:
+        raise ConfigError(f"trigger {text!r}: must not be negative.")
+    return seconds
+
+
+def _sequence_at_most(column: str, last: str) -> str:
+    """A SQL predicate: sequence-number string ``column`` <= ``last`` in numeric order."""
+    if not last.isdigit():
+        raise ValueError(f"not a sequence number: {last!r}")
+    return f"(length({column}) < {len(last)} OR (length({column}) = {len(last)} AND {column} <= '{last}'))"
+
+
+class IngestQuery:
+    """A running (or finished) ingest query; create it with :func:`start_ingest`."""
+
+    def __init__(self, spark: SparkSession, settings: Settings, options: IngestOptions) -> None:
+        self.spark = spark
+        self.settings = settings
+        self.options = options.validated()
+        self.id = str(uuid.uuid4())
+        self.recent_progress: deque[dict[str, Any]] = deque(maxlen=100)
+        self.progress_file = options.progress_file or settings.path("run_dir") / PROGRESS_FILE
+        self._connection = kinesis_connection(settings)
+        self._client = self._connection.client()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._exception: BaseException | None = None
+        self._status: dict[str, Any] = {"message": "Initializing", "isDataAvailable": False, "isTriggerActive": False}
+        self._started_at = datetime.now(UTC)
+        self._start_spec = self._resolve_start()
+        self._batches_run = 0
+        self._last_batch_began: float | None = None
+        self._last_commit = {"events": 0.0, "rejects": 0.0}
+
+    # -- the handle -------------------------------------------------------------------------------
+
+    @property
+    def status(self) -> dict[str, Any]:
+        """What the query is doing now (``message``, ``isDataAvailable``, ``isTriggerActive``)."""
+        return dict(self._status)
+
+    @property
+    def last_progress(self) -> dict[str, Any] | None:
+        """Progress of the most recent batch, or None before the first."""
+        return self.recent_progress[-1] if self.recent_progress else None
+
+    @property
+    def is_active(self) -> bool:
+        """True while the query runs."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def exception(self) -> BaseException | None:
+        """The error that stopped the query, if any."""
+        return self._exception
+
+    def start(self) -> IngestQuery:
+        """Start the query in a background thread; returns at once."""
+        self._thread = threading.Thread(target=self._run, name=f"icestream-ingest-{self.id[:8]}", daemon=True)
+        self._thread.start()
+        return self
+
+    def await_termination(self, timeout: float | None = None) -> bool:
+        """Wait for the query to stop.
+
+        Args:
+            timeout: Seconds to wait (None: until it stops).
+
+        Returns:
+            True if it stopped, False if the timeout passed first.
+
+        Raises:
+            IngestError: If the query stopped because of an error.
+        """
+        if self._thread is not None:
+            self._thread.join(timeout)
+            if self._thread.is_alive():
+                return False
+        if self._exception is not None:
+            if isinstance(self._exception, IcestreamError):
+                raise self._exception
+            raise IngestError(f"The ingest query failed: {type(self._exception).__name__}: {self._exception}")
+        return True
+
+    def stop(self, timeout: float | None = 120.0) -> None:
+        """Stop gracefully: the batch under way finishes and commits, then the query ends."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    # -- the loop ---------------------------------------------------------------------------------
+
+    def _resolve_start(self) -> str:
+        if self.options.starting_position == "trim_horizon":
+            return pos.TRIM_HORIZON
+        if self.options.starting_position == "latest":
+            # LATEST is fixed once, as the query's start time, so every batch means the same place.
+            return pos.at_timestamp(self._started_at)
+        return pos.at_timestamp(self.options.starting_timestamp)  # type: ignore[arg-type]
+
+    def _recover(self) -> None:
+        """Load what both tables committed: the restart path, also used before a batch retry."""
+        events = pos.load_committed(self.spark, self.settings.table_name, self.settings.stream_name)
+        rejects = pos.load_committed(self.spark, self.settings.rejects_table_name, self.settings.stream_name)
+        self.committed = {"events": dict(events.positions), "rejects": dict(rejects.positions)}
+        self.processed = {"events": dict(events.positions), "rejects": dict(rejects.positions)}
+        self.recovered_from = {"events": events.source, "rejects": rejects.source}
+        self.next_batch_id = max(events.batch_id, rejects.batch_id) + 1
+
+    def _run(self) -> None:
+        began = time.monotonic()
+        try:
+            for table in (self.settings.table_name, self.settings.rejects_table_name):
+                pos.mark_source_stream(self.spark, table, self.settings.stream_name)
+            self._recover()
+            while not self._stop.is_set():
+                if self.options.max_batches is not None and self._batches_run >= self.options.max_batches:
+                    break
+                if (
+                    self.options.duration_seconds is not None
+                    and time.monotonic() - began >= self.options.duration_seconds
+                ):
+                    break
+                tick = time.monotonic()
+                self._status = {"message": "Processing new data", "isDataAvailable": True, "isTriggerActive": True}
+                progress = self._batch_with_retries()
+                if self.options.available_now and (progress is None or progress["caught_up"]):
+                    break
+                self._status = {"message": "Waiting for next trigger", "isDataAvailable": progress is not None,
+                                "isTriggerActive": False}  # fmt: skip
+                remaining = self.options.trigger_seconds - (time.monotonic() - tick)
+                if self.options.duration_seconds is not None:
+                    remaining = min(remaining, self.options.duration_seconds - (time.monotonic() - began))
+                if remaining > 0:
+                    self._stop.wait(remaining)
+        except BaseException as error:  # noqa: BLE001 - kept and re-raised by await_termination
+            self._exception = error
+        finally:
+            self._status = {"message": "Stopped", "isDataAvailable": False, "isTriggerActive": False}
+
+    def _batch_with_retries(self) -> dict[str, Any] | None:
+        attempt = 0
+        while True:
+            try:
+                return self._batch()
+            except ConfigError:
+                raise  # a user error (e.g. a transform that drops columns): retrying cannot help
+            except Exception:
+                attempt += 1
+                if attempt > self.options.batch_retries:
+                    raise
+                # A commit may or may not have happened: believe only what the tables say.
+                time.sleep(min(10.0, 0.5 * 2**attempt))
+                self._recover()
+
+    # -- one batch --------------------------------------------------------------------------------
+
+    def _fault(self, phase: str, batch_id: int) -> None:
+        if self.options.fault_hook is not None:
+            self.options.fault_hook(phase, batch_id)
+
+    def _batch(self) -> dict[str, Any] | None:
+        from pyspark import StorageLevel
+        from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
+
+        batch_id = self.next_batch_id
+        began = time.monotonic()
+        ingest_ts = datetime.now(UTC)
+        durations: dict[str, float] = {}
+
+        shards = list_shards(self._client, self.settings.stream_name)
+        plans = pos.plan_shards(shards, self.processed["events"], self.processed["rejects"], self._start_spec)
+        for plan in plans:
+            # Thresholds come from what each table committed, not from what this run processed.
+            plans[plans.index(plan)] = replace(
+                plan,
+                events_committed=pos.last_sequence(self.committed["events"].get(plan.shard_id)),
+                rejects_committed=pos.last_sequence(self.committed["rejects"].get(plan.shard_id)),
+            )
+        durations["plan"] = time.monotonic() - began
+        if not plans:
+            return None
+        self._fault("before_read", batch_id)
+
+        mark = time.monotonic()
+        read_options = ReadOptions(
+            connection=self._connection,
+            stream_name=self.settings.stream_name,
+            max_records=self.options.max_records_per_shard,
+            max_event_bytes=self.options.max_event_bytes,
+            dedupe=self.options.dedupe,
+            **self.options.read_options,
+        )
+        rdd = self.spark.sparkContext.parallelize(plans, len(plans)).mapPartitions(read_partition(read_options))
+        rows = self.spark.createDataFrame(rdd, row_schema()).persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            metas = [json.loads(row.meta) for row in rows.where("kind = 'meta'").select("meta").collect()]
+            durations["read"] = time.monotonic() - mark
+            durations["parse"] = sum(meta["parse_seconds"] for meta in metas)
+            new_positions = self._advance(plans, metas)
+            if sum(meta["read"] for meta in metas) == 0 and new_positions == self.processed["events"]:
+                return None  # nothing new: like Spark, no batch without data
+            self._fault("after_read", batch_id)
+            progress = self._write(batch_id, rows, metas, new_positions, ingest_ts, durations, F)
+        finally:
+            rows.unpersist()
+        self.processed = {"events": dict(new_positions), "rejects": dict(new_positions)}
+        self.next_batch_id = batch_id + 1
+        self._batches_run += 1
+        progress["duration_ms"]["total"] = round((time.monotonic() - began) * 1000, 1)
+        now = time.monotonic()
+        interval = now - self._last_batch_began if self._last_batch_began is not None else now - began
+        progress["input_rows_per_second"] = round(progress["num_input_rows"] / max(interval, 1e-6), 1)
+        progress["processed_rows_per_second"] = round(progress["num_input_rows"] / max(now - began, 1e-6), 1)
+        self._last_batch_began = began
+        self._report(progress)
+        return progress
+
+    def _advance(self, plans: list[pos.ShardPlan], metas: list[dict[str, Any]]) -> dict[str, str]:
+        positions = dict(self.processed["events"])
+        by_shard = {meta["shard_id"]: meta for meta in metas}
+        for plan in plans:
+            meta = by_shard[plan.shard_id]
+            last = meta["last_sequence"]
+            if meta["finished"]:
+                positions[plan.shard_id] = pos.ended(last or pos.last_sequence(plan.start))
+            elif last:
+                positions[plan.shard_id] = pos.after(last)
+            else:
+                positions.setdefault(plan.shard_id, plan.start)
+        return positions
+
+    def _in_range(self, metas: list[dict[str, Any]]) -> str:
+        """Restrict cached rows to what the first read reported (a recomputed task may read more)."""
+        clauses = [
+            f"(shard_id = '{meta['shard_id']}' AND {_sequence_at_most('sequence_number', meta['last_sequence'])})"
+            for meta in metas
+            if meta["last_sequence"]
+        ]
+        return " OR ".join(clauses) if clauses else "false"
+
+    def _duplicates(self, events: DataFrame, metas: list[dict[str, Any]], F: Any) -> set[str]:  # noqa: N803
+        """``shard:sequence`` keys of batch rows whose event_id is not new (first occurrence wins)."""
+        drop: set[str] = set()
+        if len(metas) > 1:
+            # Across shards of this batch; within a shard the read task already dropped them.
+            first = F.min(F.struct(F.length("sequence_number"), "sequence_number", "shard_id")).alias("first")
+            for row in (
+                events.groupBy("event_id")
+                .agg(
+                    F.count("*").alias("copies"),
+                    first,
+                    F.collect_list(F.struct("shard_id", "sequence_number")).alias("all"),
+                )
+                .where("copies > 1")
+                .collect()
+            ):
+                keep = (row.first.shard_id, row.first.sequence_number)
+                drop.update(
+                    f"{item.shard_id}:{item.sequence_number}"
+                    for item in row.all
+                    if (item.shard_id, item.sequence_number) != keep
+                )
+        lows = [meta["min_event_ts"] for meta in metas if meta.get("min_event_ts") is not None]
+        highs = [meta["max_event_ts"] for meta in metas if meta.get("max_event_ts") is not None]
+        if lows:
+            lookback = self.options.dedupe_lookback.total_seconds()
+            low = datetime.fromtimestamp(min(lows) - lookback, UTC)
+            high = datetime.fromtimestamp(max(highs) + lookback, UTC)
+            committed = (
+                self.spark.table(self.settings.table_name)
+                .where((F.col("event_ts") >= F.lit(low)) & (F.col("event_ts") <= F.lit(high)))
+                .select("event_id")
+            )
+            batch_ids = events.select("event_id", "shard_id", "sequence_number")
+            for row in (
+                committed.join(F.broadcast(batch_ids), "event_id").select("shard_id", "sequence_number").collect()
+            ):
+                drop.add(f"{row.shard_id}:{row.sequence_number}")
+        return drop
+
+    def _write(
+        self,
+        batch_id: int,
+        rows: DataFrame,
+        metas: list[dict[str, Any]],
+        new_positions: dict[str, str],
+        ingest_ts: datetime,
+        durations: dict[str, float],
+        F: Any,  # noqa: N803
+    ) -> dict[str, Any]:
+        in_range = self._in_range(metas)
+        properties = {
+            f"snapshot-property.{pos.POSITIONS_KEY}": pos.encode_positions(new_positions),
+            f"snapshot-property.{pos.STREAM_KEY}": self.settings.stream_name,
+            f"snapshot-property.{pos.BATCH_KEY}": str(batch_id),
+            f"snapshot-property.{pos.QUERY_KEY}": self.id,
+        }
+        stamp = F.lit(ingest_ts).cast("timestamp")
+
+        mark = time.monotonic()
+        events = rows.where(f"kind = 'event' AND ({in_range})")
+        drop = self._duplicates(events, metas, F) if self.options.dedupe else set()
+        if drop:
+            events = events.where(~F.concat_ws(":", "shard_id", "sequence_number").isin(sorted(drop)))
+        events = events.withColumn("ingest_ts", stamp).select(*table_columns())
+        if self.options.transform is not None:
+            events = self._transformed(events)
+        durations["dedupe"] = time.monotonic() - mark
+
+        candidates = {
+            "rejects": sum(meta["rejected"] - meta["replayed_rejects"] for meta in metas),
+            "events": sum(meta["good"] - meta["replayed_events"] - meta["deduplicated"] for meta in metas) - len(drop),
+        }
+        snapshots: dict[str, int | None] = {"events": None, "rejects": None}
+        written = {"events": 0, "rejects": 0}
+        for kind, frame, table in (
+            (
+                "rejects",
+                rows.where(f"kind = 'reject' AND ({in_range})")
+                .withColumn("batch_id", F.lit(batch_id).cast("bigint"))
+                .withColumn("ingest_ts", stamp)
+                .select(*REJECT_COLUMNS),
+                self.settings.rejects_table_name,
+            ),
+            ("events", events, self.settings.table_name),
+        ):
+            mark = time.monotonic()
+            due = time.monotonic() - self._last_commit[kind] >= self.options.position_commit_seconds
+            if candidates[kind] > 0 or (due and new_positions != self.committed[kind]):
+                frame.writeTo(table).options(**properties).append()
+                self._last_commit[kind] = time.monotonic()
+                self.committed[kind] = dict(new_positions)
+                snapshots[kind], written[kind] = self._committed_snapshot(table, batch_id)
+            durations[f"write_{kind}"] = time.monotonic() - mark
+            if kind == "rejects":
+                self._fault("between_commits", batch_id)
+        self._fault("after_commit", batch_id)
+        return self._progress(batch_id, metas, drop, written, candidates, snapshots, durations, ingest_ts)
+
+    def _transformed(self, events: DataFrame) -> DataFrame:
+        result = self.options.transform(events)  # type: ignore[misc]
+        missing = [column for column in table_columns() if column not in result.columns]
+        if missing:
+            raise ConfigError(f"the ingest transform must keep the table's columns; it dropped {', '.join(missing)}.")
+        return result.select(*table_columns())
+
+    def _committed_snapshot(self, table: str, batch_id: int) -> tuple[int | None, int]:
+        """Our snapshot's id and added-records (another writer may have committed after us)."""
+        jvm = self.spark.sparkContext._jvm
+        iceberg = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(self.spark._jsparkSession, table)
+        iceberg.refresh()
+        snapshot = iceberg.currentSnapshot()
+        while snapshot is not None:
+            summary = snapshot.summary()
+            if summary.get(pos.QUERY_KEY) == self.id and summary.get(pos.BATCH_KEY) == str(batch_id):
+                return int(snapshot.snapshotId()), int(summary.get("added-records") or 0)
+            parent = snapshot.parentId()
+            snapshot = iceberg.snapshot(parent) if parent is not None else None
+        return None, 0
+
+    def _progress(
+        self,
+        batch_id: int,
+        metas: list[dict[str, Any]],
+        drop: set[str],
+        written: dict[str, int],
+        candidates: dict[str, int],
+        snapshots: dict[str, int | None],
+        durations: dict[str, float],
+        ingest_ts: datetime,
+    ) -> dict[str, Any]:
+        dropped_per_shard: dict[str, int] = {}
+        for key in drop:
+            shard = key.rsplit(":", 1)[0]
+            dropped_per_shard[shard] = dropped_per_shard.get(shard, 0) + 1
+        shards = {}
+        reasons: dict[str, int] = {}
+        for meta in metas:
+            for reason, count in meta["reasons"].items():
+                reasons[reason] = reasons.get(reason, 0) + count
+            shards[meta["shard_id"]] = {
+                "read": meta["read"],
+                "good": meta["good"],
+                "rejected": meta["rejected"],
+                "deduplicated": meta["deduplicated"] + dropped_per_shard.get(meta["shard_id"], 0),
+                "replayed": meta["replayed_events"] + meta["replayed_rejects"],
+                "last_sequence": meta["last_sequence"],
+                "finished": meta["finished"],
+                "millis_behind_latest": meta["millis_behind"],
+                "calls": meta["calls"],
+                "throttled": meta["throttled"],
+                "retried": meta["retried"],
+                "iterator_renewals": meta["iterator_renewals"],
+            }
+        read = sum(meta["read"] for meta in metas)
+        deduplicated = sum(meta["deduplicated"] for meta in metas) + len(drop)
+        replayed = sum(meta["replayed_events"] + meta["replayed_rejects"] for meta in metas)
+        behind = [meta["millis_behind"] for meta in metas if meta["millis_behind"] is not None]
+        capped = any(meta["read"] >= self.options.max_records_per_shard for meta in metas)
+        arrivals = [meta[key] for meta in metas for key in ("first_arrival", "last_arrival") if meta.get(key)]
+        return {
+            "id": self.id,
+            "batch_id": batch_id,
+            "timestamp": ingest_ts.isoformat(),
+            "num_input_rows": read,
+            "written": written["events"],
+            "rejected": written["rejects"],
+            "deduplicated": deduplicated,
+            "replayed": replayed,
+            "transform_dropped": max(0, candidates["events"] - written["events"]) if snapshots["events"] else 0,
+            "duration_ms": {phase: round(seconds * 1000, 1) for phase, seconds in durations.items()},
+            "millis_behind_latest": max(behind) if behind else None,
+            "caught_up": not capped and all(value == 0 for value in behind),
+            "events_snapshot_id": snapshots["events"],
+            "rejects_snapshot_id": snapshots["rejects"],
+            "reject_reasons": reasons,
+            "first_arrival": min(arrivals) if arrivals else None,
+            "last_arrival": max(arrivals) if arrivals else None,
+            "shards": shards,
+        }
+
+    def _report(self, progress: dict[str, Any]) -> None:
+        self.recent_progress.append(progress)
+        self.progress_file.parent.mkdir(parents=True, exist_ok=True)
+        with self.progress_file.open("a") as sink:
+            sink.write(json.dumps(progress, separators=(",", ":")) + "\n")
+        if self.options.on_progress is not None:
+            with contextlib.suppress(Exception):  # a display callback must never stop the ingest
+                self.options.on_progress(progress)
+
+
+def start_ingest(spark: SparkSession | None = None, settings: Settings | None = None, **options: Any) -> IngestQuery:
+    """Start the ingest query in the background and return its handle.
+
+    Args:
+        spark: The session (default: ``get_spark(settings)``).
+        settings: The settings (default: ``load_settings()``).
+        **options: Fields of :class:`IngestOptions` (``trigger_seconds``, ``available_now``, ...).
+
+    Returns:
+        The running query.
+
+    Raises:
+        ConfigError: For an invalid option.
+        ServiceUnavailableError: If Kinesis cannot be reached.
+    """
+    from icestream.spark import get_spark
+
+    settings = settings or load_settings()
+    if "dedupe_lookback" in options and not isinstance(options["dedupe_lookback"], timedelta):
+        options["dedupe_lookback"] = timedelta(seconds=float(options["dedupe_lookback"]))
+    unknown = set(options) - set(IngestOptions.__dataclass_fields__)
+    if unknown:
+        raise ConfigError(f"unknown ingest option(s): {', '.join(sorted(unknown))}.")
+    query = IngestQuery(spark or get_spark(settings), settings, IngestOptions(**options))
+    return query.start()

@@ -1,0 +1,290 @@
+"""Read one shard in one Spark task: GetRecords within Kinesis limits, then parse each record.
+
+This runs on an executor, with boto3 inside the task and nothing from the driver but a
+:class:`~icestream.ingest.positions.ShardPlan` and :class:`ReadOptions`. It respects the per-shard
+read limits (at most ``1 / min_call_interval`` GetRecords calls per second, at most 10,000 records
+per call), backs off with jitter on throttling and transient errors, renews an expired iterator
+from the last record it read, and stops when the shard is caught up, closed, or the cap is met.
+
+It yields one row per record kept (an event or a reject) and, last, one ``meta`` row describing
+the read (counts, last sequence number, whether the shard ended, lag, retries), so a batch needs a
+single Spark job to both read and learn what was read.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from icestream.clients import KinesisConnection
+from icestream.ingest.parse import DEFAULT_MAX_EVENT_BYTES, ParsedEvent, parse_payload
+from icestream.ingest.positions import ShardPlan, sequence_key
+
+MAX_RECORDS_PER_CALL = 10_000
+RETRYABLE_CODES = frozenset(
+    ("ProvisionedThroughputExceededException", "LimitExceededException", "InternalFailure", "ServiceUnavailable",
+     "InternalServerError", "ThrottlingException", "KMSThrottlingException")
+)  # fmt: skip
+THROTTLE_CODES = frozenset(("ProvisionedThroughputExceededException", "LimitExceededException", "ThrottlingException"))
+
+# Columns of the rows a read task yields (see row_schema()).
+ROW_FIELDS = (
+    "kind", "shard_id", "sequence_number", "partition_key", "arrival_ts",
+    "event_id", "user_id", "session_id", "event_type", "event_ts", "properties", "device_info",
+    "raw_data", "raw_text", "reason", "detail", "meta",
+)  # fmt: skip
+
+
+class ShardReadError(RuntimeError):
+    """A shard could not be read after the allowed retries."""
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """How read tasks behave; shipped to executors, so it holds no client and no credentials."""
+
+    connection: KinesisConnection
+    stream_name: str
+    max_records: int = 10_000  # per shard per batch
+    max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
+    dedupe: bool = True
+    min_call_interval: float = 0.2  # Kinesis allows 5 GetRecords calls per second per shard
+    max_calls: int = 100  # per shard per batch, so a batch always ends
+    max_attempts: int = 8  # consecutive failures before the task gives up
+    base_backoff: float = 0.1
+    max_backoff: float = 5.0
+
+
+@dataclass
+class ReadStats:
+    """What a read task reports in its meta row."""
+
+    shard_id: str
+    read: int = 0
+    good: int = 0
+    rejected: int = 0
+    deduplicated: int = 0
+    replayed_events: int = 0
+    replayed_rejects: int = 0
+    last_sequence: str | None = None
+    finished: bool = False
+    millis_behind: int | None = None
+    calls: int = 0
+    throttled: int = 0
+    retried: int = 0
+    iterator_renewals: int = 0
+    read_seconds: float = 0.0
+    parse_seconds: float = 0.0
+    first_arrival: float | None = None
+    last_arrival: float | None = None
+    min_event_ts: float | None = None  # event-time range of new events, for the dedupe lookback
+    max_event_ts: float | None = None
+    reasons: dict[str, int] = field(default_factory=dict)
+
+
+def row_schema() -> Any:
+    """The Spark schema of the rows :func:`read_shard` yields."""
+    from pyspark.sql.types import BinaryType, MapType, StringType, StructField, StructType, TimestampType
+
+    device = StructType([StructField(name, StringType()) for name in ("device_type", "os", "app_version")])
+    types = {
+        "arrival_ts": TimestampType(),
+        "event_ts": TimestampType(),
+        "properties": MapType(StringType(), StringType()),
+        "device_info": device,
+        "raw_data": BinaryType(),
+    }
+    return StructType([StructField(name, types.get(name, StringType())) for name in ROW_FIELDS])
+
+
+def _error_code(error: Exception) -> str:
+    response = getattr(error, "response", None) or {}
+    return str(response.get("Error", {}).get("Code", ""))
+
+
+def _is_transient(error: Exception) -> bool:
+    from botocore.exceptions import ConnectionError as BotoConnectionError
+    from botocore.exceptions import HTTPClientError, ReadTimeoutError
+
+    if isinstance(error, BotoConnectionError | HTTPClientError | ReadTimeoutError | ConnectionError | TimeoutError):
+        return True
+    status = (getattr(error, "response", None) or {}).get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+    return _error_code(error) in RETRYABLE_CODES or status >= 500
+
+
+def _iterator_arguments(position: str) -> dict[str, Any]:
+    kind, _, value = position.partition(":")
+    if kind == "AFTER":
+        return {"ShardIteratorType": "AFTER_SEQUENCE_NUMBER", "StartingSequenceNumber": value}
+    if kind == "AT_TIMESTAMP":
+        return {"ShardIteratorType": "AT_TIMESTAMP", "Timestamp": datetime.fromtimestamp(float(value), UTC)}
+    return {"ShardIteratorType": "TRIM_HORIZON"}
+
+
+class _ShardReader:
+    """The state of one task's read: kept small and explicit so each failure path is testable."""
+
+    def __init__(self, plan: ShardPlan, options: ReadOptions, client: Any, sleep: Callable[[float], None]) -> None:
+        self.plan = plan
+        self.options = options
+        self.client = client
+        self.sleep = sleep
+        self.stats = ReadStats(plan.shard_id)
+        self.last_call = 0.0
+        self.failures = 0
+        self.seen_ids: set[str] = set()
+
+    def _pace(self) -> None:
+        wait = self.options.min_call_interval - (time.monotonic() - self.last_call)
+        if wait > 0:
+            self.sleep(wait)
+        self.last_call = time.monotonic()
+
+    def _backoff(self, error: Exception) -> None:
+        self.failures += 1
+        if self.failures >= self.options.max_attempts:
+            raise ShardReadError(
+                f"shard {self.plan.shard_id}: {self.failures} failures in a row, last {type(error).__name__}: {error}"
+            ) from error
+        ceiling = min(self.options.max_backoff, self.options.base_backoff * 2**self.failures)
+        self.sleep(random.uniform(ceiling / 2, ceiling))  # noqa: S311 - jitter, not cryptography
+
+    def _new_iterator(self) -> str:
+        position = f"AFTER:{self.stats.last_sequence}" if self.stats.last_sequence else self.plan.start
+        while True:
+            self._pace()
+            try:
+                answer = self.client.get_shard_iterator(
+                    StreamName=self.options.stream_name, ShardId=self.plan.shard_id, **_iterator_arguments(position)
+                )
+                return answer["ShardIterator"]
+            except Exception as error:
+                if not _is_transient(error):
+                    raise
+                self.stats.throttled += _error_code(error) in THROTTLE_CODES
+                self.stats.retried += 1
+                self._backoff(error)
+
+    def read(self) -> Iterator[tuple]:
+        iterator = self._new_iterator()
+        started = time.monotonic()
+        parse_time = 0.0
+        while self.stats.read < self.options.max_records and self.stats.calls < self.options.max_calls:
+            self._pace()
+            self.stats.calls += 1
+            try:
+                answer = self.client.get_records(
+                    ShardIterator=iterator, Limit=min(MAX_RECORDS_PER_CALL, self.options.max_records - self.stats.read)
+                )
+            except Exception as error:
+                if _error_code(error) == "ExpiredIteratorException":
+                    self.stats.iterator_renewals += 1
+                    iterator = self._new_iterator()
+                    continue
+                if not _is_transient(error):
+                    raise
+                self.stats.throttled += _error_code(error) in THROTTLE_CODES
+                self.stats.retried += 1
+                self._backoff(error)
+                continue
+            self.failures = 0
+            records = answer.get("Records", [])
+            began_parse = time.monotonic()
+            for record in records:
+                yield from self._record(record)
+            parse_time += time.monotonic() - began_parse
+            self.stats.millis_behind = answer.get("MillisBehindLatest")
+            next_iterator = answer.get("NextShardIterator")
+            caught_up = self.stats.millis_behind in (0, None)
+            if next_iterator is None or (self.plan.closed and caught_up and not records):
+                self.stats.finished = True  # closed shard read to its end
+                break
+            iterator = next_iterator
+            if caught_up and (not records or not self.plan.closed):
+                break  # at the tip: what arrives next belongs to the next batch
+        self.stats.parse_seconds = parse_time
+        self.stats.read_seconds = time.monotonic() - started - parse_time
+        yield _meta_row(self.stats)
+
+    def _record(self, record: dict[str, Any]) -> Iterator[tuple]:
+        stats = self.stats
+        sequence = record["SequenceNumber"]
+        stats.read += 1
+        stats.last_sequence = sequence
+        arrival = record.get("ApproximateArrivalTimestamp")
+        if arrival is not None:
+            stamp = arrival.timestamp()
+            stats.first_arrival = stamp if stats.first_arrival is None else min(stats.first_arrival, stamp)
+            stats.last_arrival = stamp if stats.last_arrival is None else max(stats.last_arrival, stamp)
+        data = record["Data"]
+        parsed = parse_payload(data, self.options.max_event_bytes)
+        position = (self.plan.shard_id, sequence, record.get("PartitionKey"), arrival)
+        if isinstance(parsed, ParsedEvent):
+            stats.good += 1
+            duplicate = self.options.dedupe and parsed.event_id in self.seen_ids
+            if self.options.dedupe:
+                self.seen_ids.add(parsed.event_id)
+            if self.plan.events_committed and sequence_key(sequence) <= sequence_key(self.plan.events_committed):
+                stats.replayed_events += 1
+            elif duplicate:
+                stats.deduplicated += 1
+            else:
+                moment = parsed.event_ts.timestamp()
+                stats.min_event_ts = moment if stats.min_event_ts is None else min(stats.min_event_ts, moment)
+                stats.max_event_ts = moment if stats.max_event_ts is None else max(stats.max_event_ts, moment)
+                yield (
+                    "event", *position, parsed.event_id, parsed.user_id, parsed.session_id, parsed.event_type,
+                    parsed.event_ts, parsed.properties, parsed.device_info, None, None, None, None, None,
+                )  # fmt: skip
+            return
+        stats.rejected += 1
+        stats.reasons[parsed.reason] = stats.reasons.get(parsed.reason, 0) + 1
+        if self.plan.rejects_committed and sequence_key(sequence) <= sequence_key(self.plan.rejects_committed):
+            stats.replayed_rejects += 1
+            return
+        text = data.decode("utf-8", errors="replace")[:4096]
+        yield (
+            "reject", *position, None, None, None, None, None, None, None, bytes(data), text, parsed.reason,
+            parsed.detail, None,
+        )  # fmt: skip
+
+
+def _meta_row(stats: ReadStats) -> tuple:
+    meta = json.dumps(stats.__dict__, separators=(",", ":"))
+    return ("meta", stats.shard_id, stats.last_sequence, *([None] * (len(ROW_FIELDS) - 4)), meta)
+
+
+def read_shard(
+    plan: ShardPlan, options: ReadOptions, client: Any = None, sleep: Callable[[float], None] = time.sleep
+) -> Iterator[tuple]:
+    """Read one shard for one batch; yields event and reject rows, then one meta row.
+
+    Args:
+        plan: Where to start and what is already committed.
+        options: Limits, retries and the connection.
+        client: A Kinesis client (default: one built from ``options.connection``); tests pass fakes.
+        sleep: The pause function (tests pass a fake clock).
+
+    Yields:
+        Tuples in :data:`ROW_FIELDS` order.
+
+    Raises:
+        ShardReadError: After ``max_attempts`` consecutive transient failures.
+    """
+    client = client or options.connection.client(max_attempts=1)  # retries are ours, with pacing
+    yield from _ShardReader(plan, options, client, sleep).read()
+
+
+def read_partition(options: ReadOptions) -> Callable[[Iterator[ShardPlan]], Iterator[tuple]]:
+    """The function Spark runs per partition (one shard plan per partition)."""
+
+    def run(plans: Iterator[ShardPlan]) -> Iterator[tuple]:
+        for plan in plans:
+            yield from read_shard(plan, options)
+
+    return run

@@ -1,0 +1,351 @@
+"""The ingest query end to end: emulator → Spark → Iceberg, exactly once through every kind of trouble."""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import json
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from icestream.clients import ensure_stream, kinesis_client, list_shards
+from icestream.config import Settings, load_settings, project_home
+from icestream.errors import ConfigError
+from icestream.ingest import IngestError, start_ingest
+from icestream.ingest.query import PHASES
+from icestream.tables import setup_tables
+
+pytestmark = pytest.mark.integration
+
+SAMPLES = project_home() / "data" / "samples"
+
+
+class SimulatedCrashError(RuntimeError):
+    """Raised by a fault hook to stop the query at an exact phase of a batch."""
+
+
+@pytest.fixture
+def fresh(spark, emulator: str, tmp_path: Path) -> Callable[..., Settings]:
+    """Make a fresh stream and fresh tables, so each test sees only its own records."""
+
+    def make(shards: int = 2) -> Settings:
+        suffix = uuid.uuid4().hex[:8]
+        settings = load_settings(stream_name=f"ingest-{suffix}", table=f"events_{suffix}")
+        ensure_stream(settings, shard_count=shards)
+        setup_tables(spark, settings)
+        return settings
+
+    return make
+
+
+def event_payload(number: int, user: str, event_id: str | None = None, counter: int = 0) -> bytes:
+    return json.dumps(
+        {"event_id": event_id or f"ev-{number}", "user_id": user, "session_id": f"s-{user}", "event_type": "click",
+         "event_ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "properties": {"n": str(counter)},
+         "device_info": {"device_type": "mobile", "os": "iOS", "app_version": "5.2.1"}}
+    ).encode()  # fmt: skip
+
+
+def put(settings: Settings, records: list[tuple[bytes, str]]) -> list[tuple[str, str]]:
+    """Send (payload, partition key) records; return each one's (shard, sequence number)."""
+    client = kinesis_client(settings)
+    placed = []
+    for start in range(0, len(records), 500):
+        chunk = records[start : start + 500]
+        answer = client.put_records(
+            StreamName=settings.stream_name, Records=[{"Data": data, "PartitionKey": key} for data, key in chunk]
+        )
+        assert answer["FailedRecordCount"] == 0
+        placed.extend((entry["ShardId"], entry["SequenceNumber"]) for entry in answer["Records"])
+    return placed
+
+
+def mixed_records(first: int, count: int) -> tuple[list[tuple[bytes, str]], set[str], int]:
+    """Good events, every tenth followed by a malformed record, every seventh resent (a retry)."""
+    records, good = [], set()
+    malformed = 0
+    for number in range(first, first + count):
+        user = f"u{number % 13}"
+        data = event_payload(number, user)
+        records.append((data, user))
+        good.add(f"ev-{number}")
+        if number % 7 == 0:
+            records.append((data, user))
+        if number % 10 == 0:
+            records.append((b'{"event_id": "broken', user))
+            malformed += 1
+    return records, good, malformed
+
+
+def table_state(spark, settings: Settings) -> tuple[Counter, Counter]:
+    events = Counter(row.event_id for row in spark.table(settings.table_name).select("event_id").collect())
+    rejects = Counter(
+        (row.shard_id, row.sequence_number)
+        for row in spark.table(settings.rejects_table_name).select("shard_id", "sequence_number").collect()
+    )
+    return events, rejects
+
+
+def drain(spark, settings: Settings, **options: Any):
+    query = start_ingest(spark, settings, available_now=True, trigger_seconds=0, **options)
+    assert query.await_termination(timeout=300)
+    return query
+
+
+def assert_accounted(progress: list[dict[str, Any]]) -> None:
+    for batch in progress:
+        assert batch["num_input_rows"] == (
+            batch["written"] + batch["rejected"] + batch["deduplicated"] + batch["replayed"]
+        ), batch
+
+
+@pytest.mark.parametrize("phase", PHASES)
+def test_exactly_once_across_a_crash_at_each_phase(spark, fresh, tmp_path: Path, phase: str) -> None:
+    settings = fresh()
+    records, good, _ = mixed_records(0, 240)
+    placed = put(settings, records)
+    bad_positions = {
+        place for place, (data, _) in zip(placed, records, strict=True) if data.startswith(b'{"event_id": "broken')
+    }
+
+    def crash(at: str, batch_id: int) -> None:
+        if at == phase and batch_id == 1:
+            raise SimulatedCrashError(f"crash {at} in batch {batch_id}")
+
+    query = start_ingest(
+        spark, settings, available_now=True, trigger_seconds=0, max_records_per_shard=60, batch_retries=0,
+        fault_hook=crash, progress_file=tmp_path / "p.jsonl",
+    )  # fmt: skip
+    with pytest.raises(IngestError, match="SimulatedCrashError"):
+        query.await_termination(timeout=300)
+
+    more, more_good, _ = mixed_records(1000, 60)
+    placed += put(settings, more)
+    bad_positions |= {place for place, (data, _) in zip(placed[len(records) :], more, strict=True) if b"broken" in data}
+    restarted = drain(spark, settings, max_records_per_shard=60, progress_file=tmp_path / "p.jsonl")
+
+    events, rejects = table_state(spark, settings)
+    assert set(events) == good | more_good, "nothing lost"
+    assert max(events.values()) == 1, "nothing duplicated"
+    assert set(rejects) == bad_positions
+    assert max(rejects.values()) == 1
+    assert_accounted(list(restarted.recent_progress))
+
+
+def test_a_failed_batch_recovers_by_itself(spark, fresh) -> None:
+    settings = fresh()
+    records, good, _ = mixed_records(0, 150)
+    put(settings, records)
+    failures = {"left": 2}
+
+    def flaky(phase: str, batch_id: int) -> None:
+        if phase == "between_commits" and failures["left"]:
+            failures["left"] -= 1
+            raise SimulatedCrashError("transient")
+
+    drain(spark, settings, max_records_per_shard=50, fault_hook=flaky, batch_retries=3)
+    events, _ = table_state(spark, settings)
+    assert set(events) == good
+    assert max(events.values()) == 1
+
+
+def test_malformed_samples_are_all_rejected_with_reasons(spark, fresh) -> None:
+    from tests.unit.ingest.test_parse import EXPECTED_REASON
+
+    settings = fresh(shards=1)
+    malformed = [json.loads(line) for line in (SAMPLES / "malformed.jsonl").read_text().splitlines() if line]
+    good = [line for line in (SAMPLES / "events.jsonl").read_bytes().splitlines() if line.strip()]
+    records = [(line, json.loads(line)["user_id"]) for line in good]
+    records += [(base64.b64decode(row["payload_base64"]), f"bad-{row['kind']}") for row in malformed]
+    put(settings, records)
+    query = drain(spark, settings)
+    rejects = spark.table(settings.rejects_table_name).select("partition_key", "reason", "raw_data").collect()
+    assert {row.partition_key[4:]: row.reason for row in rejects} == EXPECTED_REASON
+    by_kind = {row["kind"]: base64.b64decode(row["payload_base64"]) for row in malformed}
+    assert all(bytes(row.raw_data) == by_kind[row.partition_key[4:]] for row in rejects), "raw payload kept exactly"
+    assert spark.table(settings.table_name).count() == len(good)
+    totals = Counter()
+    for batch in query.recent_progress:
+        totals.update(batch["reject_reasons"])
+    assert sum(totals.values()) == len(malformed)
+    assert_accounted(list(query.recent_progress))
+
+
+def test_dedupe_within_a_batch_and_against_committed_rows(spark, fresh) -> None:
+    settings = fresh()
+    first = [(event_payload(i, f"u{i % 5}"), f"u{i % 5}") for i in range(100)]
+    cross_shard = [(event_payload(0, "someone-else"), "someone-else")]  # same event_id, other key
+    put(settings, first + cross_shard)
+    drain(spark, settings)
+    put(settings, first[:40] + [(event_payload(i, "u1"), "u1") for i in range(100, 130)])  # producer retries
+    second = drain(spark, settings)
+    events, _ = table_state(spark, settings)
+    assert len(events) == 130
+    assert max(events.values()) == 1
+    assert sum(batch["deduplicated"] for batch in second.recent_progress) == 40
+
+
+def test_dedupe_can_be_switched_off(spark, fresh) -> None:
+    settings = fresh(shards=1)
+    records = [(event_payload(i, "u1"), "u1") for i in range(20)]
+    put(settings, records + records[:5])
+    drain(spark, settings, dedupe=False)
+    events, _ = table_state(spark, settings)
+    assert sum(events.values()) == 25
+
+
+def test_available_now_drains_in_several_batches_and_stops(spark, fresh) -> None:
+    settings = fresh()
+    put(settings, [(event_payload(i, f"u{i % 9}"), f"u{i % 9}") for i in range(500)])
+    query = drain(spark, settings, max_records_per_shard=100)
+    assert not query.is_active
+    assert query.status["message"] == "Stopped"
+    assert len(query.recent_progress) >= 3
+    assert spark.table(settings.table_name).count() == 500
+    last = query.last_progress
+    assert last["caught_up"] is True
+    assert last["events_snapshot_id"] is not None
+    assert set(last["shards"]) == {
+        shard["ShardId"] for shard in list_shards(kinesis_client(settings), settings.stream_name)
+    }
+    lines = [json.loads(line) for line in query.progress_file.read_text().splitlines()]
+    assert [line["batch_id"] for line in lines if line["id"] == query.id] == [
+        p["batch_id"] for p in query.recent_progress
+    ]
+
+
+def test_resharding_keeps_order_per_key_and_exactly_once(spark, fresh) -> None:
+    settings = fresh(shards=2)
+    client = kinesis_client(settings)
+    counters: Counter = Counter()
+
+    def send(count: int, first: int) -> None:
+        records = []
+        for number in range(first, first + count):
+            user = f"user-{number % 17}"
+            counters[user] += 1
+            records.append((event_payload(number, user, counter=counters[user]), user))
+        put(settings, records)
+
+    send(300, 0)
+    query = start_ingest(spark, settings, trigger_seconds=0.5, max_records_per_shard=40)
+    shard = list_shards(client, settings.stream_name)[0]
+    low, high = int(shard["HashKeyRange"]["StartingHashKey"]), int(shard["HashKeyRange"]["EndingHashKey"])
+    client.split_shard(
+        StreamName=settings.stream_name, ShardToSplit=shard["ShardId"], NewStartingHashKey=str((low + high) // 2)
+    )
+    send(300, 300)
+    children = [s for s in list_shards(client, settings.stream_name) if s.get("ParentShardId") == shard["ShardId"]]
+    first, second = sorted(children, key=lambda s: int(s["HashKeyRange"]["StartingHashKey"]))
+    client.merge_shards(
+        StreamName=settings.stream_name, ShardToMerge=first["ShardId"], AdjacentShardToMerge=second["ShardId"]
+    )
+    send(300, 600)
+    deadline = time.monotonic() + 240
+    while spark.table(settings.table_name).count() < 900 and time.monotonic() < deadline:
+        assert query.exception() is None, query.exception()
+        time.sleep(1)
+    query.stop()
+    assert query.await_termination(timeout=60)
+
+    events, _ = table_state(spark, settings)
+    assert len(events) == 900
+    assert max(events.values()) == 1
+    rows = (
+        spark.table(settings.table_name)
+        .select("user_id", "properties", "ingest_ts", "shard_id", "sequence_number")
+        .collect()
+    )
+    by_user: dict[str, list] = {}
+    for row in rows:
+        by_user.setdefault(row.user_id, []).append(
+            (int(row.properties["n"]), row.ingest_ts, row.shard_id, int(row.sequence_number))
+        )
+    for user, items in by_user.items():
+        items.sort()
+        for earlier, later in itertools.pairwise(items):
+            # A later event of a key is never written in an earlier batch, and within one batch
+            # it comes from the same shard, further on.
+            assert earlier[1] <= later[1], (user, earlier, later)
+            if earlier[1] == later[1]:
+                assert earlier[2] == later[2], (user, earlier, later)
+                assert earlier[3] < later[3], (user, earlier, later)
+    assert len({row.shard_id for row in rows}) >= 4, "parents, children and the merged shard were all read"
+
+
+def test_latest_skips_what_was_there_before(spark, fresh) -> None:
+    settings = fresh(shards=1)
+    put(settings, [(event_payload(i, "u1"), "u1") for i in range(20)])
+    query = start_ingest(spark, settings, trigger_seconds=0.3, starting_position="latest")
+    time.sleep(2)
+    put(settings, [(event_payload(i, "u1"), "u1") for i in range(100, 130)])
+    deadline = time.monotonic() + 60
+    while spark.table(settings.table_name).count() < 30 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    query.stop()
+    events, _ = table_state(spark, settings)
+    assert set(events) == {f"ev-{i}" for i in range(100, 130)}
+
+
+def test_transform_runs_on_each_batch(spark, fresh) -> None:
+    from pyspark.sql import functions as F  # noqa: N812
+
+    settings = fresh(shards=1)
+    put(settings, [(event_payload(i, "u1"), "u1") for i in range(10)])
+
+    def enrich(frame):
+        return frame.withColumn("properties", F.map_concat("properties", F.create_map(F.lit("enriched"), F.lit("yes"))))
+
+    drain(spark, settings, transform=enrich)
+    values = {row.properties["enriched"] for row in spark.table(settings.table_name).collect()}
+    assert values == {"yes"}
+
+    put(settings, [(event_payload(50, "u1"), "u1")])
+    with pytest.raises(ConfigError, match="dropped device_info"):
+        drain(spark, settings, transform=lambda frame: frame.drop("device_info"), batch_retries=0)
+
+
+def test_graceful_stop_while_waiting_for_data(spark, fresh) -> None:
+    settings = fresh(shards=1)
+    query = start_ingest(spark, settings, trigger_seconds=1)
+    time.sleep(1.5)
+    assert query.is_active
+    query.stop()
+    assert query.await_termination(timeout=30)
+    assert query.status["message"] == "Stopped"
+
+
+def test_position_survives_compaction_and_snapshot_expiry(spark, fresh) -> None:
+    settings = fresh()
+    records, good, _ = mixed_records(0, 200)
+    put(settings, records)
+    drain(spark, settings, max_records_per_shard=50)
+    for table in (settings.table_name, settings.rejects_table_name):
+        name = table.split(".", 1)[1]
+        spark.sql(f"CALL lake.system.rewrite_data_files(table => '{name}', options => map('rewrite-all', 'true'))")
+        # Procedure arguments are literals: a moment after every snapshot so far.
+        cutoff = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(time.time() + 1))
+        expire = f"table => '{name}', older_than => TIMESTAMP '{cutoff}', retain_last => 1"
+        spark.sql(f"CALL lake.system.expire_snapshots({expire})")
+        assert spark.sql(f"SELECT count(*) FROM {table}.snapshots").first()[0] == 1
+
+    restarted = drain(spark, settings, max_records_per_shard=50)
+    assert restarted.recovered_from == {"events": "data", "rejects": "data"}
+    events, rejects = table_state(spark, settings)
+    assert set(events) == good
+    assert max(events.values()) == 1
+    assert max(rejects.values()) == 1
+
+    more, more_good, _ = mixed_records(5000, 50)
+    put(settings, more)
+    drain(spark, settings)
+    events, rejects = table_state(spark, settings)
+    assert set(events) == good | more_good
+    assert max(events.values()) == 1
+    assert max(rejects.values()) == 1

@@ -1,0 +1,156 @@
+"""Parsing: every sample event is accepted, every malformed kind is rejected with its reason."""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import UTC, datetime
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from icestream.config import project_home
+from icestream.ingest.parse import REJECT_REASONS, ParsedEvent, Rejection, parse_payload
+
+pytestmark = pytest.mark.unit
+
+SAMPLES = project_home() / "data" / "samples"
+EXPECTED_REASON = {
+    "invalid_json": "invalid_json",
+    "truncated_json": "invalid_json",
+    "bad_timestamp": "bad_timestamp",
+    "wrong_type_string": "wrong_type",
+    "wrong_type_number": "wrong_type",
+    "missing_event_id": "missing_event_id",
+    "missing_event_type": "missing_event_type",
+    "missing_event_ts": "missing_event_ts",
+    "missing_user_id": "missing_user_id",
+    "empty_payload": "empty_payload",
+    "non_utf8": "non_utf8",
+    "oversized": "oversized",
+    "json_array": "not_an_object",
+}
+
+
+def sample_events() -> list[bytes]:
+    return [line.rstrip(b"\n") for line in (SAMPLES / "events.jsonl").read_bytes().splitlines() if line.strip()]
+
+
+def malformed_samples() -> list[tuple[str, bytes]]:
+    rows = [json.loads(line) for line in (SAMPLES / "malformed.jsonl").read_text().splitlines() if line.strip()]
+    return [(row["kind"], base64.b64decode(row["payload_base64"])) for row in rows]
+
+
+def test_every_sample_event_is_accepted() -> None:
+    payloads = sample_events()
+    assert len(payloads) >= 300
+    for payload in payloads:
+        parsed = parse_payload(payload)
+        assert isinstance(parsed, ParsedEvent), (parsed, payload[:100])
+        assert parsed.event_ts.tzinfo is UTC
+        assert all(isinstance(value, str) for value in parsed.properties.values())
+
+
+def test_samples_cover_every_malformed_kind() -> None:
+    from icestream.events import MALFORMED_KINDS
+
+    assert {kind for kind, _ in malformed_samples()} == set(MALFORMED_KINDS) == set(EXPECTED_REASON)
+
+
+@pytest.mark.parametrize(
+    ("kind", "payload"), malformed_samples(), ids=lambda value: value if isinstance(value, str) else ""
+)
+def test_malformed_sample_is_rejected_with_its_reason(kind: str, payload: bytes) -> None:
+    parsed = parse_payload(payload)
+    assert isinstance(parsed, Rejection)
+    assert parsed.reason == EXPECTED_REASON[kind]
+    assert parsed.detail
+
+
+def event(**changes: object) -> bytes:
+    document = {
+        "event_id": "e-1", "user_id": "u-1", "session_id": "s-1", "event_type": "click",
+        "event_ts": "2026-11-21T05:00:00.123Z", "properties": {"page": "/home"},
+        "device_info": {"device_type": "mobile", "os": "iOS", "app_version": "5.2.1"},
+    }  # fmt: skip
+    document.update(changes)
+    return json.dumps({key: value for key, value in document.items() if value is not ...}).encode()
+
+
+def test_timestamps_with_offsets_become_utc() -> None:
+    parsed = parse_payload(event(event_ts="2026-11-21T07:00:00+02:00"))
+    assert isinstance(parsed, ParsedEvent)
+    assert parsed.event_ts == datetime(2026, 11, 21, 5, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("stamp", ["2026-11-21T05:00:00", "yesterday", "2026-02-30T00:00:00Z", ""])
+def test_timestamps_without_offset_or_invalid_are_rejected(stamp: str) -> None:
+    parsed = parse_payload(event(event_ts=stamp))
+    assert isinstance(parsed, Rejection)
+    assert parsed.reason in ("bad_timestamp", "missing_event_ts")
+
+
+def test_unknown_fields_are_kept_in_properties_without_overriding() -> None:
+    parsed = parse_payload(event(locale="de-DE", experiment={"arm": "b"}, page="/ignored"))
+    assert isinstance(parsed, ParsedEvent)
+    assert parsed.properties == {"page": "/home", "locale": "de-DE", "experiment": '{"arm":"b"}'}
+
+
+def test_optional_fields_may_be_absent() -> None:
+    parsed = parse_payload(event(session_id=..., properties=..., device_info=...))
+    assert isinstance(parsed, ParsedEvent)
+    assert (parsed.session_id, parsed.properties, parsed.device_info) == (None, {}, None)
+
+
+@pytest.mark.parametrize(
+    ("changes", "detail"),
+    [
+        ({"properties": {"amount": 12.5}}, "properties.amount"),
+        ({"properties": ["a"]}, "properties"),
+        ({"device_info": "mobile"}, "device_info"),
+        ({"device_info": {"os": 17}}, "device_info.os"),
+        ({"session_id": 5}, "session_id"),
+        ({"event_type": ["click"]}, "event_type"),
+    ],
+)
+def test_wrong_types_are_rejected_naming_the_field(changes: dict[str, object], detail: str) -> None:
+    parsed = parse_payload(event(**changes))
+    assert isinstance(parsed, Rejection)
+    assert parsed.reason == "wrong_type"
+    assert parsed.detail.startswith(detail)
+
+
+def test_size_limit_is_configurable() -> None:
+    payload = event()
+    assert isinstance(parse_payload(payload, max_event_bytes=len(payload)), ParsedEvent)
+    assert parse_payload(payload, max_event_bytes=len(payload) - 1).reason == "oversized"  # type: ignore[union-attr]
+
+
+@given(st.binary(max_size=512))
+def test_any_bytes_are_accepted_or_rejected_never_raise(payload: bytes) -> None:
+    parsed = parse_payload(payload)
+    assert isinstance(parsed, ParsedEvent) or parsed.reason in REJECT_REASONS
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["event_id", "user_id", "event_type", "event_ts", "properties", "device_info", "x"]),
+        json_values,
+    )
+)
+def test_any_json_object_is_accepted_or_rejected_never_raises(document: dict[str, object]) -> None:
+    parsed = parse_payload(json.dumps(document).encode())
+    assert isinstance(parsed, ParsedEvent) or parsed.reason in REJECT_REASONS
+
+
+def test_deeply_nested_json_is_rejected_not_a_crash() -> None:
+    parsed = parse_payload(b"[" * 100_000 + b"]" * 100_000, max_event_bytes=10**6)
+    assert isinstance(parsed, Rejection)

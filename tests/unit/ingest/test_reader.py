@@ -1,0 +1,220 @@
+"""The shard reader against a fake Kinesis: limits, throttling, expired iterators, errors, replay."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+from botocore.exceptions import ClientError, EndpointConnectionError
+
+from icestream.clients import KinesisConnection
+from icestream.ingest.positions import TRIM_HORIZON, ShardPlan, after
+from icestream.ingest.reader import MAX_RECORDS_PER_CALL, ROW_FIELDS, ReadOptions, ShardReadError, read_shard
+
+pytestmark = pytest.mark.unit
+
+
+def payload(number: int, event_id: str | None = None) -> bytes:
+    return json.dumps(
+        {
+            "event_id": event_id or f"e{number}",
+            "user_id": "u1",
+            "event_type": "click",
+            "event_ts": "2026-11-21T05:00:00Z",
+        }
+    ).encode()
+
+
+def client_error(code: str, status: int = 400) -> ClientError:
+    return ClientError(
+        {"Error": {"Code": code, "Message": code}, "ResponseMetadata": {"HTTPStatusCode": status}}, "GetRecords"
+    )
+
+
+class FakeKinesis:
+    """One shard in memory, with Kinesis's iterator semantics and a queue of faults to inject."""
+
+    def __init__(self, payloads: list[bytes], closed: bool = False) -> None:
+        self.records = [
+            {"SequenceNumber": str(1000 + i), "Data": data, "PartitionKey": "u1",
+             "ApproximateArrivalTimestamp": datetime(2026, 11, 21, 5, 0, i % 60, tzinfo=UTC)}
+            for i, data in enumerate(payloads)
+        ]  # fmt: skip
+        self.closed = closed
+        self.faults: list[Exception] = []
+        self.calls: list[tuple[str, dict]] = []
+
+    def get_shard_iterator(self, **arguments: object) -> dict:
+        self.calls.append(("get_shard_iterator", arguments))
+        if arguments["ShardIteratorType"] == "AFTER_SEQUENCE_NUMBER":
+            after_seq = int(arguments["StartingSequenceNumber"])  # type: ignore[arg-type]
+            index = sum(1 for record in self.records if int(record["SequenceNumber"]) <= after_seq)
+        else:
+            index = 0
+        return {"ShardIterator": str(index)}
+
+    def get_records(self, ShardIterator: str, Limit: int) -> dict:  # noqa: N803 - boto3's names
+        self.calls.append(("get_records", {"ShardIterator": ShardIterator, "Limit": Limit}))
+        if self.faults:
+            raise self.faults.pop(0)
+        index = int(ShardIterator)
+        page = self.records[index : index + min(Limit, MAX_RECORDS_PER_CALL)]
+        end = index + len(page)
+        behind = 0 if end >= len(self.records) else 5000
+        next_iterator = None if (self.closed and end >= len(self.records) and not page) else str(end)
+        return {"Records": page, "NextShardIterator": next_iterator, "MillisBehindLatest": behind}
+
+
+def options(**changes: object) -> ReadOptions:
+    base = {"connection": KinesisConnection("local", "us-east-1", "http://127.0.0.1:1"), "stream_name": "s"}
+    return ReadOptions(**{**base, **changes})  # type: ignore[arg-type]
+
+
+def run(fake: FakeKinesis, plan: ShardPlan | None = None, **changes: object) -> tuple[list[dict], dict, list[float]]:
+    pauses: list[float] = []
+    plan = plan or ShardPlan("shardId-0", TRIM_HORIZON, fake.closed, None, None)
+    rows = [
+        dict(zip(ROW_FIELDS, row, strict=True)) for row in read_shard(plan, options(**changes), fake, pauses.append)
+    ]
+    assert rows[-1]["kind"] == "meta"
+    return rows[:-1], json.loads(rows[-1]["meta"]), pauses
+
+
+def test_reads_everything_then_stops_when_caught_up() -> None:
+    fake = FakeKinesis([payload(i) for i in range(25)])
+    rows, meta, _ = run(fake)
+    assert [row["event_id"] for row in rows] == [f"e{i}" for i in range(25)]
+    assert (meta["read"], meta["good"], meta["last_sequence"], meta["finished"]) == (25, 25, "1024", False)
+    assert meta["millis_behind"] == 0
+
+
+def test_stops_at_the_cap_and_asks_no_more_than_it_may() -> None:
+    fake = FakeKinesis([payload(i) for i in range(50)])
+    rows, meta, _ = run(fake, max_records=20)
+    assert len(rows) == meta["read"] == 20
+    assert all(arguments["Limit"] <= 20 for name, arguments in fake.calls if name == "get_records")
+
+
+def test_calls_are_paced_within_the_per_shard_limit() -> None:
+    fake = _paged(FakeKinesis([payload(i) for i in range(30)]), 10)  # pages of 10: several calls
+    rows, meta, pauses = run(fake, max_records=30, min_call_interval=0.2)
+    calls = sum(1 for name, _ in fake.calls if name in ("get_records", "get_shard_iterator"))
+    assert calls >= 4
+    # Every call after the first waited for the rest of its 0.2 s slot (at most 5 calls/s per shard).
+    assert len(pauses) >= calls - 1
+    assert all(0 < pause <= 0.2 for pause in pauses)
+    assert len(rows) == meta["read"] == 30
+
+
+def _paged(fake: FakeKinesis, page: int) -> FakeKinesis:
+    original = fake.get_records
+    fake.get_records = lambda ShardIterator, Limit: original(ShardIterator, min(Limit, page))  # type: ignore[method-assign]  # noqa: N803
+    return fake
+
+
+def test_throttling_is_retried_with_growing_jittered_backoff() -> None:
+    fake = FakeKinesis([payload(i) for i in range(10)])
+    fake.faults = [client_error("ProvisionedThroughputExceededException")] * 3
+    rows, meta, pauses = run(fake, min_call_interval=0.0)
+    assert len(rows) == 10
+    assert (meta["throttled"], meta["retried"]) == (3, 3)
+    backoffs = [pause for pause in pauses if pause > 0]
+    assert len(backoffs) == 3
+    assert backoffs[0] < backoffs[-1]
+
+
+def test_expired_iterator_is_renewed_after_the_last_record_read() -> None:
+    fake = FakeKinesis([payload(i) for i in range(30)])
+    _paged(fake, 10)
+    original = fake.get_records
+    state = {"calls": 0}
+
+    def expire_second_call(ShardIterator: str, Limit: int) -> dict:  # noqa: N803
+        state["calls"] += 1
+        if state["calls"] == 2:
+            raise client_error("ExpiredIteratorException")
+        return original(ShardIterator, Limit)
+
+    fake.get_records = expire_second_call  # type: ignore[method-assign]
+    rows, meta, _ = run(fake, min_call_interval=0.0)
+    assert [row["event_id"] for row in rows] == [f"e{i}" for i in range(30)], "nothing lost, nothing twice"
+    assert meta["iterator_renewals"] == 1
+    renewal = [arguments for name, arguments in fake.calls if name == "get_shard_iterator"][1]
+    assert renewal == {"StreamName": "s", "ShardId": "shardId-0", "ShardIteratorType": "AFTER_SEQUENCE_NUMBER",
+                       "StartingSequenceNumber": "1009"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        EndpointConnectionError(endpoint_url="http://127.0.0.1:1"),
+        client_error("InternalFailure", 500),
+        client_error("ServiceUnavailable", 503),
+        ConnectionResetError("reset"),
+    ],
+    ids=["connection", "internal-failure", "unavailable", "reset"],
+)
+def test_transient_errors_are_retried(fault: Exception) -> None:
+    fake = FakeKinesis([payload(i) for i in range(5)])
+    fake.faults = [fault, fault]
+    rows, meta, _ = run(fake, min_call_interval=0.0)
+    assert len(rows) == 5
+    assert meta["retried"] == 2
+
+
+def test_persistent_failure_gives_up_with_a_clear_error() -> None:
+    fake = FakeKinesis([payload(1)])
+    fake.faults = [client_error("InternalFailure", 500)] * 10
+    with pytest.raises(ShardReadError, match="shardId-0: 4 failures in a row"):
+        run(fake, min_call_interval=0.0, max_attempts=4)
+
+
+def test_non_transient_errors_are_not_retried() -> None:
+    fake = FakeKinesis([payload(1)])
+    fake.faults = [client_error("ResourceNotFoundException")]
+    with pytest.raises(ClientError, match="ResourceNotFound"):
+        run(fake, min_call_interval=0.0)
+
+
+def test_closed_shard_is_read_to_its_end() -> None:
+    fake = FakeKinesis([payload(i) for i in range(3)], closed=True)
+    rows, meta, _ = run(fake, min_call_interval=0.0)
+    assert len(rows) == 3
+    assert meta["finished"] is True
+
+
+def test_records_already_committed_are_skipped_per_table() -> None:
+    fake = FakeKinesis([payload(0), b"not json", payload(2), b"", payload(4)])
+    plan = ShardPlan("shardId-0", TRIM_HORIZON, False, events_committed="1002", rejects_committed="1001")
+    rows, meta, _ = run(fake, plan, min_call_interval=0.0)
+    assert [(row["kind"], row["sequence_number"]) for row in rows] == [("reject", "1003"), ("event", "1004")]
+    assert (meta["replayed_events"], meta["replayed_rejects"]) == (2, 1)
+    assert meta["read"] == 5
+
+
+def test_duplicates_within_a_shard_keep_the_first() -> None:
+    fake = FakeKinesis([payload(0), payload(1), payload(9, event_id="e0"), payload(2)])
+    rows, meta, _ = run(fake, min_call_interval=0.0)
+    assert [row["sequence_number"] for row in rows] == ["1000", "1001", "1003"]
+    assert meta["deduplicated"] == 1
+    rows, meta, _ = run(FakeKinesis([payload(0), payload(9, event_id="e0")]), min_call_interval=0.0, dedupe=False)
+    assert len(rows) == 2
+    assert meta["deduplicated"] == 0
+
+
+def test_reject_rows_keep_the_raw_payload_and_kinesis_metadata() -> None:
+    raw = b"\xff\xfe{broken"
+    rows, meta, _ = run(FakeKinesis([raw]), min_call_interval=0.0)
+    (row,) = rows
+    assert row["raw_data"] == raw
+    assert row["reason"] == "non_utf8"
+    assert (row["shard_id"], row["sequence_number"], row["partition_key"]) == ("shardId-0", "1000", "u1")
+    assert meta["reasons"] == {"non_utf8": 1}
+
+
+def test_restart_position_after_a_record() -> None:
+    fake = FakeKinesis([payload(i) for i in range(5)])
+    rows, meta, _ = run(fake, ShardPlan("shardId-0", after("1002"), False, None, None), min_call_interval=0.0)
+    assert [row["event_id"] for row in rows] == ["e3", "e4"]
+    assert meta["read"] == 2
