@@ -106,6 +106,8 @@ def session_conf(settings: Settings) -> dict[str, str]:
         "spark.sql.session.timeZone": "UTC",
         "spark.ui.enabled": str(settings.spark_ui).lower(),
         "spark.ui.showConsoleProgress": "false",
+        # Arrow makes toPandas()/createDataFrame(pandas) columnar: notebooks show results as pandas.
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
         # A few shuffle partitions suit one machine; a cluster keeps Spark's default.
         **({"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "4"} if local else {}),
         "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}",

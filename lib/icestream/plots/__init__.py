@@ -1,0 +1,1 @@
+"""Charts for the notebooks: one module per notebook topic, matplotlib only, axes labelled with units."""
