@@ -1,0 +1,78 @@
+"""Charts of notebook 05: per-type rates in sliding windows, the baseline, flags and the ground truth."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import matplotlib.dates as mdates
+import matplotlib.pyplot as plt
+
+from icestream.anomaly import HIGH, LOW
+from icestream.events import Anomaly
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+
+def rates_with_flags(
+    scored: pd.DataFrame,
+    truth: Sequence[Anomaly] = (),
+    window_minutes: int = 5,
+    columns: int = 3,
+) -> Figure:
+    """One panel per event type: rate per window, its baseline, flagged windows and the true anomalies.
+
+    Args:
+        scored: Output of ``icestream.anomaly.score_windows``.
+        truth: Injected anomalies, shaded in red (HIGH kinds) or blue (drops).
+        window_minutes: The window length, for the axis label.
+        columns: Panels per row.
+
+    Returns:
+        The figure (not shown; the notebook shows or saves it).
+    """
+    types = sorted(scored["event_type"].unique())
+    rows = max(1, math.ceil(len(types) / columns))
+    fig, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 2.6 * rows), sharex=True, squeeze=False)
+    for ax, event_type in zip(axes.flat, types, strict=False):
+        series = scored[scored["event_type"] == event_type]
+        rate = series["count"] / window_minutes
+        baseline = series["baseline"] / window_minutes
+        band = series["noise"] / window_minutes
+        ax.plot(series["window_start"], rate, color="tab:gray", linewidth=1, label="rate")
+        ax.plot(series["window_start"], baseline, color="black", linewidth=1, linestyle="--", label="baseline")
+        ax.fill_between(series["window_start"], baseline - band, baseline + band, color="black", alpha=0.08)
+        for anomaly in truth:
+            if anomaly.event_type == event_type:
+                color = "tab:blue" if anomaly.kind == "drop" else "tab:red"
+                ax.axvspan(anomaly.start, anomaly.end, color=color, alpha=0.15, label=f"true {anomaly.kind}")
+        for flag, marker, color in ((HIGH, "^", "tab:red"), (LOW, "v", "tab:blue")):
+            hits = series["flag"] == flag
+            if hits.any():
+                ax.scatter(series["window_start"][hits], rate[hits], marker=marker, color=color, s=18, label=flag)
+        ax.set_title(event_type, fontsize=10)
+        ax.set_ylabel("events / minute")
+        ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M"))
+        ax.tick_params(labelsize=8)
+    for ax in axes.flat[len(types) :]:
+        ax.set_visible(False)
+    for ax in axes[-1]:
+        ax.set_xlabel("window start, event time (UTC)")
+    handles, labels = {}, {}
+    for ax in axes.flat:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, handle)
+            labels.setdefault(label, label)
+    fig.legend(handles.values(), labels.values(), loc="upper right", ncol=6, fontsize=8)
+    fig.suptitle(
+        f"Event rates in {window_minutes}-minute sliding windows: baseline ± noise, flags (▲ HIGH, ▼ LOW), "
+        "shaded: injected anomalies",
+        fontsize=11,
+        x=0.01,
+        ha="left",
+    )
+    fig.tight_layout(rect=(0, 0, 1, 0.94))
+    return fig

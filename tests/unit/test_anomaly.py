@@ -1,0 +1,163 @@
+"""The detector's pure parts: the window grid, the baseline, the flags and the scoring against truth."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from icestream.anomaly import (
+    HIGH,
+    LOW,
+    DetectorOptions,
+    complete_windows,
+    evaluate,
+    flagged_intervals,
+    label_windows,
+    score_windows,
+)
+from icestream.errors import ConfigError
+from icestream.events import Anomaly, format_ts
+
+pytestmark = pytest.mark.unit
+
+START = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
+OPTIONS = DetectorOptions()
+
+
+def windows_from_minutes(per_minute: dict[str, np.ndarray], options: DetectorOptions = OPTIONS) -> pd.DataFrame:
+    """Counts per sliding window, built from counts per minute the way Spark's window() groups them."""
+    rows = []
+    for event_type, minutes in per_minute.items():
+        for first in range(0, len(minutes) - options.window_minutes + 1, options.slide_minutes):
+            rows.append(
+                {
+                    "window_start": pd.Timestamp(START + timedelta(minutes=first)),
+                    "event_type": event_type,
+                    "count": int(minutes[first : first + options.window_minutes].sum()),
+                }
+            )
+    end = START + timedelta(minutes=len(next(iter(per_minute.values()))))
+    return complete_windows(pd.DataFrame(rows), START, end, options)
+
+
+def truth(kind: str, event_type: str, start_minute: int, minutes: int = 15) -> Anomaly:
+    start = START + timedelta(minutes=start_minute)
+    return Anomaly(
+        kind,
+        event_type,
+        format_ts(start.timestamp()),
+        format_ts((start + timedelta(minutes=minutes)).timestamp()),
+        4,
+        1,
+    )
+
+
+def poisson_minutes(rate: float, minutes: int = 180, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).poisson(rate, minutes)
+
+
+def test_complete_windows_fills_zeros_and_keeps_whole_windows_only() -> None:
+    counts = pd.DataFrame(
+        {
+            "window_start": [pd.Timestamp(START - timedelta(minutes=2)), pd.Timestamp(START)],
+            "event_type": ["click", "click"],
+            "count": [7, 3],
+        }
+    )
+    end = START + timedelta(minutes=10)
+    full = complete_windows(counts, START, end, OPTIONS)
+    # Windows start every minute from START while they end by `end`: 6 of them, none cut by an edge.
+    assert list(full["window_start"]) == list(pd.date_range(START, periods=6, freq="1min"))
+    assert list(full["count"]) == [3, 0, 0, 0, 0, 0]
+    assert (full["window_end"] - full["window_start"] == pd.Timedelta(minutes=5)).all()
+    assert full["rate_per_minute"].iloc[0] == pytest.approx(0.6)
+
+
+def test_clean_poisson_traffic_is_not_flagged() -> None:
+    per_minute = {"page_view": poisson_minutes(70, seed=1), "logout": poisson_minutes(0.8, seed=2)}
+    scored = score_windows(windows_from_minutes(per_minute))
+    assert (scored["flag"] == "").all()
+    # The first windows have too little history to be judged.
+    first = scored[scored["event_type"] == "page_view"].iloc[0]
+    assert pd.isna(first["baseline"])
+
+
+def test_spike_and_drop_are_flagged_in_the_right_direction() -> None:
+    search = poisson_minutes(20, seed=3)
+    search[60:75] = np.random.default_rng(4).poisson(80, 15)
+    cart = poisson_minutes(10, seed=5)
+    cart[120:135] = np.random.default_rng(6).poisson(1, 15)
+    scored = score_windows(windows_from_minutes({"search": search, "add_to_cart": cart}))
+    flagged = scored[scored["flag"] != ""]
+    assert set(flagged.loc[flagged["event_type"] == "search", "flag"]) == {HIGH}
+    assert set(flagged.loc[flagged["event_type"] == "add_to_cart", "flag"]) == {LOW}
+    result = evaluate(scored, [truth("spike", "search", 60), truth("drop", "add_to_cart", 120)])
+    assert result.recall == 1.0
+    assert result.precision == 1.0
+    assert result.false_positive_windows == 0
+
+
+def test_an_anomaly_never_raises_its_own_baseline() -> None:
+    search = np.full(180, 20)
+    search[60:75] = 80
+    scored = score_windows(windows_from_minutes({"search": search}))
+    during = scored[scored["window_start"] >= pd.Timestamp(START + timedelta(minutes=60))]
+    # The baseline skips the windows that overlap the scored one, so a steady count stays the median.
+    assert (during["baseline"].head(15) == 100).all()
+
+
+def test_rare_type_with_a_few_extra_events_stays_quiet() -> None:
+    logout = np.full(180, 0)
+    logout[::2] = 1  # 2-3 events per window
+    logout[90:95] = 2  # a window of 10: five times the baseline, still too few events to page anyone
+    scored = score_windows(windows_from_minutes({"logout": logout}))
+    assert (scored["flag"] == "").all()
+
+
+def test_scoring_rules_type_overlap_and_direction() -> None:
+    scored = pd.DataFrame(
+        {
+            "window_start": pd.to_datetime([START + timedelta(minutes=m) for m in (10, 30, 30, 90)]),
+            "event_type": ["search", "search", "error", "search"],
+            "flag": [HIGH, LOW, HIGH, HIGH],
+            "baseline": [1.0, 1.0, 1.0, 1.0],
+            "z": [9.0, -9.0, 9.0, 9.0],
+        }
+    )
+    scored["window_end"] = scored["window_start"] + pd.Timedelta(minutes=5)
+    anomalies = [truth("spike", "search", 12), truth("burst", "error", 200)]
+    labels = label_windows(scored, anomalies)
+    # Same type, overlapping, right direction; the LOW window in the spike is wrong-way.
+    assert list(labels["matches"]) == ["spike:search", "", "", ""]
+    result = evaluate(scored, anomalies)
+    assert result.anomalies == 1  # the burst lies outside the scored range
+    assert (result.found, result.true_positive_windows, result.false_positive_windows) == (1, 1, 3)
+    assert result.precision == pytest.approx(0.25)
+
+
+def test_flagged_windows_merge_into_intervals() -> None:
+    search = np.full(180, 20)
+    search[60:75] = 80
+    intervals = flagged_intervals(score_windows(windows_from_minutes({"search": search})))
+    assert len(intervals) == 1
+    only = intervals.iloc[0]
+    assert only["flag"] == HIGH
+    assert only["start"] <= pd.Timestamp(START + timedelta(minutes=60)) < only["end"]
+    assert only["windows"] >= 10
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        DetectorOptions(window_minutes=5, slide_minutes=6),
+        DetectorOptions(window_minutes=0),
+        DetectorOptions(baseline_windows=10, min_baseline_windows=20),
+        DetectorOptions(threshold=0),
+    ],
+)
+def test_invalid_options_are_config_errors(options: DetectorOptions) -> None:
+    with pytest.raises(ConfigError):
+        options.validated()
