@@ -241,6 +241,54 @@ def cmd_produce(args: argparse.Namespace) -> int:
     return 1 if sent["failed"] else 0
 
 
+def _progress_line(progress: dict[str, Any]) -> str:
+    behind = progress["millis_behind_latest"]
+    lag = "-" if behind is None else f"{behind / 1000:.1f} s"
+    return (
+        f"batch {progress['batch_id']:>5}: read {progress['num_input_rows']:>6}  written {progress['written']:>6}  "
+        f"rejected {progress['rejected']:>4}  deduplicated {progress['deduplicated']:>4}  "
+        f"{progress['duration_ms']['total'] / 1000:6.2f} s  behind {lag}"
+    )
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    """Run the streaming ingest in the foreground until it stops (Ctrl-C or SIGTERM: graceful)."""
+    import signal
+    from datetime import datetime
+
+    from icestream.ingest import parse_trigger, start_ingest
+
+    settings = _settings(args)
+    options: dict[str, Any] = {
+        "trigger_seconds": parse_trigger(args.trigger),
+        "available_now": args.available_now,
+        "max_batches": args.max_batches,
+        "duration_seconds": args.duration,
+        "starting_position": args.starting_position,
+        "max_records_per_shard": args.max_records_per_shard,
+        "dedupe": not args.no_dedupe,
+        "on_progress": None if args.quiet else lambda progress: print(_progress_line(progress), flush=True),
+    }
+    if args.starting_timestamp:
+        try:
+            options["starting_timestamp"] = datetime.fromisoformat(args.starting_timestamp)
+        except ValueError:
+            raise IcestreamError(f"--starting-timestamp {args.starting_timestamp!r} is not ISO-8601.") from None
+    query = start_ingest(settings=settings, **options)
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: query.stop(timeout=0))
+    query.await_termination()
+    batches = list(query.recent_progress)
+    totals = {
+        key: sum(batch[key] for batch in batches) for key in ("num_input_rows", "written", "rejected", "deduplicated")
+    }
+    print(
+        f"stopped after {len(batches)} batch(es): read {totals['num_input_rows']}, written {totals['written']}, "
+        f"rejected {totals['rejected']}, deduplicated {totals['deduplicated']}; progress in {query.progress_file}"
+    )
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and for later subcommands)."""
     parser = argparse.ArgumentParser(prog="icestream", description=__doc__.splitlines()[0])
@@ -293,6 +341,21 @@ def build_parser() -> argparse.ArgumentParser:
     control.add_argument("--stop", action="store_true", help="stop the background producer")
     control.add_argument("--status", action="store_true", help="report the background producer")
     produce.set_defaults(handler=cmd_produce)
+
+    ingest = commands.add_parser("ingest", help="stream Kinesis into the Iceberg tables, exactly once")
+    ingest.add_argument("--trigger", default="5s", help="processing-time trigger, e.g. 1s, 500ms (default 5s)")
+    ingest.add_argument("--available-now", action="store_true", help="read what the stream holds now, commit, stop")
+    ingest.add_argument("--duration", type=float, help="stop after this many seconds")
+    ingest.add_argument("--max-batches", type=int, help="stop after this many batches")
+    ingest.add_argument(
+        "--starting-position", default="trim_horizon", choices=("trim_horizon", "latest", "at_timestamp"),
+        help="where shards with no committed position start (default trim_horizon)",
+    )  # fmt: skip
+    ingest.add_argument("--starting-timestamp", help="ISO-8601 time, with --starting-position at_timestamp")
+    ingest.add_argument("--max-records-per-shard", type=int, default=10_000, help="per batch (default 10000)")
+    ingest.add_argument("--no-dedupe", action="store_true", help="keep duplicate event ids")
+    ingest.add_argument("--quiet", action="store_true", help="no line per batch")
+    ingest.set_defaults(handler=cmd_ingest)
     return parser
 
 

@@ -23,6 +23,12 @@ if TYPE_CHECKING:
 # the first two; compaction may commit while the ingest does, so commits retry more than the default.
 TABLE_PROPERTIES = {
     "format-version": "2",
+    "write.format.default": "parquet",
+    "write.parquet.compression-codec": "zstd",
+    # Cluster each batch by partition (one file per hour touched, not one per shard and hour) and
+    # use fanout writers, which keep a file open per partition instead of sorting rows first.
+    "write.distribution-mode": "hash",
+    "write.spark.fanout.enabled": "true",
     "write.metadata.delete-after-commit.enabled": "true",
     "write.metadata.previous-versions-max": "100",
     "commit.retry.num-retries": "10",
@@ -33,6 +39,14 @@ TABLE_PROPERTIES = {
 def qualified_name(*parts: str) -> str:
     """Join validated identifiers into a dotted name (the one way table names reach SQL)."""
     return ".".join(validate_identifier(part, "table name part") for part in parts)
+
+
+def _ensure_properties(spark: SparkSession, name: str) -> None:
+    """Apply TABLE_PROPERTIES to a table that already existed (idempotent; format-version stays)."""
+    current = {row.key: row.value for row in spark.sql(f"SHOW TBLPROPERTIES {name}").collect()}
+    wanted = {key: value for key, value in TABLE_PROPERTIES.items() if key != "format-version"}
+    if any(current.get(key) != value for key, value in wanted.items()):
+        spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ({_properties_sql(wanted)})")
 
 
 def _properties_sql(properties: dict[str, str]) -> str:
@@ -57,6 +71,7 @@ def create_events_table(spark: SparkSession, settings: Settings) -> str:
         f"COMMENT 'User events streamed from Kinesis stream {settings.stream_name}'\n"
         f"TBLPROPERTIES ({_properties_sql(TABLE_PROPERTIES)})"
     )
+    _ensure_properties(spark, name)
     return name
 
 
@@ -74,6 +89,7 @@ def create_rejects_table(spark: SparkSession, settings: Settings) -> str:
         f"COMMENT 'Records from {settings.stream_name} the ingest could not accept, with the reason'\n"
         f"TBLPROPERTIES ({_properties_sql(TABLE_PROPERTIES)})"
     )
+    _ensure_properties(spark, name)
     return name
 
 

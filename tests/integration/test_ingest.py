@@ -349,3 +349,24 @@ def test_position_survives_compaction_and_snapshot_expiry(spark, fresh) -> None:
     assert set(events) == good | more_good
     assert max(events.values()) == 1
     assert max(rejects.values()) == 1
+
+
+def test_a_column_added_while_streaming_is_filled_from_the_new_field(spark, fresh) -> None:
+    settings = fresh(shards=1)
+    put(settings, [(event_payload(i, "u1"), "u1") for i in range(5)])
+    drain(spark, settings)
+    before = spark.sql(f"SELECT snapshot_id FROM {settings.table_name}.snapshots ORDER BY committed_at DESC").first()[0]
+    files_before = {row.file_path for row in spark.sql(f"SELECT file_path FROM {settings.table_name}.files").collect()}
+
+    spark.sql(f"ALTER TABLE {settings.table_name} ADD COLUMNS (coupon STRING, basket_items INT)")
+    newer = [json.loads(event_payload(i, "u1")) | {"coupon": f"SAVE{i}", "basket_items": str(i)} for i in range(10, 13)]
+    put(settings, [(json.dumps(document).encode(), "u1") for document in newer])
+    drain(spark, settings)
+
+    rows = {row.event_id: row for row in spark.table(settings.table_name).collect()}
+    assert rows["ev-11"].coupon == "SAVE11"
+    assert rows["ev-12"].basket_items == 12
+    assert rows["ev-0"].coupon is None, "old rows read the new column as null"
+    assert "coupon" not in spark.sql(f"SELECT * FROM {settings.table_name} VERSION AS OF {before}").columns
+    files_after = {row.file_path for row in spark.sql(f"SELECT file_path FROM {settings.table_name}.files").collect()}
+    assert files_before <= files_after, "adding a column rewrote no data file"

@@ -320,8 +320,8 @@ class IngestQuery:
             durations["read"] = time.monotonic() - mark
             durations["parse"] = sum(meta["parse_seconds"] for meta in metas)
             new_positions = self._advance(plans, metas)
-            if sum(meta["read"] for meta in metas) == 0 and new_positions == self.processed["events"]:
-                return None  # nothing new: like Spark, no batch without data
+            if sum(meta["read"] for meta in metas) == 0 and not any(meta["finished"] for meta in metas):
+                return None  # nothing new (a shard reaching its end counts): like Spark, no empty batch
             self._fault("after_read", batch_id)
             progress = self._write(batch_id, rows, metas, new_positions, ingest_ts, durations, F)
         finally:
@@ -428,6 +428,7 @@ class IngestQuery:
         events = events.withColumn("ingest_ts", stamp).select(*table_columns())
         if self.options.transform is not None:
             events = self._transformed(events)
+        events = self._aligned(events, F)
         durations["dedupe"] = time.monotonic() - mark
 
         candidates = {
@@ -466,6 +467,19 @@ class IngestQuery:
         if missing:
             raise ConfigError(f"the ingest transform must keep the table's columns; it dropped {', '.join(missing)}.")
         return result.select(*table_columns())
+
+    def _aligned(self, events: DataFrame, F: Any) -> DataFrame:  # noqa: N803
+        """Match the table's current columns: schema evolution while streaming.
+
+        A column added to the table after the base schema (``ALTER TABLE ... ADD COLUMN coupon``)
+        is filled from ``properties['coupon']``, where the parser keeps unknown top-level fields,
+        cast to the column's type (null when absent or not castable). So a new optional field
+        that starts arriving becomes a column with one DDL statement and no change here.
+        """
+        for column in self.spark.table(self.settings.table_name).schema.fields:
+            if column.name not in events.columns:
+                events = events.withColumn(column.name, F.col("properties").getItem(column.name).cast(column.dataType))
+        return events.select(*self.spark.table(self.settings.table_name).columns)
 
     def _committed_snapshot(self, table: str, batch_id: int) -> tuple[int | None, int]:
         """Our snapshot's id and added-records (another writer may have committed after us)."""
