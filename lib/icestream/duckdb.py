@@ -131,7 +131,7 @@ def version_hint_location(settings: Settings, table: str | None = None) -> str:
 def _frame(connection: duckdb.DuckDBPyConnection, sql: str, parameters: dict[str, object]) -> pd.DataFrame:
     # Through Arrow: DuckDB's own .df() uses pandas APIs that pandas 3 deprecates, and fetchall()
     # of TIMESTAMPTZ values needs pytz.
-    return connection.execute(sql, parameters).fetch_arrow_table().to_pandas()
+    return connection.execute(sql, parameters).to_arrow_table().to_pandas()
 
 
 def snapshots(connection: duckdb.DuckDBPyConnection, location: str) -> pd.DataFrame:

@@ -1,0 +1,79 @@
+"""DuckDB reads the table Spark wrote and computes the same dashboard."""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from datetime import UTC, datetime
+
+import pandas as pd
+import pytest
+
+from icestream import duckdb as duck
+from icestream import queries, tables
+from icestream.config import load_settings
+from icestream.errors import ConfigError
+from icestream.events import backfill_config, generate
+from icestream.ingest.bulk import load_payloads
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def table(spark, settings):
+    """A 2-hour table of about 5,000 events (duplicates and bad records included) in several snapshots."""
+    local = load_settings(table=f"q_{uuid.uuid4().hex[:10]}")
+    name = tables.setup_tables(spark, local)[0]
+    end = datetime(2026, 11, 21, 6, 0, tzinfo=UTC)
+    records, _ = generate(backfill_config(hours=2, count=5000, end=end, seed=5))
+    load_payloads(spark, name, ((r.data, r.partition_key) for r in records), chunk_rows=2000)
+    yield local, name
+    spark.sql(f"DROP TABLE IF EXISTS {name} PURGE")
+
+
+@pytest.fixture(scope="module")
+def connection():
+    con = duck.connect()
+    yield con
+    con.close()
+
+
+def test_metadata_location_from_spark_and_from_version_hint_agree(spark, table) -> None:
+    local, name = table
+    location, snapshot_id = duck.metadata_location(spark, name)
+    assert location.endswith(".metadata.json")
+    assert location.removeprefix("file:") == duck.version_hint_location(local)
+    assert snapshot_id == queries.current_snapshot_id(spark, name)
+
+
+def test_duckdb_sees_the_same_snapshots(spark, table, connection) -> None:
+    _, name = table
+    location, _ = duck.metadata_location(spark, name)
+    seen = duck.snapshots(connection, location)
+    assert sorted(seen["snapshot_id"].astype("int64")) == sorted(queries.snapshots(spark, name)["snapshot_id"])
+
+
+@pytest.mark.parametrize("minutes", [None, 20])
+def test_both_engines_give_the_same_dashboard(spark, table, connection, minutes) -> None:
+    _, name = table
+    location, snapshot_id = duck.metadata_location(spark, name)
+    from_spark = queries.kpi_dashboard(spark, name, minutes, snapshot_id=snapshot_id)
+    from_duckdb = duck.kpi_dashboard(connection, location, minutes)
+    assert from_spark.totals.iloc[0]["events"] > 0
+    pd.testing.assert_frame_equal(from_spark.totals, from_duckdb.totals, check_dtype=False, rtol=1e-9)
+    pd.testing.assert_frame_equal(from_spark.by_type, from_duckdb.by_type, check_dtype=False)
+    pd.testing.assert_frame_equal(from_spark.by_device, from_duckdb.by_device, check_dtype=False)
+
+
+def test_glue_has_no_version_hint(table) -> None:
+    local, _ = table
+    glue = dataclasses.replace(local, catalog_type="glue", warehouse="s3://bucket/warehouse")
+    with pytest.raises(ConfigError, match="metadata_location"):
+        duck.version_hint_location(glue)
+
+
+def test_extensions_come_from_the_wheels() -> None:
+    for name in duck.EXTENSIONS:
+        path = duck.extension_path(name)
+        assert path.is_file()
+        assert path.name == f"{name}.duckdb_extension"

@@ -1,0 +1,154 @@
+"""icestream.queries against a bulk-loaded table, checked by pandas over the same generated events."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import pandas as pd
+import pytest
+
+from icestream import queries, tables
+from icestream.config import load_settings
+from icestream.errors import ConfigError
+from icestream.events import backfill_config, generate
+from icestream.ingest.bulk import load_payloads
+
+pytestmark = pytest.mark.integration
+
+END = datetime(2026, 11, 21, 6, 0, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def loaded(spark, settings):
+    """A 3-hour table of about 8,000 clean events in several files, and the same events in pandas."""
+    local = load_settings(table=f"q_{uuid.uuid4().hex[:10]}")
+    name = tables.setup_tables(spark, local)[0]
+    records, _ = generate(backfill_config(hours=3, count=8000, end=END, seed=11, bad_rate=0.0, duplicate_rate=0.0))
+    before = datetime.now(UTC)
+    counts = load_payloads(spark, name, ((r.data, r.partition_key) for r in records), chunk_rows=3000)
+    after = datetime.now(UTC)
+    events = pd.DataFrame([json.loads(r.data) for r in records if r.kind == "event"])
+    events["event_ts"] = pd.to_datetime(events["event_ts"], utc=True, format="ISO8601")
+    events["device_type"] = events["device_info"].map(lambda device: device["device_type"])
+    events["duration_ms"] = events["properties"].map(lambda props: float(props.get("duration_ms", "nan")))
+    yield name, events, counts, (before, after)
+    spark.sql(f"DROP TABLE IF EXISTS {name} PURGE")
+
+
+def in_window(events: pd.DataFrame, minutes: float) -> pd.DataFrame:
+    end = events["event_ts"].max()
+    return events[(events["event_ts"] > end - pd.Timedelta(minutes=minutes)) & (events["event_ts"] <= end)]
+
+
+def test_every_event_loaded(loaded) -> None:
+    _, events, counts, _ = loaded
+    assert counts == {"written": len(events), "skipped": 0}
+
+
+def test_now_defaults_to_the_newest_event(spark, loaded) -> None:
+    name, events, _, _ = loaded
+    assert queries.resolve_now(spark, name) == events["event_ts"].max().to_pydatetime()
+    given = datetime(2026, 1, 1, tzinfo=UTC)
+    assert queries.resolve_now(spark, name, given) == given
+
+
+def test_events_by_type_matches_pandas(spark, loaded) -> None:
+    name, events, _, _ = loaded
+    result = queries.events_by_type(spark, name, 15).set_index("event_type")
+    expected = (
+        in_window(events, 15)
+        .groupby("event_type")
+        .agg(events=("event_id", "size"), unique_users=("user_id", "nunique"), avg_duration_ms=("duration_ms", "mean"))
+    )
+    assert result["events"].to_dict() == expected["events"].to_dict()
+    assert result["unique_users"].to_dict() == expected["unique_users"].to_dict()
+    assert result.loc["page_view", "avg_duration_ms"] == pytest.approx(expected.loc["page_view", "avg_duration_ms"])
+    assert result.drop(index="page_view")["avg_duration_ms"].isna().all()
+
+
+def test_active_sessions_match_pandas(spark, loaded) -> None:
+    name, events, _, _ = loaded
+    result = queries.active_sessions(spark, name, 5, lookback_minutes=60).set_index("session_id")
+    recent = in_window(events, 60)
+    active = set(in_window(events, 5)["session_id"])
+    expected = recent[recent["session_id"].isin(active)].groupby("session_id")["event_ts"].agg(["min", "max", "size"])
+    assert set(result.index) == active
+    lengths = (expected["max"] - expected["min"]).dt.total_seconds()
+    assert result["length_s"].sort_index().to_numpy() == pytest.approx(lengths.sort_index().to_numpy())
+    assert result["events"].sort_index().tolist() == expected["size"].sort_index().tolist()
+
+
+@pytest.mark.parametrize("minutes", [None, 30])
+def test_dashboard_matches_pandas(spark, loaded, minutes) -> None:
+    name, events, _, (before, after) = loaded
+    expected = events if minutes is None else in_window(events, minutes)
+    dashboard = queries.kpi_dashboard(spark, name, minutes)
+    totals = dashboard.totals.iloc[0]
+    assert totals["events"] == len(expected)
+    assert totals["unique_users"] == expected["user_id"].nunique()
+    assert totals["unique_sessions"] == expected["session_id"].nunique()
+    assert totals["oldest_event"] == expected["event_ts"].min()
+    assert totals["newest_event"] == expected["event_ts"].max()
+    # The bulk loader stamps one ingest time between `before` and `after`; arrival = event time.
+    mean_event = expected["event_ts"].mean()
+    assert (before - mean_event).total_seconds() - 1 <= totals["avg_ingest_latency_s"]
+    assert totals["avg_ingest_latency_s"] <= (after - mean_event).total_seconds() + 1
+    assert (
+        dashboard.by_type.set_index("event_type")["events"].to_dict() == expected.groupby("event_type").size().to_dict()
+    )
+    assert dashboard.by_device.set_index("device_type")["events"].to_dict() == (
+        expected.groupby("device_type").size().to_dict()
+    )
+    assert dashboard.by_type["events"].sum() == dashboard.by_device["events"].sum() == len(expected)
+    assert dashboard.by_device["share"].sum() == pytest.approx(1.0)
+
+
+def test_minute_view_matches_pandas(spark, loaded) -> None:
+    name, events, _, _ = loaded
+    view = queries.minute_metrics_view(spark, name, 20, view="q_test_minutes")
+    result = spark.sql(f"SELECT minute, event_type, events FROM {view}").toPandas()
+    result["minute"] = pd.to_datetime(result["minute"]).dt.tz_localize("UTC")
+    expected = in_window(events, 20).groupby([events["event_ts"].dt.floor("min"), "event_type"]).size()
+    assert (
+        result.set_index(["minute", "event_type"])["events"].sort_index().to_dict() == expected.sort_index().to_dict()
+    )
+
+
+def test_narrow_window_prunes_files(spark, loaded) -> None:
+    name, events, _, _ = loaded
+    report = queries.pruning_report(spark, name, 15).iloc[0]
+    assert report["rows_in_window"] == len(in_window(events, 15))
+    assert report["data_files_in_table"] >= 4  # three hours in 3,000-row appends
+    assert 1 <= report["data_files_scanned"] < report["data_files_in_table"]
+    assert report["data_files_skipped"] > 0
+    assert report["rows_read"] < len(events)
+
+
+def test_whole_table_scan_reads_every_file(spark, loaded) -> None:
+    name, events, _, _ = loaded
+    metrics = queries.scan_metrics(spark.table(name).groupBy("event_type").count())
+    files = spark.sql(f"SELECT count(*) AS n FROM {name}.data_files").first().n
+    assert metrics["resultDataFiles"] == files
+    assert metrics["numOutputRows"] == len(events)
+
+
+def test_window_before_the_data_is_empty(spark, loaded) -> None:
+    name, events, _, _ = loaded
+    long_ago = events["event_ts"].min().to_pydatetime() - timedelta(hours=1)
+    assert queries.events_by_type(spark, name, 15, now=long_ago).empty
+
+
+def test_names_and_ids_are_checked_before_reaching_sql(loaded) -> None:
+    name, _, _, _ = loaded
+    with pytest.raises(ConfigError):
+        queries.table_name("lake.ns.t; DROP TABLE x")
+    with pytest.raises(ConfigError):
+        queries.as_of(name, "main' OR '1'='1")
+    with pytest.raises(ConfigError):
+        queries.snapshot_id_literal("1 OR 1=1")
+    assert queries.as_of(name, 42).endswith("VERSION AS OF 42")
+    assert queries.as_of(name, "audit").endswith("VERSION AS OF 'audit'")
+    with pytest.raises(ConfigError):
+        queries.window(None, name, 0)
