@@ -1,0 +1,117 @@
+"""Charts of notebook 06: file sizes, files per partition, the snapshot timeline, before/after maintenance."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import matplotlib.dates as mdates
+import matplotlib.pyplot as plt
+import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+
+def file_size_histogram(files: pd.DataFrame, target_bytes: int, small_bytes: int | None = None) -> Figure:
+    """Histogram of data file sizes on a log axis, with the target (and small-file) size marked.
+
+    Args:
+        files: ``icestream.health.data_files`` (only ``content == 0`` rows are drawn).
+        target_bytes: The table's target file size.
+        small_bytes: The small-file size, if it differs from the target.
+
+    Returns:
+        The figure.
+    """
+    sizes = files.loc[files["content"] == 0, "file_size_in_bytes"].to_numpy(dtype=float) / 1024
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    if len(sizes):
+        low, high = max(sizes.min(), 0.1), max(sizes.max(), target_bytes / 1024)
+        ax.hist(sizes, bins=np.geomspace(low * 0.9, high * 1.1, 40), color="tab:blue")
+    ax.axvline(target_bytes / 1024, color="tab:green", linestyle="--", label=f"target {target_bytes / 2**20:g} MiB")
+    if small_bytes:
+        ax.axvline(small_bytes / 1024, color="tab:orange", linestyle=":", label=f"small < {small_bytes / 2**20:g} MiB")
+    ax.set_xscale("log")
+    ax.set(xlabel="file size (KiB, log scale)", ylabel="data files", title=f"Data file sizes ({len(sizes)} files)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def files_per_partition(partitions: pd.DataFrame, limit: int | None = None) -> Figure:
+    """Bar chart of data files per partition (from the ``partitions`` metadata table).
+
+    Args:
+        partitions: ``icestream.health.partitions``.
+        limit: The health report's files-per-partition limit, drawn as a line.
+
+    Returns:
+        The figure.
+    """
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    ax.bar(partitions["partition"], partitions["file_count"], color="tab:blue")
+    if limit is not None:
+        ax.axhline(limit, color="tab:orange", linestyle="--", label=f"limit {limit}")
+        ax.legend(fontsize=8)
+    ax.set(xlabel="partition (event hour, UTC)", ylabel="data files", title="Data files per partition")
+    ax.tick_params(axis="x", labelrotation=45, labelsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def snapshot_timeline(snapshots: pd.DataFrame) -> Figure:
+    """Snapshots over commit time: total data files after each, coloured by operation.
+
+    Args:
+        snapshots: ``icestream.health.snapshots``.
+
+    Returns:
+        The figure.
+    """
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    colors = {"append": "tab:blue", "replace": "tab:green", "overwrite": "tab:red", "delete": "tab:purple"}
+    for operation, group in snapshots.groupby("operation"):
+        ax.scatter(
+            group["committed_at"],
+            group["total_data_files"],
+            s=10,
+            color=colors.get(operation, "tab:gray"),
+            label=f"{operation} ({len(group)})",
+        )
+    ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S"))
+    ax.set(
+        xlabel="commit time (UTC)",
+        ylabel="data files in the table",
+        title=f"Snapshot timeline ({len(snapshots)} snapshots)",
+    )
+    ax.legend(fontsize=8)
+    fig.autofmt_xdate()
+    fig.tight_layout()
+    return fig
+
+
+def before_after(before: Mapping[str, float], after: Mapping[str, float]) -> Figure:
+    """Grouped bars of the same numbers before and after maintenance (log scale: they differ by orders).
+
+    Args:
+        before: Name → value before (e.g. data files, snapshots, manifests, metadata MiB).
+        after: The same names after.
+
+    Returns:
+        The figure.
+    """
+    names = list(before)
+    positions = np.arange(len(names))
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    for offset, label, values, color in ((-0.2, "before", before, "tab:orange"), (0.2, "after", after, "tab:green")):
+        heights = [max(float(values[name]), 1e-3) for name in names]
+        bars = ax.bar(positions + offset, heights, width=0.4, label=label, color=color)
+        ax.bar_label(bars, labels=[f"{values[name]:g}" for name in names], fontsize=8)
+    ax.set_yscale("log")
+    ax.set_xticks(positions, names, fontsize=8)
+    ax.set(ylabel="count or MiB (log scale)", title="Table before and after maintenance")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
