@@ -1,0 +1,63 @@
+"""Reliability campaigns: fixtures, the bounded/full switch, and the table of figures printed at the end.
+
+``make test`` runs the bounded campaigns (a few trials each, a couple of minutes);
+``make reliability`` sets ``ICESTREAM_RELIABILITY=full`` and runs every campaign at full size.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from icestream.clients import ensure_stream
+from icestream.config import Settings, load_settings
+from tests.reliability import figures
+
+FULL = os.environ.get("ICESTREAM_RELIABILITY", "").lower() == "full"
+
+
+def size(bounded: int, full: int) -> int:
+    """A campaign size: small in ``make test``, large in ``make reliability``."""
+    return full if FULL else bounded
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _figures_home(settings: Settings) -> None:
+    figures.set_meta(mode="full" if FULL else "bounded", run_dir=str(settings.path("run_dir")), started=time.time())
+
+
+@pytest.fixture
+def fresh(spark, emulator: str) -> Callable[..., Settings]:
+    """Make a campaign-private stream and tables (so campaigns never see each other's records)."""
+    from icestream.tables import setup_tables
+
+    def make(shards: int = 2, prefix: str = "rel", **overrides: object) -> Settings:
+        suffix = uuid.uuid4().hex[:8]
+        made = load_settings(stream_name=f"{prefix}-{suffix}", table=f"{prefix}_{suffix}", **overrides)
+        ensure_stream(made, shard_count=shards)
+        setup_tables(spark, made)
+        return made
+
+    return make
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Print the figures of every campaign that ran, and save them next to the run state."""
+    table = figures.rows()
+    if not table:
+        return
+    terminalreporter.section("reliability figures")
+    started = figures._meta.get("started")
+    if started:
+        figures.set_meta(seconds=round(time.time() - started, 1))
+    for line in figures.render(table):
+        terminalreporter.write_line(line)
+    run_dir = figures._meta.get("run_dir")
+    if run_dir:
+        path = figures.write(Path(run_dir))
+        terminalreporter.write_line(f"(also in {path})")
