@@ -40,6 +40,7 @@ none, per hour of scored event time.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -49,8 +50,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from icestream.config import Settings
 from icestream.errors import ConfigError
-from icestream.events import Anomaly
+from icestream.events import Anomaly, parse_ts
 from icestream.tables import qualified_name
 
 if TYPE_CHECKING:
@@ -108,6 +110,43 @@ class DetectorOptions:
     def gap_windows(self) -> int:
         """Windows to skip before the baseline so it never overlaps the scored window."""
         return math.ceil(self.window_minutes / self.slide_minutes)
+
+
+PRODUCE_SUMMARY = "01_produce_summary.json"
+
+
+def scoring_range(settings: Settings, start: str | None = None, end: str | None = None) -> tuple[datetime, datetime]:
+    """The event-time range to score: explicit ISO times, else the backfill that notebook 01 sent.
+
+    Args:
+        settings: Locates ``<run_dir>/01_produce_summary.json``.
+        start: ISO-8601 start with a zone (e.g. ``2026-11-21T02:00:00Z``); None = the backfill's start.
+        end: ISO-8601 end with a zone; None = the backfill's end.
+
+    Returns:
+        ``(start, end)`` as aware UTC datetimes.
+
+    Raises:
+        ConfigError: If a time cannot be parsed, or is not given and notebook 01's summary is missing.
+    """
+    summary_path = settings.path("run_dir") / PRODUCE_SUMMARY
+    summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
+    chosen = []
+    for label, given, key in (("score_start", start, "backfill_start"), ("score_end", end, "backfill_end")):
+        text = given or summary.get(key)
+        if not text:
+            raise ConfigError(
+                f"{label}: not given and {summary_path} has no {key}; run 01_produce_events.ipynb first, "
+                "or pass both times, e.g. -p score_start 2026-11-21T02:00:00Z."
+            )
+        try:
+            moment = parse_ts(text)
+        except ValueError:
+            raise ConfigError(f"{label}: {text!r} is not an ISO-8601 time with a zone.") from None
+        chosen.append(moment)
+    if chosen[1] <= chosen[0]:
+        raise ConfigError(f"score range {chosen[0]} .. {chosen[1]}: the end must be after the start.")
+    return chosen[0], chosen[1]
 
 
 def _utc(moment: datetime) -> datetime:

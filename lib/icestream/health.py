@@ -85,6 +85,28 @@ def partition_label(partition: Mapping[str, Any] | None) -> str:
     return ", ".join(labels)
 
 
+METADATA_TABLES = ("snapshots", "files", "manifests", "partitions", "metadata_log_entries", "refs", "history")
+
+
+def metadata_columns(spark: SparkSession, table: str, names: tuple[str, ...] = METADATA_TABLES) -> pd.DataFrame:
+    """The columns of Iceberg's metadata tables, as ``DESCRIBE`` reports them for this table.
+
+    Args:
+        spark: The session.
+        table: Qualified table name.
+        names: Metadata tables to describe.
+
+    Returns:
+        One row per metadata table: ``metadata table``, ``columns`` (comma-separated, in order).
+    """
+    rows = []
+    for name in names:
+        described = spark.sql(f"DESCRIBE {_table(table)}.{validate_identifier(name, 'metadata table')}").collect()
+        columns = [row.col_name for row in described if row.col_name and not row.col_name.startswith("#")]
+        rows.append({"metadata table": name, "columns": ", ".join(columns)})
+    return pd.DataFrame(rows)
+
+
 def snapshots(spark: SparkSession, table: str) -> pd.DataFrame:
     """The ``snapshots`` metadata table with the summary fields that matter for health.
 

@@ -39,12 +39,14 @@ def rates_with_flags(
     fig, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 2.6 * rows), sharex=True, squeeze=False)
     for ax, event_type in zip(axes.flat, types, strict=False):
         series = scored[scored["event_type"] == event_type]
+        # A window's rate belongs to its middle, so it lines up with the shaded true anomaly.
+        middle = series["window_start"] + (series["window_end"] - series["window_start"]) / 2
         rate = series["count"] / window_minutes
         baseline = series["baseline"] / window_minutes
         band = series["noise"] / window_minutes
-        ax.plot(series["window_start"], rate, color="tab:gray", linewidth=1, label="rate")
-        ax.plot(series["window_start"], baseline, color="black", linewidth=1, linestyle="--", label="baseline")
-        ax.fill_between(series["window_start"], baseline - band, baseline + band, color="black", alpha=0.08)
+        ax.plot(middle, rate, color="tab:gray", linewidth=1, label="rate")
+        ax.plot(middle, baseline, color="black", linewidth=1, linestyle="--", label="baseline")
+        ax.fill_between(middle, baseline - band, baseline + band, color="black", alpha=0.08)
         for anomaly in truth:
             if anomaly.event_type == event_type:
                 color = "tab:blue" if anomaly.kind == "drop" else "tab:red"
@@ -52,7 +54,7 @@ def rates_with_flags(
         for flag, marker, color in ((HIGH, "^", "tab:red"), (LOW, "v", "tab:blue")):
             hits = series["flag"] == flag
             if hits.any():
-                ax.scatter(series["window_start"][hits], rate[hits], marker=marker, color=color, s=18, label=flag)
+                ax.scatter(middle[hits], rate[hits], marker=marker, color=color, s=18, label=flag)
         ax.set_title(event_type, fontsize=10)
         ax.set_ylabel("events / minute")
         ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M"))
@@ -60,13 +62,13 @@ def rates_with_flags(
     for ax in axes.flat[len(types) :]:
         ax.set_visible(False)
     for ax in axes[-1]:
-        ax.set_xlabel("window start, event time (UTC)")
+        ax.set_xlabel("window middle, event time (UTC)")
     handles, labels = {}, {}
     for ax in axes.flat:
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
             handles.setdefault(label, handle)
             labels.setdefault(label, label)
-    fig.legend(handles.values(), labels.values(), loc="upper right", ncol=6, fontsize=8)
+    fig.legend(handles.values(), labels.values(), loc="upper left", bbox_to_anchor=(0.01, 0.955), ncol=7, fontsize=8)
     fig.suptitle(
         f"Event rates in {window_minutes}-minute sliding windows: baseline ± noise, flags (▲ HIGH, ▼ LOW), "
         "shaded: injected anomalies",
@@ -74,5 +76,5 @@ def rates_with_flags(
         x=0.01,
         ha="left",
     )
-    fig.tight_layout(rect=(0, 0, 1, 0.94))
+    fig.tight_layout(rect=(0, 0, 1, 0.91))
     return fig
