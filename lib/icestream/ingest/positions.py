@@ -181,6 +181,7 @@ class ShardPlan:
     closed: bool  # the shard has an ending sequence number: it will get no new records
     events_committed: str | None  # records up to here are in the events table already
     rejects_committed: str | None  # records up to here are in the rejects table already
+    iterator: str | None = None  # a shard iterator continuing exactly at ``start``, if one is known
 
 
 def _parents(shard: Mapping[str, Any]) -> list[str]:

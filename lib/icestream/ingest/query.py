@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 
 PHASES = ("before_read", "after_read", "between_commits", "after_commit")
 PROGRESS_FILE = "ingest_progress.jsonl"
+ITERATOR_REUSE_SECONDS = 240.0  # Kinesis shard iterators expire after 5 minutes
 REJECT_COLUMNS = tuple(column.split()[0] for column in REJECT_COLUMNS_DDL)
 
 
@@ -154,6 +155,7 @@ class IngestQuery:
         self._batches_run = 0
         self._last_batch_began: float | None = None
         self._last_commit = {"events": 0.0, "rejects": 0.0}
+        self._iterators: dict[str, tuple[str, str, float]] = {}  # shard -> (iterator, its position, when)
 
     # -- the handle -------------------------------------------------------------------------------
 
@@ -228,6 +230,7 @@ class IngestQuery:
         self.processed = {"events": dict(events.positions), "rejects": dict(rejects.positions)}
         self.recovered_from = {"events": events.source, "rejects": rejects.source}
         self.next_batch_id = max(events.batch_id, rejects.batch_id) + 1
+        self._iterators.clear()  # only what the tables say counts after a failure
 
     def _run(self) -> None:
         began = time.monotonic()
@@ -292,12 +295,17 @@ class IngestQuery:
 
         shards = list_shards(self._client, self.settings.stream_name)
         plans = pos.plan_shards(shards, self.processed["events"], self.processed["rejects"], self._start_spec)
-        for plan in plans:
+        for index, plan in enumerate(plans):
             # Thresholds come from what each table committed, not from what this run processed.
-            plans[plans.index(plan)] = replace(
+            cached = self._iterators.get(plan.shard_id)
+            reusable = (
+                cached is not None and cached[1] == plan.start and time.monotonic() - cached[2] < ITERATOR_REUSE_SECONDS
+            )
+            plans[index] = replace(
                 plan,
                 events_committed=pos.last_sequence(self.committed["events"].get(plan.shard_id)),
                 rejects_committed=pos.last_sequence(self.committed["rejects"].get(plan.shard_id)),
+                iterator=cached[0] if reusable else None,
             )
         durations["plan"] = time.monotonic() - began
         if not plans:
@@ -321,12 +329,14 @@ class IngestQuery:
             durations["parse"] = sum(meta["parse_seconds"] for meta in metas)
             new_positions = self._advance(plans, metas)
             if sum(meta["read"] for meta in metas) == 0 and not any(meta["finished"] for meta in metas):
+                self._keep_iterators(metas, new_positions)
                 return None  # nothing new (a shard reaching its end counts): like Spark, no empty batch
             self._fault("after_read", batch_id)
             progress = self._write(batch_id, rows, metas, new_positions, ingest_ts, durations, F)
         finally:
             rows.unpersist()
         self.processed = {"events": dict(new_positions), "rejects": dict(new_positions)}
+        self._keep_iterators(metas, new_positions)
         self.next_batch_id = batch_id + 1
         self._batches_run += 1
         progress["duration_ms"]["total"] = round((time.monotonic() - began) * 1000, 1)
@@ -337,6 +347,14 @@ class IngestQuery:
         self._last_batch_began = began
         self._report(progress)
         return progress
+
+    def _keep_iterators(self, metas: list[dict[str, Any]], positions: dict[str, str]) -> None:
+        now = time.monotonic()
+        for meta in metas:
+            if meta.get("next_iterator") and not meta["finished"]:
+                self._iterators[meta["shard_id"]] = (meta["next_iterator"], positions[meta["shard_id"]], now)
+            else:
+                self._iterators.pop(meta["shard_id"], None)
 
     def _advance(self, plans: list[pos.ShardPlan], metas: list[dict[str, Any]]) -> dict[str, str]:
         positions = dict(self.processed["events"])
@@ -362,43 +380,48 @@ class IngestQuery:
         return " OR ".join(clauses) if clauses else "false"
 
     def _duplicates(self, events: DataFrame, metas: list[dict[str, Any]], F: Any) -> set[str]:  # noqa: N803
-        """``shard:sequence`` keys of batch rows whose event_id is not new (first occurrence wins)."""
-        drop: set[str] = set()
-        if len(metas) > 1:
-            # Across shards of this batch; within a shard the read task already dropped them.
-            first = F.min(F.struct(F.length("sequence_number"), "sequence_number", "shard_id")).alias("first")
-            for row in (
-                events.groupBy("event_id")
-                .agg(
-                    F.count("*").alias("copies"),
-                    first,
-                    F.collect_list(F.struct("shard_id", "sequence_number")).alias("all"),
-                )
-                .where("copies > 1")
-                .collect()
-            ):
-                keep = (row.first.shard_id, row.first.sequence_number)
-                drop.update(
-                    f"{item.shard_id}:{item.sequence_number}"
-                    for item in row.all
-                    if (item.shard_id, item.sequence_number) != keep
-                )
+        """``shard:sequence`` keys of batch rows whose event_id is not new (first occurrence wins).
+
+        One Spark job: the batch's ids, plus the committed ids (within the lookback of event time)
+        that match one of them, grouped by event_id. Within a shard the read task already dropped
+        repeats; this catches repeats across shards and against rows committed by earlier batches.
+        """
         lows = [meta["min_event_ts"] for meta in metas if meta.get("min_event_ts") is not None]
-        highs = [meta["max_event_ts"] for meta in metas if meta.get("max_event_ts") is not None]
-        if lows:
-            lookback = self.options.dedupe_lookback.total_seconds()
-            low = datetime.fromtimestamp(min(lows) - lookback, UTC)
-            high = datetime.fromtimestamp(max(highs) + lookback, UTC)
-            committed = (
-                self.spark.table(self.settings.table_name)
-                .where((F.col("event_ts") >= F.lit(low)) & (F.col("event_ts") <= F.lit(high)))
-                .select("event_id")
+        if not lows:
+            return set()
+        lookback = self.options.dedupe_lookback.total_seconds()
+        low = datetime.fromtimestamp(min(lows) - lookback, UTC)
+        high = datetime.fromtimestamp(
+            max(meta["max_event_ts"] for meta in metas if meta.get("max_event_ts")) + lookback, UTC
+        )
+        batch = events.select("event_id", "shard_id", "sequence_number", F.lit(False).alias("committed"))
+        committed = (
+            self.spark.table(self.settings.table_name)
+            .where((F.col("event_ts") >= F.lit(low)) & (F.col("event_ts") <= F.lit(high)))
+            .select("event_id")
+            .join(F.broadcast(batch.select("event_id")), "event_id", "left_semi")
+            .select("event_id", F.lit(None).cast("string"), F.lit(None).cast("string"), F.lit(True))
+        )
+        first = F.min(F.when(~F.col("committed"), F.struct(F.length("sequence_number"), "sequence_number", "shard_id")))
+        repeated = (
+            batch.unionAll(committed.toDF(*batch.columns))
+            .groupBy("event_id")
+            .agg(
+                F.count("*").alias("copies"),
+                F.max("committed").alias("seen_before"),
+                first.alias("first"),
+                F.collect_list(F.when(~F.col("committed"), F.struct("shard_id", "sequence_number"))).alias("rows"),
             )
-            batch_ids = events.select("event_id", "shard_id", "sequence_number")
-            for row in (
-                committed.join(F.broadcast(batch_ids), "event_id").select("shard_id", "sequence_number").collect()
-            ):
-                drop.add(f"{row.shard_id}:{row.sequence_number}")
+            .where("copies > 1")
+        )
+        drop: set[str] = set()
+        for row in repeated.collect():
+            keep = None if row.seen_before else (row.first.shard_id, row.first.sequence_number)
+            drop.update(
+                f"{item.shard_id}:{item.sequence_number}"
+                for item in row.rows
+                if (item.shard_id, item.sequence_number) != keep
+            )
         return drop
 
     def _write(

@@ -82,6 +82,7 @@ class ReadStats:
     parse_seconds: float = 0.0
     first_arrival: float | None = None
     last_arrival: float | None = None
+    next_iterator: str | None = None  # continues after last_sequence; the next batch may reuse it
     min_event_ts: float | None = None  # event-time range of new events, for the dedupe lookback
     max_event_ts: float | None = None
     reasons: dict[str, int] = field(default_factory=dict)
@@ -135,15 +136,15 @@ class _ShardReader:
         self.client = client
         self.sleep = sleep
         self.stats = ReadStats(plan.shard_id)
-        self.last_call = 0.0
+        self.last_call: dict[str, float] = {}  # per API: each has its own 5 calls/s per-shard limit
         self.failures = 0
         self.seen_ids: set[str] = set()
 
-    def _pace(self) -> None:
-        wait = self.options.min_call_interval - (time.monotonic() - self.last_call)
+    def _pace(self, operation: str) -> None:
+        wait = self.options.min_call_interval - (time.monotonic() - self.last_call.get(operation, 0.0))
         if wait > 0:
             self.sleep(wait)
-        self.last_call = time.monotonic()
+        self.last_call[operation] = time.monotonic()
 
     def _backoff(self, error: Exception) -> None:
         self.failures += 1
@@ -157,7 +158,7 @@ class _ShardReader:
     def _new_iterator(self) -> str:
         position = f"AFTER:{self.stats.last_sequence}" if self.stats.last_sequence else self.plan.start
         while True:
-            self._pace()
+            self._pace("GetShardIterator")
             try:
                 answer = self.client.get_shard_iterator(
                     StreamName=self.options.stream_name, ShardId=self.plan.shard_id, **_iterator_arguments(position)
@@ -171,11 +172,13 @@ class _ShardReader:
                 self._backoff(error)
 
     def read(self) -> Iterator[tuple]:
-        iterator = self._new_iterator()
+        # An iterator handed over from the previous batch continues exactly after its last record
+        # (and is valid for 5 minutes): it saves a GetShardIterator call per shard and batch.
+        iterator = self.plan.iterator or self._new_iterator()
         started = time.monotonic()
         parse_time = 0.0
         while self.stats.read < self.options.max_records and self.stats.calls < self.options.max_calls:
-            self._pace()
+            self._pace("GetRecords")
             self.stats.calls += 1
             try:
                 answer = self.client.get_records(
@@ -205,6 +208,7 @@ class _ShardReader:
                 self.stats.finished = True  # closed shard read to its end
                 break
             iterator = next_iterator
+            self.stats.next_iterator = next_iterator
             if caught_up and (not records or not self.plan.closed):
                 break  # at the tip: what arrives next belongs to the next batch
         self.stats.parse_seconds = parse_time
@@ -259,6 +263,17 @@ def _meta_row(stats: ReadStats) -> tuple:
     return ("meta", stats.shard_id, stats.last_sequence, *([None] * (len(ROW_FIELDS) - 4)), meta)
 
 
+_CLIENTS: dict[KinesisConnection, Any] = {}
+
+
+def _worker_client(connection: KinesisConnection) -> Any:
+    """One client per connection per Python worker: Spark reuses workers, and building a boto3
+    client (loading its service model) costs more than a small batch's whole read."""
+    if connection not in _CLIENTS:
+        _CLIENTS[connection] = connection.client(max_attempts=1)  # retries are ours, with pacing
+    return _CLIENTS[connection]
+
+
 def read_shard(
     plan: ShardPlan, options: ReadOptions, client: Any = None, sleep: Callable[[float], None] = time.sleep
 ) -> Iterator[tuple]:
@@ -276,7 +291,7 @@ def read_shard(
     Raises:
         ShardReadError: After ``max_attempts`` consecutive transient failures.
     """
-    client = client or options.connection.client(max_attempts=1)  # retries are ours, with pacing
+    client = client or _worker_client(options.connection)
     yield from _ShardReader(plan, options, client, sleep).read()
 
 

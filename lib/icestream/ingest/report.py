@@ -111,3 +111,27 @@ def freshness(spark: SparkSession, settings: Settings, progress: Iterable[dict[s
 def percentiles(values: pd.Series, points: Iterable[int] = (50, 95, 99)) -> dict[str, float]:
     """``{"p50": ..., "p95": ..., "p99": ...}`` of a series (NaN-free)."""
     return {f"p{point}": float(values.quantile(point / 100)) for point in points} if len(values) else {}
+
+
+def rejects_by_reason(spark: SparkSession, settings: Settings) -> pd.DataFrame:
+    """Rejected records per reason, with one example detail each, most frequent first."""
+    return spark.sql(
+        "SELECT reason, count(*) AS records, min(detail) AS example_detail "
+        f"FROM {settings.rejects_table_name} GROUP BY reason ORDER BY records DESC, reason"
+    ).toPandas()
+
+
+def committed_positions(spark: SparkSession, settings: Settings) -> pd.DataFrame:
+    """Each table's committed position per shard, and where it was found (snapshot or data)."""
+    import pandas as pd
+
+    from icestream.ingest.positions import load_committed
+
+    rows = []
+    for table in (settings.table_name, settings.rejects_table_name):
+        committed = load_committed(spark, table, settings.stream_name)
+        rows.extend(
+            {"table": table.rsplit(".", 1)[-1], "shard": shard, "position": position, "source": committed.source}
+            for shard, position in sorted(committed.positions.items())
+        )
+    return pd.DataFrame(rows, columns=["table", "shard", "position", "source"])
