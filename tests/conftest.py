@@ -56,10 +56,12 @@ def settings(test_home: Path) -> Settings:
 def emulator(settings: Settings) -> Iterator[str]:
     """One moto Kinesis server for the whole test session; yields its endpoint."""
     from icestream.emulator import Emulator
+    from icestream.producer import stop_background_producer
 
     server = Emulator(settings.path("run_dir"))
     endpoint = server.start()
     yield endpoint
+    stop_background_producer(settings)  # notebook 01 starts one; it must not outlive the tests
     server.stop()
 
 

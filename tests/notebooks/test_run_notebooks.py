@@ -63,3 +63,28 @@ def test_nbval_lax_over_every_notebook(emulator: str, test_home: Path) -> None:
     assert re.search(r"\b\d+ passed\b", result.stdout), result.stdout[-2000:]
     assert " failed" not in result.stdout
     assert " error" not in result.stdout
+
+
+@pytest.mark.integration
+def test_a_failing_notebook_is_named_with_its_cell(tmp_path: Path) -> None:
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+    from icestream.runner import NotebookFailedError
+
+    notebook = new_notebook(
+        cells=[
+            new_markdown_cell("# broken"),
+            new_code_cell("answer = 42"),
+            new_code_cell("raise ValueError('bad input')"),
+        ],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+    )
+    path = tmp_path / "09_broken.ipynb"
+    nbformat.write(notebook, path)
+    with pytest.raises(
+        NotebookFailedError, match=r"09_broken\.ipynb failed in cell 2: ValueError: bad input"
+    ) as failure:
+        run_notebooks([path], tmp_path / "out", report=lambda _: None, progress=False)
+    assert failure.value.cell_index == 2
+    assert (tmp_path / "out" / "09_broken.ipynb").is_file(), "the executed copy with the traceback is kept"
