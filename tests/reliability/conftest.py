@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
 from collections.abc import Callable
@@ -17,13 +16,7 @@ import pytest
 from icestream.clients import ensure_stream
 from icestream.config import Settings, load_settings
 from tests.reliability import figures
-
-FULL = os.environ.get("ICESTREAM_RELIABILITY", "").lower() == "full"
-
-
-def size(bounded: int, full: int) -> int:
-    """A campaign size: small in ``make test``, large in ``make reliability``."""
-    return full if FULL else bounded
+from tests.reliability.figures import FULL
 
 
 @pytest.fixture(scope="session", autouse=True)

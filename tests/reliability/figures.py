@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 from pathlib import Path
 from typing import Any
 
 FIGURES_FILE = "reliability_figures.json"
+FULL = os.environ.get("ICESTREAM_RELIABILITY", "").lower() == "full"
+
+
+def size(bounded: int, full: int) -> int:
+    """A campaign size: small in ``make test``, large in ``make reliability`` (ICESTREAM_RELIABILITY=full)."""
+    return full if FULL else bounded
+
+
 _lock = threading.Lock()
 _rows: list[dict[str, Any]] = []
 _meta: dict[str, Any] = {}

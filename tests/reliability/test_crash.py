@@ -23,7 +23,7 @@ import pytest
 from icestream.ingest import start_ingest
 from icestream.ingest.query import PHASES
 from tests.reliability import figures
-from tests.reliability.conftest import size
+from tests.reliability.figures import size
 from tests.reliability.workload import Workload, verify
 
 pytestmark = pytest.mark.reliability

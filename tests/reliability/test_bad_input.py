@@ -1,0 +1,206 @@
+"""Bad-input campaign: the malformed corpus and fuzzed payloads through the whole path, and bad parameters.
+
+Payloads: every kind in ``MALFORMED_KINDS``, hand-picked nasties (a lone surrogate escaped in JSON,
+deep nesting, NUL characters, huge numbers), and hypothesis-generated ones (random bytes, random
+JSON, valid events with one field spoiled). Each goes through Kinesis, the Spark read tasks and
+both tables; the query must finish, and every record must be accounted for:
+good + rejected + deduplicated (+ replayed after a retry) = read, and each table holds exactly
+what the parser says it should.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from icestream.clients import kinesis_client
+from icestream.emulator import free_port
+from icestream.events import MALFORMED_KINDS, malformed_payload
+from icestream.ingest import start_ingest
+from icestream.ingest.parse import ParsedEvent, parse_payload
+from tests.reliability import figures
+from tests.reliability.figures import size
+from tests.reliability.workload import event_document
+
+pytestmark = pytest.mark.reliability
+
+NASTY = [
+    b'{"event_id": "\\ud800", "user_id": "u", "event_type": "click", "event_ts": "2026-01-01T00:00:00Z"}',
+    b'{"event_id": "nul\\u0000id", "user_id": "u\\u0000", "event_type": "click", "event_ts": "2026-01-01T00:00:00Z"}',
+    b"[" * 5000 + b"]" * 5000,
+    b'{"event_id": "big", "user_id": "u", "event_type": "click", "event_ts": "2026-01-01T00:00:00Z", "n": '
+    + b"9" * 5000
+    + b"}",
+    b'{"event_id": "dup-key", "event_id": "dup-key-2", "user_id": "u", "event_type": "x", '
+    b'"event_ts": "2026-01-01T00:00:00+14:00"}',
+    b"\xef\xbb\xbf{}",
+    b"null",
+    b"   ",
+]
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@st.composite
+def _spoiled_event(draw: st.DrawFn) -> bytes:
+    document = event_document(draw(st.text(min_size=1, max_size=12)), draw(st.text(max_size=6)) or "u", 1)
+    field = draw(st.sampled_from([*document, "extra"]))
+    if draw(st.booleans()):
+        document[field] = draw(_json)
+    return json.dumps(document).encode()
+
+
+_payload = st.one_of(
+    st.binary(max_size=200),
+    st.text(max_size=200).map(str.encode),
+    _json.map(lambda value: json.dumps(value).encode()),
+    _spoiled_event(),
+)
+
+
+def _through_the_pipeline(spark, fresh, payloads: list[bytes], tmp_path: Path) -> dict[str, Any]:
+    """Send ``payloads``, drain them, and compare every table with the parser's verdict on each."""
+    stream = fresh(shards=2, prefix="fuzz")
+    keys = [f"k{index % 5}" for index in range(len(payloads))]
+    placed: list[tuple[str, str]] = []
+    client = kinesis_client(stream)
+    for start in range(0, len(payloads), 500):
+        answer = client.put_records(
+            StreamName=stream.stream_name,
+            Records=[{"Data": data, "PartitionKey": key} for data, key in
+                     zip(payloads[start : start + 500], keys[start : start + 500], strict=True)],
+        )  # fmt: skip
+        assert answer["FailedRecordCount"] == 0
+        placed += [(entry["ShardId"], entry["SequenceNumber"]) for entry in answer["Records"]]
+    good_ids, rejected = set(), set()
+    for data, place in zip(payloads, placed, strict=True):
+        parsed = parse_payload(data)
+        if isinstance(parsed, ParsedEvent):
+            good_ids.add(parsed.event_id)
+        else:
+            rejected.add(place)
+    query = start_ingest(spark, stream, available_now=True, trigger_seconds=0, batch_retries=0,
+                         progress_file=tmp_path / f"{uuid.uuid4().hex}.jsonl")  # fmt: skip
+    query.await_termination(timeout=300)  # raises if the query died
+    progress = list(query.recent_progress)
+    events = Counter(row.event_id for row in spark.table(stream.table_name).select("event_id").collect())
+    rejects = Counter(
+        (row.shard_id, row.sequence_number)
+        for row in spark.table(stream.rejects_table_name).select("shard_id", "sequence_number").collect()
+    )
+    read = sum(batch["num_input_rows"] for batch in progress)
+    accounted = sum(batch["written"] + batch["rejected"] + batch["deduplicated"] + batch["replayed"]
+                    for batch in progress)  # fmt: skip
+    assert read == len(payloads), (read, len(payloads))
+    assert accounted == read, progress
+    assert set(events) == good_ids
+    assert max(events.values(), default=1) == 1
+    assert set(rejects) == rejected
+    assert max(rejects.values(), default=1) == 1
+    return {"read": read, "good": len(good_ids), "rejected": len(rejected),
+            "deduplicated": sum(batch["deduplicated"] for batch in progress)}  # fmt: skip
+
+
+_totals: Counter[str] = Counter()
+
+
+def test_malformed_corpus_and_nasty_payloads(spark, fresh, tmp_path: Path) -> None:
+    corpus = [malformed_payload(kind) for kind in MALFORMED_KINDS] + NASTY
+    valid = [json.dumps(event_document(f"ok-{n}", f"u{n}", 1)).encode() for n in range(10)]
+    counts = _through_the_pipeline(spark, fresh, corpus + valid + valid[:3], tmp_path)
+    figures.record("bad input", "malformed corpus + nasties", **counts, query_died=0)
+    assert counts["deduplicated"] == 3
+
+
+# A timestamp whose UTC form is outside datetime's range: astimezone() raises OverflowError.
+EDGE_TIMESTAMPS = [
+    b'{"event_id": "ts", "user_id": "u", "event_type": "x", "event_ts": "0001-01-01T00:00:00+01:00"}',
+    b'{"event_id": "ts2", "user_id": "u", "event_type": "x", "event_ts": "9999-12-31T23:59:59-01:00"}',
+]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: parse_timestamp lets OverflowError escape (0001-01-01T00:00:00+01:00): the read task fails "
+    "on every retry and one record stops the ingest for good; fix proposed in issue 6",
+)
+def test_timestamps_at_the_edge_of_time_are_rejected_not_fatal(spark, fresh, tmp_path: Path) -> None:
+    valid = [json.dumps(event_document(f"edge-ok-{n}", "u", 1)).encode() for n in range(3)]
+    counts = _through_the_pipeline(spark, fresh, EDGE_TIMESTAMPS + valid, tmp_path)
+    figures.record("bad input", "timestamps at the edge of time", **counts, query_died=0)
+    assert counts["rejected"] == len(EDGE_TIMESTAMPS)
+
+
+@settings(max_examples=size(2, 10), database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(payloads=st.lists(_payload, min_size=20, max_size=size(60, 200)))
+def test_fuzzed_payloads_never_kill_the_query(spark, fresh, tmp_path: Path, payloads: list[bytes]) -> None:
+    counts = _through_the_pipeline(spark, fresh, payloads, tmp_path)
+    _totals.update(counts)
+    _totals["examples"] += 1
+    figures.record("bad input", f"hypothesis example {_totals['examples']}", **counts, query_died=0)
+
+
+# -- bad parameters: each one clear error -----------------------------------------------------------
+
+
+def _cli(args: list[str], tmp_path: Path, **env: str) -> tuple[int, list[str]]:
+    result = subprocess.run(
+        [sys.executable, "-m", "icestream.cli", *args], capture_output=True, text=True, timeout=300,
+        env={**os.environ, **env}, cwd=tmp_path, check=False,
+    )  # fmt: skip
+    return result.returncode, (result.stderr + result.stdout).splitlines()
+
+
+def _fake_java(tmp_path: Path, version: str) -> str:
+    home = tmp_path / f"java-{version}"
+    (home / "bin").mkdir(parents=True)
+    java = home / "bin" / "java"
+    java.write_text(f"#!/bin/sh\necho 'openjdk version \"{version}\" 2018-09-25' >&2\n")
+    java.chmod(java.stat().st_mode | stat.S_IEXEC)
+    return str(home)
+
+
+BAD_PARAMETERS = {
+    "negative rate": (["produce", "--rate", "-5", "--duration", "1", "--no-progress"], {}, "rate"),
+    "unknown trigger": (["ingest", "--trigger", "soon", "--available-now"], {}, "trigger"),
+    "invalid identifier": (["ingest", "--available-now"], {"ICESTREAM_TABLE": "events; DROP TABLE x"}, "identifier"),
+    "unreachable endpoint": (
+        ["ingest", "--available-now"],
+        {"ICESTREAM_KINESIS_ENDPOINT": "http://127.0.0.1:{port}"},
+        "127.0.0.1",
+    ),
+    "missing jar": (["ingest", "--available-now"], {"ICESTREAM_ICEBERG_JARS": "/nonexistent/iceberg.jar"}, "jar"),
+    "wrong java version": (["ingest", "--available-now"], {"JAVA_HOME": "{java}"}, "Java 8"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_PARAMETERS))
+def test_a_bad_parameter_gives_one_clear_error(request, emulator: str, tmp_path: Path, case: str) -> None:
+    args, env, mention = BAD_PARAMETERS[case]
+    filled = {key: value.format(port=free_port(), java=_fake_java(tmp_path, "1.8.0_292")) for key, value in env.items()}
+    if case == "unreachable endpoint":  # tables that exist, so the endpoint is the only thing wrong
+        filled["ICESTREAM_TABLE"] = request.getfixturevalue("fresh")(shards=1, prefix="unreach").table
+    code, lines = _cli(args, tmp_path, **filled)
+    errors = [line for line in lines if line.startswith("error:")]
+    figures.record("bad parameters", case, exit_code=code, error_lines=len(errors),
+                   traceback=int(any("Traceback" in line for line in lines)),
+                   message=(errors[0][:90] if errors else lines[-1][:90] if lines else ""))  # fmt: skip
+    assert code == 2, lines[-20:]
+    assert len(errors) == 1, lines[-20:]
+    assert mention.lower() in errors[0].lower(), errors[0]
+    assert not any("Traceback" in line for line in lines), lines[-20:]
