@@ -622,25 +622,51 @@ def branch_table(table: str, branch: str) -> str:
     return f"{table_name(table)}.branch_{validate_identifier(branch, 'branch')}"
 
 
-def audit_events(spark: SparkSession, table: str, version: Version | None = None) -> pd.DataFrame:
+def audit_append(spark: SparkSession, table: str, base_snapshot_id: int, head: int | str) -> pd.DataFrame:
     """Checks a write must pass before it is published (the "audit" of write-audit-publish).
 
+    Audits only what the write added: the rows appended after ``base_snapshot_id`` up to ``head``
+    (a snapshot id, or a branch name for its newest snapshot), read incrementally.
+
+    Args:
+        spark: The session.
+        table: The table.
+        base_snapshot_id: The snapshot the write started from (e.g. ``main`` when the branch was made).
+        head: Where the write ended: a snapshot id or a branch name.
+
     Returns:
-        One row: ``rows``, ``missing_event_id``, ``missing_event_ts``, ``duplicate_event_ids``
-        (ids beyond their first occurrence) and ``passed``.
+        One row: ``rows`` added, ``missing_event_id``, ``missing_event_ts``, ``duplicate_event_ids``
+        (ids repeated within the write), ``ids_already_in_table`` (ids the base snapshot has) and
+        ``passed`` (rows were added and every count is zero).
     """
-    frame = spark.sql(
-        f"""
-        SELECT count(*) AS rows,
-               count_if(event_id IS NULL) AS missing_event_id,
-               count_if(event_ts IS NULL) AS missing_event_ts,
-               count(*) - count(DISTINCT event_id) - count_if(event_id IS NULL) AS duplicate_event_ids
-        FROM {as_of(table, version)}
-        """
-    ).toPandas()
-    frame["passed"] = (frame[["missing_event_id", "missing_event_ts", "duplicate_event_ids"]].sum(axis=1) == 0) & (
-        frame["rows"] > 0
-    )
+    from pyspark.sql import functions as F  # noqa: N812
+
+    head_id = current_snapshot_id(spark, table, head) if isinstance(head, str) else snapshot_id_literal(head)
+    if head_id is None:
+        raise ConfigError(f"{table} has no branch {head!r}.")
+    added = appended_between(spark, table, base_snapshot_id, head_id) if head_id != base_snapshot_id else None
+    if added is None:
+        checks = {name: 0 for name in ("rows", "missing_event_id", "missing_event_ts", "duplicate_event_ids")}
+        checks["ids_already_in_table"] = 0
+    else:
+        row = added.agg(
+            F.count(F.lit(1)).alias("rows"),
+            F.count_if(F.col("event_id").isNull()).alias("missing_event_id"),
+            F.count_if(F.col("event_ts").isNull()).alias("missing_event_ts"),
+            (F.count(F.lit(1)) - F.countDistinct("event_id") - F.count_if(F.col("event_id").isNull())).alias(
+                "duplicate_event_ids"
+            ),
+        ).first()
+        checks = row.asDict()
+        base_ids = spark.read.option("snapshot-id", str(snapshot_id_literal(base_snapshot_id))).table(table_name(table))
+        checks["ids_already_in_table"] = (
+            added.select("event_id").distinct().join(base_ids.select("event_id").distinct(), "event_id").count()
+        )
+    import pandas as pd
+
+    frame = pd.DataFrame([checks])
+    problems = frame[["missing_event_id", "missing_event_ts", "duplicate_event_ids", "ids_already_in_table"]]
+    frame["passed"] = (problems.sum(axis=1) == 0) & (frame["rows"] > 0)
     return frame
 
 
@@ -673,7 +699,7 @@ def rollback_to_snapshot(spark: SparkSession, table: str, snapshot_id: int) -> p
 ADDABLE_TYPES = ("STRING", "INT", "BIGINT", "DOUBLE", "BOOLEAN", "TIMESTAMP")
 
 
-def add_column(spark: SparkSession, table: str, column: str, data_type: str = "STRING", comment: str = "") -> None:
+def add_column(spark: SparkSession, table: str, column: str, data_type: str = "STRING") -> None:
     """Add an optional column: a metadata-only change, no data file is rewritten.
 
     Raises:
@@ -686,8 +712,6 @@ def add_column(spark: SparkSession, table: str, column: str, data_type: str = "S
     if column in spark.table(name).columns:
         return  # re-runs: the column is already there
     spark.sql(f"ALTER TABLE {name} ADD COLUMN {column} {data_type.upper()}")
-    if comment:
-        spark.sql(f"ALTER TABLE {name} ALTER COLUMN {column} COMMENT :comment", args={"comment": comment})
 
 
 def recreate_events_copy(spark: SparkSession, settings: Settings, suffix: str = "time_travel") -> str:

@@ -104,7 +104,7 @@ def test_write_audit_publish_and_rollback_and_schema_evolution(spark, source, co
     written = queries.append_window(spark, name, target, half, branch="audit")
     assert count(spark, target) == sum(appended)
     assert count(spark, target, "audit") == sum(appended) + written
-    assert bool(queries.audit_events(spark, target, "audit").iloc[0]["passed"])
+    assert bool(queries.audit_append(spark, target, base, "audit").iloc[0]["passed"])
     queries.fast_forward(spark, target, "main", "audit")
     assert count(spark, target) == sum(appended) + written
     assert queries.current_snapshot_id(spark, target) == queries.current_snapshot_id(spark, target, "audit")
@@ -112,12 +112,13 @@ def test_write_audit_publish_and_rollback_and_schema_evolution(spark, source, co
     # A replayed batch fails the audit; rollback removes it.
     published = queries.current_snapshot_id(spark, target)
     queries.append_window(spark, name, target, slices[0])
-    audit = queries.audit_events(spark, target).iloc[0]
-    assert audit["duplicate_event_ids"] == appended[0]
+    audit = queries.audit_append(spark, target, published, queries.current_snapshot_id(spark, target)).iloc[0]
+    assert audit["ids_already_in_table"] == appended[0]
+    assert audit["duplicate_event_ids"] == 0
     assert not audit["passed"]
     queries.rollback_to_snapshot(spark, target, published)
     assert queries.current_snapshot_id(spark, target) == published
-    assert bool(queries.audit_events(spark, target).iloc[0]["passed"])
+    assert count(spark, target) == sum(appended) + written
     assert not queries.history(spark, target)["is_current_ancestor"].all()  # the replay is off main
 
     # A new optional column: no data file rewritten, old snapshots keep their schema.
