@@ -31,7 +31,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,7 +40,7 @@ from icestream.clients import kinesis_connection, list_shards
 from icestream.config import Settings, load_settings
 from icestream.errors import ConfigError, IcestreamError
 from icestream.ingest import positions as pos
-from icestream.ingest.reader import ReadOptions, read_partition, row_schema
+from icestream.ingest.reader import ReadOptions, read_arrow, row_schema
 from icestream.schema import REJECT_COLUMNS_DDL, table_columns
 
 if TYPE_CHECKING:
@@ -321,8 +321,10 @@ class IngestQuery:
             dedupe=self.options.dedupe,
             **self.options.read_options,
         )
-        rdd = self.spark.sparkContext.parallelize(plans, len(plans)).mapPartitions(read_partition(read_options))
-        rows = self.spark.createDataFrame(rdd, row_schema()).persist(StorageLevel.MEMORY_AND_DISK)
+        # One partition per shard plan, so one read task per shard.
+        encoded = self.spark.sparkContext.parallelize([(json.dumps(asdict(plan)),) for plan in plans], len(plans))
+        plan_frame = self.spark.createDataFrame(encoded, "plan string")
+        rows = plan_frame.mapInArrow(read_arrow(read_options), row_schema()).persist(StorageLevel.MEMORY_AND_DISK)
         try:
             metas = [json.loads(row.meta) for row in rows.where("kind = 'meta'").select("meta").collect()]
             durations["read"] = time.monotonic() - mark

@@ -230,3 +230,16 @@ def test_an_iterator_from_the_previous_batch_is_used_and_handed_on() -> None:
     assert second["last_sequence"] == "1005"
     assert [row["event_id"] for row in rows] == ["e4", "e5"]
     assert sum(1 for name, _ in fake.calls if name == "get_shard_iterator") == 1, "no new iterator was needed"
+
+
+def test_rows_become_arrow_batches_with_spark_types() -> None:
+    from icestream.ingest.reader import arrow_schema, record_batch
+
+    fake = FakeKinesis([payload(0), b"\xff", payload(2)])
+    plan = ShardPlan("shardId-0", TRIM_HORIZON, False, None, None)
+    rows = list(read_shard(plan, options(min_call_interval=0.0), fake))
+    batch = record_batch(rows, arrow_schema())
+    assert batch.num_rows == 4
+    assert batch.column("kind").to_pylist() == ["event", "reject", "event", "meta"]
+    assert batch.column("raw_data").to_pylist()[1] == b"\xff"
+    assert batch.column("event_ts").to_pylist()[0] == datetime(2026, 11, 21, 5, 0, tzinfo=UTC)
