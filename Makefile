@@ -12,6 +12,7 @@ JARJAR := /usr/share/java/jarjar.jar
 APT_PACKAGES :=
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
+BENCH_ARGS ?=
 LINT_PATHS := $(wildcard lib tests bench notebooks)
 
 .PHONY: help setup system venv jars emulator run test lint format lab clean reliability bench
@@ -68,6 +69,9 @@ test: setup lint  ## set up, then lint and the whole test suite
 
 reliability: setup  ## the full reliability campaigns
 	@ICESTREAM_RELIABILITY=full $(BIN)/pytest -m reliability $(PYTEST_ARGS)
+
+bench: setup  ## the benchmark suite (about 15 minutes); BENCH_ARGS=--full for the larger sizes
+	@$(BIN)/python bench/run_all.py $(BENCH_ARGS)
 
 lab: emulator  ## JupyterLab with the project's kernel
 	@$(BIN)/jupyter lab --ip 127.0.0.1 notebooks
