@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import matplotlib.pyplot as plt
+from matplotlib.ticker import MaxNLocator
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -23,6 +24,7 @@ def plot_rates(progress: pd.DataFrame) -> Figure:
         progress["batch_id"], progress["processed_rows_per_s"], marker="s", label="processed (records/s of batch time)"
     )
     ax.set(xlabel="batch", ylabel="records per second", title="Ingest rates per batch")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # batch ids are whole numbers
     ax.legend()
     ax.grid(alpha=0.3)
     return fig
@@ -40,6 +42,7 @@ def plot_phases(progress: pd.DataFrame) -> Figure:
         ax.bar(progress["batch_id"], values, bottom=bottom, label=phase.replace("_", " "))
         bottom = values if bottom is None else bottom + values
     ax.set(xlabel="batch", ylabel="seconds", title="Batch duration by phase (write includes the Iceberg commit)")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # batch ids are whole numbers
     ax.legend(ncol=len(WALL_PHASES), fontsize=8)
     return fig
 
@@ -49,6 +52,7 @@ def plot_lag(progress: pd.DataFrame) -> Figure:
     fig, ax = plt.subplots(figsize=(9, 3))
     ax.plot(progress["batch_id"], progress["behind_s"], marker="o", color="tab:purple")
     ax.set(xlabel="batch", ylabel="seconds behind latest", title="Lag behind the stream (max over shards)")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # batch ids are whole numbers
     ax.grid(alpha=0.3)
     return fig
 
