@@ -134,11 +134,6 @@ EDGE_TIMESTAMPS = [
 ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: parse_timestamp lets OverflowError escape (0001-01-01T00:00:00+01:00): the read task fails "
-    "on every retry and one record stops the ingest for good; fix proposed in issue 6",
-)
 def test_timestamps_at_the_edge_of_time_are_rejected_not_fatal(spark, fresh, tmp_path: Path) -> None:
     valid = [json.dumps(event_document(f"edge-ok-{n}", "u", 1)).encode() for n in range(3)]
     counts = _through_the_pipeline(spark, fresh, EDGE_TIMESTAMPS + valid, tmp_path)
@@ -146,11 +141,6 @@ def test_timestamps_at_the_edge_of_time_are_rejected_not_fatal(spark, fresh, tmp
     assert counts["rejected"] == len(EDGE_TIMESTAMPS)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a JSON escape of a lone surrogate (\\ud800) passes the parser and is stored as U+FFFD: the "
-    "event id changes silently and distinct ids collapse under dedupe; fix proposed in issue 6",
-)
 def test_a_lone_surrogate_is_rejected_not_rewritten(spark, fresh, tmp_path: Path) -> None:
     counts = _through_the_pipeline(spark, fresh, [LONE_SURROGATE], tmp_path)
     assert counts["rejected"] == 1

@@ -105,11 +105,6 @@ def test_read_timeouts_are_retried_within_the_shard_task(emulator: str, stream_s
     assert lost == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: after the stream is recreated the table's positions (AFTER:<old sequence number>) are applied "
-    "to the new stream and its first records are skipped silently; fix proposed in issue 6 (stream-created key)",
-)
 def test_emulator_restart_fails_clearly_then_recovers(spark, tmp_path: Path) -> None:
     """The endpoint dies mid-stream: one clear error, not a hang; after the restart the ingest resumes.
 

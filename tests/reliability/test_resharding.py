@@ -42,11 +42,6 @@ def _reshard(client, stream: str, rng: random.Random) -> str:
     return "split"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: available_now stops in the batch where a parent shard ends (caught_up ignores that its "
-    "children become readable next batch), so the drain never reads the children; fix proposed in issue 6",
-)
 def test_splits_and_merges_under_load_keep_order_and_exactly_once(spark, fresh, tmp_path: Path) -> None:
     settings = fresh(shards=2, prefix="reshard")
     client = kinesis_client(settings)

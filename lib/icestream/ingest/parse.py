@@ -72,7 +72,10 @@ def parse_timestamp(text: str) -> datetime | None:
         return None
     if parsed.tzinfo is None:
         return None
-    return parsed.astimezone(UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00:00+01:00 is before year 1 in UTC
+        return None
 
 
 def parse_payload(data: bytes, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> ParsedEvent | Rejection:
@@ -100,7 +103,25 @@ def parse_payload(data: bytes, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -
         return Rejection("invalid_json", str(error)[:200])
     if not isinstance(document, dict):
         return Rejection("not_an_object", f"a JSON {_type_name(document)}, not an object")
+    # JSON may spell a lone UTF-16 surrogate (\\ud800) that no UTF-8 text can hold; stored, it would
+    # become U+FFFD and could merge distinct event ids. Only payloads with escapes need the check.
+    if "\\u" in text and _has_lone_surrogate(document):
+        return Rejection("non_utf8", "a \\u escape encodes a lone surrogate, which is not valid Unicode text")
     return _validate(document)
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(value, dict):
+        return any(_has_lone_surrogate(key) or _has_lone_surrogate(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(_has_lone_surrogate(item) for item in value)
+    return False
 
 
 def _validate(document: dict[str, Any]) -> ParsedEvent | Rejection:

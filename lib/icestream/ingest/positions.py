@@ -21,11 +21,18 @@ place after compaction and snapshot expiry). Two rules make that impossible here
    duplicates), and re-reading those writes nothing to that table (duplicates are caught again
    by deduplication against committed rows). A table property ``icestream.source-stream`` records
    which stream feeds the table, so data from another stream is never mistaken for ours.
+
+Positions belong to one *incarnation* of a stream. A stream deleted and created again under the
+same name (or an in-memory emulator restarted) has the same shard ids but sequence numbers that
+start over, so old positions would silently skip its first records. Every commit therefore also
+records the stream's creation time (``icestream.stream-created``, and a table property for the
+derived path); positions of another incarnation are ignored and the new stream is read afresh.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -40,7 +47,9 @@ POSITIONS_KEY = "icestream.positions"
 STREAM_KEY = "icestream.stream"
 BATCH_KEY = "icestream.batch-id"
 QUERY_KEY = "icestream.query-id"
+CREATED_KEY = "icestream.stream-created"  # which incarnation of the stream the positions belong to
 SOURCE_PROPERTY = "icestream.source-stream"
+SOURCE_CREATED_PROPERTY = "icestream.source-stream-created"
 
 TRIM_HORIZON = "TRIM_HORIZON"
 
@@ -100,7 +109,7 @@ class Committed:
     positions: dict[str, str]
     batch_id: int
     snapshot_id: int | None
-    source: str  # "snapshot", "data" (derived after expiry) or "none"
+    source: str  # "snapshot", "data" (derived after expiry), "none" or "stream recreated"
 
 
 def encode_positions(positions: Mapping[str, str]) -> str:
@@ -113,13 +122,15 @@ def _current_snapshot(spark: SparkSession, table: str) -> int | None:
     return None if row is None else int(row.snapshot_id)
 
 
-def load_committed(spark: SparkSession, table: str, stream_name: str) -> Committed:
+def load_committed(spark: SparkSession, table: str, stream_name: str, stream_created: str | None = None) -> Committed:
     """Find the positions a table has committed for a stream (see the module docstring).
 
     Args:
         spark: The session.
         table: Qualified table name.
         stream_name: The Kinesis stream whose positions to find.
+        stream_created: The stream's creation time (epoch seconds, as text); positions recorded for
+            another creation time belong to an earlier stream of the same name and are ignored.
 
     Returns:
         The committed positions, the last batch id and where they came from.
@@ -129,7 +140,7 @@ def load_committed(spark: SparkSession, table: str, stream_name: str) -> Committ
     if current is None:
         return Committed({}, -1, None, "none")
     rows = spark.sql(
-        f"SELECT snapshot_id, parent_id, summary['{STREAM_KEY}'] AS stream, "
+        f"SELECT snapshot_id, parent_id, summary['{STREAM_KEY}'] AS stream, summary['{CREATED_KEY}'] AS created, "
         f"summary['{POSITIONS_KEY}'] AS positions, summary['{BATCH_KEY}'] AS batch_id FROM {table}.snapshots"
     ).collect()
     by_id = {row.snapshot_id: row for row in rows}
@@ -137,16 +148,27 @@ def load_committed(spark: SparkSession, table: str, stream_name: str) -> Committ
     while snapshot_id is not None and snapshot_id in by_id:
         row = by_id[snapshot_id]
         if row.positions is not None and row.stream == stream_name:
+            if _other_incarnation(row.created, stream_created):
+                return Committed({}, int(row.batch_id), row.snapshot_id, "stream recreated")
             return Committed(json.loads(row.positions), int(row.batch_id), row.snapshot_id, "snapshot")
         snapshot_id = row.parent_id
-    return _derive_from_data(spark, table, stream_name, current)
+    return _derive_from_data(spark, table, stream_name, current, stream_created)
 
 
-def _derive_from_data(spark: SparkSession, table: str, stream_name: str, current: int) -> Committed:
+def _other_incarnation(recorded: str | None, current: str | None) -> bool:
+    # Tables written before creation times were recorded count as the same stream.
+    return recorded is not None and current is not None and recorded != current
+
+
+def _derive_from_data(
+    spark: SparkSession, table: str, stream_name: str, current: int, stream_created: str | None
+) -> Committed:
     properties = {row.key: row.value for row in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
     source = properties.get(SOURCE_PROPERTY)
     if source is None:
         return Committed({}, -1, current, "none")
+    if source == stream_name and _other_incarnation(properties.get(SOURCE_CREATED_PROPERTY), stream_created):
+        return Committed({}, -1, current, "stream recreated")
     if source != stream_name:
         from icestream.errors import ConfigError
 
@@ -163,13 +185,19 @@ def _derive_from_data(spark: SparkSession, table: str, stream_name: str, current
     return Committed(positions, -1, current, "data" if positions else "none")
 
 
-def mark_source_stream(spark: SparkSession, table: str, stream_name: str) -> None:
-    """Record which stream feeds the table (a table property: it survives every maintenance)."""
+def mark_source_stream(spark: SparkSession, table: str, stream_name: str, stream_created: str | None = None) -> None:
+    """Record which stream (and incarnation) feeds the table: table properties survive maintenance."""
     table = qualified_name(*table.split("."))
     properties = {row.key: row.value for row in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
-    if properties.get(SOURCE_PROPERTY) != stream_name:
-        # The stream name passed config validation (letters, digits, _ . -), so quoting is safe.
-        spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('{SOURCE_PROPERTY}' = '{stream_name}')")
+    wanted = {SOURCE_PROPERTY: stream_name}
+    if stream_created is not None:
+        if not re.fullmatch(r"\d+(\.\d+)?", stream_created):
+            raise ValueError(f"not a creation time: {stream_created!r}")
+        wanted[SOURCE_CREATED_PROPERTY] = stream_created
+    if any(properties.get(key) != value for key, value in wanted.items()):
+        # The stream name passed config validation (letters, digits, _ . -) and the time is digits.
+        assignments = ", ".join(f"'{key}' = '{value}'" for key, value in wanted.items())
+        spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ({assignments})")
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import threading
 import time
 import uuid
@@ -38,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from icestream.clients import kinesis_connection, list_shards
 from icestream.config import Settings, load_settings
-from icestream.errors import ConfigError, IcestreamError
+from icestream.errors import ConfigError, IcestreamError, ServiceUnavailableError
 from icestream.ingest import positions as pos
 from icestream.ingest.reader import ReadOptions, read_arrow, row_schema
 from icestream.schema import REJECT_COLUMNS_DDL, table_columns
@@ -48,7 +49,8 @@ if TYPE_CHECKING:
 
 PHASES = ("before_read", "after_read", "between_commits", "after_commit")
 PROGRESS_FILE = "ingest_progress.jsonl"
-ITERATOR_REUSE_SECONDS = 240.0  # Kinesis shard iterators expire after 5 minutes
+ITERATOR_REUSE_SECONDS = 240.0
+SHARD_ID = re.compile(r"shardId-\d{12}")  # Kinesis shard iterators expire after 5 minutes
 REJECT_COLUMNS = tuple(column.split()[0] for column in REJECT_COLUMNS_DDL)
 
 
@@ -146,6 +148,10 @@ class IngestQuery:
         self.progress_file = options.progress_file or settings.path("run_dir") / PROGRESS_FILE
         self._connection = kinesis_connection(settings)
         self._client = self._connection.client()
+        self._stream_created = self._describe_stream()
+        for table in (settings.table_name, settings.rejects_table_name):
+            if not spark.catalog.tableExists(table):
+                raise ConfigError(f"Table {table} does not exist. Create it with `icestream setup` (or notebook 00).")
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._exception: BaseException | None = None
@@ -203,7 +209,10 @@ class IngestQuery:
         if self._exception is not None:
             if isinstance(self._exception, IcestreamError):
                 raise self._exception
-            raise IngestError(f"The ingest query failed: {type(self._exception).__name__}: {self._exception}")
+            hint = ""
+            if type(self._exception).__module__.startswith(("botocore", "urllib3")):
+                hint = " Is Kinesis reachable? Check `icestream emulator status` or `icestream doctor`."
+            raise IngestError(f"The ingest query failed: {type(self._exception).__name__}: {self._exception}.{hint}")
         return True
 
     def stop(self, timeout: float | None = 120.0) -> None:
@@ -213,6 +222,22 @@ class IngestQuery:
             self._thread.join(timeout)
 
     # -- the loop ---------------------------------------------------------------------------------
+
+    def _describe_stream(self) -> str:
+        """The stream's creation time (epoch seconds as text): it tells one incarnation from another."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            summary = self._client.describe_stream_summary(StreamName=self.settings.stream_name)
+        except ClientError as error:
+            if "ResourceNotFound" in str(error):
+                raise ConfigError(
+                    f"Stream {self.settings.stream_name} does not exist. Create it with `icestream setup`."
+                ) from None
+            raise ServiceUnavailableError(f"Kinesis did not describe {self.settings.stream_name}: {error}") from None
+        except BotoCoreError as error:
+            raise ServiceUnavailableError(f"Kinesis does not answer ({error}). Check `icestream doctor`.") from None
+        return f"{summary['StreamDescriptionSummary']['StreamCreationTimestamp'].timestamp():.3f}"
 
     def _resolve_start(self) -> str:
         if self.options.starting_position == "trim_horizon":
@@ -224,8 +249,9 @@ class IngestQuery:
 
     def _recover(self) -> None:
         """Load what both tables committed: the restart path, also used before a batch retry."""
-        events = pos.load_committed(self.spark, self.settings.table_name, self.settings.stream_name)
-        rejects = pos.load_committed(self.spark, self.settings.rejects_table_name, self.settings.stream_name)
+        name, created = self.settings.stream_name, self._stream_created
+        events = pos.load_committed(self.spark, self.settings.table_name, name, created)
+        rejects = pos.load_committed(self.spark, self.settings.rejects_table_name, name, created)
         self.committed = {"events": dict(events.positions), "rejects": dict(rejects.positions)}
         self.processed = {"events": dict(events.positions), "rejects": dict(rejects.positions)}
         self.recovered_from = {"events": events.source, "rejects": rejects.source}
@@ -235,9 +261,9 @@ class IngestQuery:
     def _run(self) -> None:
         began = time.monotonic()
         try:
+            self._recover()  # before marking: the marks say which stream incarnation the rows came from
             for table in (self.settings.table_name, self.settings.rejects_table_name):
-                pos.mark_source_stream(self.spark, table, self.settings.stream_name)
-            self._recover()
+                pos.mark_source_stream(self.spark, table, self.settings.stream_name, self._stream_created)
             while not self._stop.is_set():
                 if self.options.max_batches is not None and self._batches_run >= self.options.max_batches:
                     break
@@ -374,6 +400,10 @@ class IngestQuery:
 
     def _in_range(self, metas: list[dict[str, Any]]) -> str:
         """Restrict cached rows to what the first read reported (a recomputed task may read more)."""
+        for meta in metas:
+            # Shard ids come from ListShards; they reach SQL text only in Kinesis's own format.
+            if not SHARD_ID.fullmatch(meta["shard_id"]):
+                raise IngestError(f"unexpected shard id {meta['shard_id']!r} from ListShards")
         clauses = [
             f"(shard_id = '{meta['shard_id']}' AND {_sequence_at_most('sequence_number', meta['last_sequence'])})"
             for meta in metas
@@ -442,6 +472,7 @@ class IngestQuery:
             f"snapshot-property.{pos.STREAM_KEY}": self.settings.stream_name,
             f"snapshot-property.{pos.BATCH_KEY}": str(batch_id),
             f"snapshot-property.{pos.QUERY_KEY}": self.id,
+            f"snapshot-property.{pos.CREATED_KEY}": self._stream_created,
         }
         stamp = F.lit(ingest_ts).cast("timestamp")
 
@@ -572,7 +603,8 @@ class IngestQuery:
             "transform_dropped": max(0, candidates["events"] - written["events"]) if snapshots["events"] else 0,
             "duration_ms": {phase: round(seconds * 1000, 1) for phase, seconds in durations.items()},
             "millis_behind_latest": max(behind) if behind else None,
-            "caught_up": not capped and all(value == 0 for value in behind),
+            # A shard that just ended makes its children readable: that is more data, not the end.
+            "caught_up": not capped and all(value == 0 for value in behind) and not any(m["finished"] for m in metas),
             "events_snapshot_id": snapshots["events"],
             "rejects_snapshot_id": snapshots["rejects"],
             "reject_reasons": reasons,

@@ -57,6 +57,7 @@ class ReadOptions:
     min_call_interval: float = 0.2  # Kinesis allows 5 GetRecords calls per second per shard
     max_calls: int = 100  # per shard per batch, so a batch always ends
     max_attempts: int = 8  # consecutive failures before the task gives up
+    read_timeout: float = 10.0  # seconds per call: a hung endpoint must not hold a batch for minutes
     base_backoff: float = 0.1
     max_backoff: float = 5.0
 
@@ -264,15 +265,17 @@ def _meta_row(stats: ReadStats) -> tuple:
     return ("meta", stats.shard_id, stats.last_sequence, *([None] * (len(ROW_FIELDS) - 4)), meta)
 
 
-_CLIENTS: dict[KinesisConnection, Any] = {}
+_CLIENTS: dict[tuple[KinesisConnection, float], Any] = {}
 
 
-def _worker_client(connection: KinesisConnection) -> Any:
+def _worker_client(options: ReadOptions) -> Any:
     """One client per connection per Python worker: Spark reuses workers, and building a boto3
     client (loading its service model) costs more than a small batch's whole read."""
-    if connection not in _CLIENTS:
-        _CLIENTS[connection] = connection.client(max_attempts=1)  # retries are ours, with pacing
-    return _CLIENTS[connection]
+    key = (options.connection, options.read_timeout)
+    if key not in _CLIENTS:
+        # Retries are ours, with pacing and backoff: botocore's own are off.
+        _CLIENTS[key] = options.connection.client(read_timeout=options.read_timeout, max_attempts=1)
+    return _CLIENTS[key]
 
 
 def read_shard(
@@ -292,7 +295,7 @@ def read_shard(
     Raises:
         ShardReadError: After ``max_attempts`` consecutive transient failures.
     """
-    client = client or _worker_client(options.connection)
+    client = client or _worker_client(options)
     yield from _ShardReader(plan, options, client, sleep).read()
 
 
