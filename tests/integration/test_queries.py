@@ -44,7 +44,7 @@ def in_window(events: pd.DataFrame, minutes: float) -> pd.DataFrame:
 
 def test_every_event_loaded(loaded) -> None:
     _, events, counts, _ = loaded
-    assert counts == {"written": len(events), "skipped": 0}
+    assert counts == {"written": len(events), "skipped": 0, "deduplicated": 0}
 
 
 def test_now_defaults_to_the_newest_event(spark, loaded) -> None:

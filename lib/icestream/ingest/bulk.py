@@ -27,6 +27,7 @@ def load_payloads(
     table: str,
     payloads: Iterable[tuple[bytes, str]],
     chunk_rows: int = 200_000,
+    dedupe: bool = True,
 ) -> dict[str, int]:
     """Parse ``(payload, partition key)`` pairs and append the valid events to ``table``.
 
@@ -35,16 +36,18 @@ def load_payloads(
         table: Qualified name of a table created by ``tables.create_events_table``.
         payloads: Payload bytes with their partition keys (e.g. from ``icestream.events``).
         chunk_rows: Rows per append (one snapshot each), bounding the driver's memory.
+        dedupe: Skip an event id already loaded, as the streaming ingest does.
 
     Returns:
-        ``{"written": n, "skipped": m}``.
+        ``{"written": n, "skipped": m, "deduplicated": d}``.
     """
     import pandas as pd
 
     table = qualified_name(*table.split("."))
     schema = spark.table(table).select(*table_columns()).schema
     ingest_ts = datetime.now(UTC)
-    counts = {"written": 0, "skipped": 0}
+    counts = {"written": 0, "skipped": 0, "deduplicated": 0}
+    seen: set[str] = set()
     rows: list[tuple] = []
 
     def flush() -> None:
@@ -59,6 +62,11 @@ def load_payloads(
         if not isinstance(parsed, ParsedEvent):
             counts["skipped"] += 1
             continue
+        if dedupe:
+            if parsed.event_id in seen:
+                counts["deduplicated"] += 1
+                continue
+            seen.add(parsed.event_id)
         device = (
             None
             if parsed.device_info is None
