@@ -131,22 +131,27 @@ def ensure_stream(settings: Settings, shard_count: int | None = None, timeout: f
 
     client = kinesis_client(settings)
     name = settings.stream_name
-    try:
-        # An existing stream is kept as it is (ResourceInUse), whatever its shard count.
-        with contextlib.suppress(client.exceptions.ResourceInUseException):
-            client.create_stream(StreamName=name, ShardCount=shard_count or settings.shard_count)
+
+    def wait_until_active() -> dict[str, Any]:
         deadline = time.monotonic() + timeout
         while True:
             summary = client.describe_stream_summary(StreamName=name)["StreamDescriptionSummary"]
             if summary["StreamStatus"] == "ACTIVE":
-                break
+                return summary
             if time.monotonic() > deadline:
                 raise ServiceUnavailableError(
                     f"Stream {name} is still {summary['StreamStatus']} after {timeout:.0f} s."
                 )
             time.sleep(0.5)
+
+    try:
+        # An existing stream is kept as it is (ResourceInUse), whatever its shard count.
+        with contextlib.suppress(client.exceptions.ResourceInUseException):
+            client.create_stream(StreamName=name, ShardCount=shard_count or settings.shard_count)
+        summary = wait_until_active()
         if settings.kms_key_id and summary.get("EncryptionType") != "KMS":
             client.start_stream_encryption(StreamName=name, EncryptionType="KMS", KeyId=settings.kms_key_id)
+            summary = wait_until_active()  # starting encryption puts the stream in UPDATING for a while
     except (BotoCoreError, ClientError) as error:
         raise ServiceUnavailableError(f"Could not create or describe stream {name}: {error}") from None
     return summary
