@@ -1,29 +1,41 @@
-"""Shared helpers for the benchmarks: machine facts, medians, results as JSON, a private emulator.
+"""Shared helpers for the benchmarks: machine facts, medians, results as JSON, a private environment.
 
 Every benchmark prints the command that reproduces it and the machine it ran on, measures a
-baseline in the same run, and reports medians and ratios (these machines are noisy).
+baseline in the same run, and reports medians and ratios (these machines are noisy). Each one runs
+in its own process with one SparkSession, its own emulator and a scratch warehouse under
+``bench/results/tmp/`` (gitignored), so benchmarks never touch ``data/`` or each other.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 BENCH = Path(__file__).resolve().parent
 RESULTS = BENCH / "results"
 SCRATCH = RESULTS / "tmp"  # gitignored: warehouses and emulator state of benchmark runs
+ICEBERG_VERSION = "1.10.2"  # the runtime jar built from snowpark-connect-deps-iceberg (see STACK.md)
+
+
+def load_average() -> str:
+    """The 1, 5 and 15 minute load averages, so a reader can judge how noisy the machine was."""
+    return " ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
 def machine() -> dict[str, Any]:
-    """Cores, memory and versions of what is measured."""
+    """Cores, memory, load and versions of what is measured."""
     import importlib.metadata
 
     memory_kib = next(
@@ -38,11 +50,15 @@ def machine() -> dict[str, Any]:
     return {
         "cores": os.cpu_count(),
         "memory_gib": round(memory_kib / 1024**2, 1),
+        "load_average": load_average(),
+        "platform": platform.platform(terse=True),
         "python": platform.python_version(),
         "java": java[0] if java else "unknown",
         "pyspark": importlib.metadata.version("pyspark"),
+        "iceberg": ICEBERG_VERSION,
         "moto": importlib.metadata.version("moto"),
         "duckdb": importlib.metadata.version("duckdb"),
+        "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
 
 
@@ -51,13 +67,21 @@ def banner(name: str, command: str) -> dict[str, Any]:
     facts = machine()
     print(f"== {name}")
     print(f"reproduce: {command}")
-    print("machine:  " + ", ".join(f"{key} {value}" for key, value in facts.items()))
+    print("machine:  " + ", ".join(f"{key} {value}" for key, value in facts.items()), flush=True)
     return facts
 
 
 def summary(values: list[float]) -> dict[str, float]:
     """Median, min and max of repeated measurements."""
     return {"median": statistics.median(values), "min": min(values), "max": max(values), "runs": len(values)}
+
+
+def shown(stats: dict[str, float], unit: str = "", digits: int = 2) -> str:
+    """``median 1.23 s (min 1.10, max 1.50, 3 runs)``."""
+    return (
+        f"median {stats['median']:.{digits}f}{unit} (min {stats['min']:.{digits}f}, "
+        f"max {stats['max']:.{digits}f}, {stats['runs']} runs)"
+    )
 
 
 def timed(action: Callable[[], Any]) -> tuple[float, Any]:
@@ -76,12 +100,20 @@ def write_results(name: str, payload: dict[str, Any]) -> Path:
     return path
 
 
-def private_environment(name: str) -> dict[str, str]:
-    """Point icestream at a scratch warehouse and run folder for this benchmark (never data/)."""
+def private_environment(name: str, fresh: bool = True) -> dict[str, str]:
+    """Point icestream at a scratch warehouse and run folder for this benchmark (never data/).
+
+    Args:
+        name: Folder under ``bench/results/tmp/``.
+        fresh: Remove what an earlier run left there first.
+    """
     home = SCRATCH / name
+    if fresh and home.exists():
+        shutil.rmtree(home)
     values = {
         "ICESTREAM_WAREHOUSE": str(home / "warehouse"),
         "ICESTREAM_RUN_DIR": str(home / "run"),
+        "ICESTREAM_OUTPUT_DIR": str(home / "output"),
         "ICESTREAM_SPARK_LOG_LEVEL": "ERROR",
     }
     os.environ.update(values)
@@ -91,3 +123,180 @@ def private_environment(name: str) -> dict[str, str]:
 def command_line() -> str:
     """How this process was started, for the reproduce line."""
     return " ".join([".venv/bin/python", *[arg if " " not in arg else repr(arg) for arg in sys.argv]])
+
+
+@contextlib.contextmanager
+def bench_session(name: str, shards: int = 4, spark: bool = True) -> Iterator[tuple[Any, Any]]:
+    """A private environment, its own emulator and the process's SparkSession; all stopped afterwards.
+
+    Yields:
+        ``(settings, spark)`` (spark is None when not asked for).
+    """
+    private_environment(name)
+    from icestream.config import load_settings
+    from icestream.emulator import Emulator
+    from icestream.producer import stop_background_producer
+
+    settings = load_settings(stream_name=f"bench-{uuid.uuid4().hex[:8]}", shard_count=shards)
+    emulator = Emulator(settings.path("run_dir"))
+    emulator.start()
+    try:
+        session = None
+        if spark:
+            from icestream.spark import get_spark
+
+            session = get_spark(settings, app_name=f"icestream-bench-{name}")
+        yield settings, session
+    finally:
+        stop_background_producer(settings)
+        emulator.stop()
+
+
+def fill_stream(settings: Any, records: int, shards: int, seed: int = 7) -> int:
+    """Create the stream with ``shards`` shards and send about ``records`` generated records to it.
+
+    Returns:
+        Records Kinesis accepted (the generator adds duplicates and malformed records on purpose).
+    """
+    from icestream.clients import ensure_stream
+    from icestream.events import backfill_config, generate
+    from icestream.producer import produce
+
+    ensure_stream(settings, shard_count=shards)
+    generated, _ = generate(backfill_config(hours=3, count=records, seed=seed))
+    return produce(settings, generated, progress=False).sent
+
+
+def raw_drain(settings: Any) -> int:
+    """Read every shard to its end with a bare GetRecords loop (one client, shard after shard): the ceiling."""
+    from icestream.clients import kinesis_client, list_shards
+
+    client = kinesis_client(settings)
+    total = 0
+    for shard in list_shards(client, settings.stream_name):
+        iterator = client.get_shard_iterator(
+            StreamName=settings.stream_name, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+        )["ShardIterator"]
+        while iterator:
+            answer = client.get_records(ShardIterator=iterator, Limit=10_000)
+            total += len(answer["Records"])
+            if not answer["Records"] and answer.get("MillisBehindLatest", 0) == 0:
+                break
+            iterator = answer.get("NextShardIterator")
+    return total
+
+
+def new_table_settings(stream_name: str, prefix: str = "bench") -> Any:
+    """Settings naming a fresh events table (and its rejects table) for ``stream_name``."""
+    from icestream.config import load_settings
+
+    return load_settings(stream_name=stream_name, table=f"{prefix}_{uuid.uuid4().hex[:8]}")
+
+
+def run_ingest(spark: Any, target: Any, **options: Any) -> dict[str, Any]:
+    """Run the ingest query on ``target`` (stream and tables) until its options stop it; time it.
+
+    Args:
+        spark: The session.
+        target: Settings naming the stream and the tables (created here if missing).
+        **options: :class:`icestream.ingest.IngestOptions` fields (default ``available_now``).
+
+    Returns:
+        ``seconds``, ``read``, ``batches``, ``rate`` (records read per second), ``progress`` and
+        ``phases`` (per batch, see :func:`batch_phases`).
+    """
+    from icestream.ingest import start_ingest
+    from icestream.tables import setup_tables
+
+    setup_tables(spark, target)
+    options.setdefault("available_now", "max_batches" not in options and "duration_seconds" not in options)
+    options.setdefault("trigger_seconds", 0)
+    began = time.perf_counter()
+    query = start_ingest(spark, target, **options)
+    query.await_termination()
+    seconds = time.perf_counter() - began
+    progress = list(query.recent_progress)
+    read = sum(batch["num_input_rows"] for batch in progress)
+    return {
+        "seconds": seconds,
+        "read": read,
+        "batches": len(progress),
+        "rate": read / seconds,
+        "progress": progress,
+        "phases": batch_phases(spark, target, progress),
+    }
+
+
+PHASES = ("plan", "read", "parse", "dedupe", "write", "commit")
+
+
+def _committed_at(spark: Any, table: str, snapshot_ids: list[int]) -> dict[int, float]:
+    if not snapshot_ids:
+        return {}
+    rows = spark.sql(
+        f"SELECT snapshot_id, unix_millis(committed_at) AS ms FROM {table}.snapshots "
+        f"WHERE snapshot_id IN ({', '.join(str(int(value)) for value in snapshot_ids)})"
+    ).collect()
+    return {row.snapshot_id: row.ms / 1000 for row in rows}
+
+
+def batch_phases(spark: Any, target: Any, progress: list[dict[str, Any]]) -> list[dict[str, float]]:
+    """Wall seconds of each batch by phase: plan, read, parse, dedupe, write, commit (and total).
+
+    The ingest reports ``read`` (the read job's wall time, parsing included), ``parse`` (task time
+    summed over shards), ``dedupe`` and ``write_rejects``/``write_events`` (each an Iceberg append,
+    commit included). Two phases are split here:
+
+    - *parse* is shown as its share of the read wall time: its task time divided by the tasks that
+      run at once (``min(shards, cores)``); *read* is the rest (GetRecords, pacing, hand-over to the JVM);
+    - *commit* is, per append, the time from the snapshot's own timestamp (Iceberg stamps a snapshot
+      after writing its data files, manifests and manifest list) to the end of the append: writing
+      ``vN.metadata.json``, the catalog's atomic swap, and the ingest finding its snapshot. *write* is the rest.
+    """
+    cores = os.cpu_count() or 1
+    snapshot_times: dict[int, float] = {}
+    for table, key in ((target.table_name, "events_snapshot_id"), (target.rejects_table_name, "rejects_snapshot_id")):
+        snapshot_times |= _committed_at(spark, table, [batch[key] for batch in progress if batch.get(key)])
+    phases = []
+    for batch in progress:
+        ms = batch["duration_ms"]
+        seconds = {name: ms.get(name, 0.0) / 1000 for name in ("plan", "read", "parse", "dedupe")}
+        tasks = max(1, min(len(batch["shards"]), cores))
+        parse_wall = min(seconds["read"], seconds["parse"] / tasks)
+        # The events append ends the batch (only bookkeeping follows), so count back from its end.
+        clock = datetime.fromisoformat(batch["timestamp"]).timestamp() + ms.get("total", 0.0) / 1000
+        write = commit = 0.0
+        for kind in ("events", "rejects"):
+            spent = ms.get(f"write_{kind}", 0.0) / 1000
+            stamped = snapshot_times.get(batch.get(f"{kind}_snapshot_id") or -1)
+            committing = min(spent, max(0.0, clock - stamped)) if stamped is not None else 0.0
+            write += spent - committing
+            commit += committing
+            clock -= spent
+        phases.append(
+            {
+                "plan": seconds["plan"],
+                "read": seconds["read"] - parse_wall,
+                "parse": parse_wall,
+                "dedupe": seconds["dedupe"],
+                "write": write,
+                "commit": commit,
+                "total": ms.get("total", 0.0) / 1000,
+                "records": batch["num_input_rows"],
+            }
+        )
+    return phases
+
+
+def median_phases(phases: list[dict[str, float]]) -> dict[str, float]:
+    """The median of each phase over batches."""
+    if not phases:
+        return {}
+    return {key: statistics.median(batch[key] for batch in phases) for key in phases[0]}
+
+
+def sum_phases(phases: list[dict[str, float]]) -> dict[str, float]:
+    """Each phase summed over batches (the time a whole drain spent in it)."""
+    if not phases:
+        return {}
+    return {key: sum(batch[key] for batch in phases) for key in phases[0]}
