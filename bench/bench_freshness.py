@@ -82,7 +82,7 @@ def freshness_point(spark: Any, rate: float, trigger: float, seconds: float, dra
     steady = [batch for batch in progress if batch["batch_id"] >= 1]
     frame = freshness(spark, settings, steady)
     per_batch_p95 = frame.groupby("batch_id")["freshness_s"].quantile(0.95).tolist()
-    sent = (status.summary or {}).get("sent")
+    sent = ((status.summary or {}).get("producer") or {}).get("sent")
     return {
         "rate": rate,
         "trigger_s": trigger,

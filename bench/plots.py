@@ -62,7 +62,7 @@ def ingest(result: dict[str, Any], path: Path) -> Path:
         bottom += other.get(name, 0.0)
     right.set_xlabel("seconds in the median drain (summed over its batches)")
     right.set_title("Where the ingest's time goes, by phase")
-    right.legend(ncol=3, fontsize=8)
+    right.legend(ncol=6, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2))
     return _save(figure, path)
 
 
@@ -164,7 +164,7 @@ def queries(dashboards: list[dict[str, Any]], suite: dict[str, Any] | None, path
             if query in size:
                 bars.append((f"{query}\n{size['events'] / 1e6:.0f}M", size[query]["spark_seconds"]["median"],
                              size[query]["duckdb_seconds"]["median"]))  # fmt: skip
-    figure, axis = plt.subplots(figsize=(max(6, 1.6 * len(bars)), 4.5))
+    figure, axis = plt.subplots(figsize=(max(8, 1.6 * len(bars)), 4.5))
     width = 0.38
     axis.bar([i - width / 2 for i in range(len(bars))], [b[1] for b in bars], width, label="Spark (local[*])",
              color="#dd8452")  # fmt: skip
@@ -172,7 +172,7 @@ def queries(dashboards: list[dict[str, Any]], suite: dict[str, Any] | None, path
     axis.set_xticks(range(len(bars)), [b[0] for b in bars])
     axis.set_yscale("log")
     axis.set_ylabel("seconds, warm (median; log scale)")
-    axis.set_title("Queries over the events table: Spark and DuckDB on the same snapshot")
+    axis.set_title("Queries, Spark and DuckDB on the same snapshot")
     axis.legend()
     return _save(figure, path)
 
