@@ -32,6 +32,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -52,6 +53,17 @@ PROGRESS_FILE = "ingest_progress.jsonl"
 ITERATOR_REUSE_SECONDS = 240.0
 SHARD_ID = re.compile(r"shardId-\d{12}")  # Kinesis shard iterators expire after 5 minutes
 REJECT_COLUMNS = tuple(column.split()[0] for column in REJECT_COLUMNS_DDL)
+
+
+@dataclass(frozen=True)
+class _Read:
+    """A finished read phase: the cached rows and what each shard's task reported."""
+
+    batch_id: int
+    plans: list[Any]
+    rows: Any  # a persisted DataFrame
+    metas: list[dict[str, Any]]
+    seconds: float
 
 
 class IngestError(IcestreamError):
@@ -162,6 +174,8 @@ class IngestQuery:
         self._last_batch_began: float | None = None
         self._last_commit = {"events": 0.0, "rejects": 0.0}
         self._iterators: dict[str, tuple[str, str, float]] = {}  # shard -> (iterator, its position, when)
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="icestream-prefetch")
+        self._prefetched: tuple[Future[_Read], list[dict[str, Any]]] | None = None
 
     # -- the handle -------------------------------------------------------------------------------
 
@@ -257,6 +271,7 @@ class IngestQuery:
         self.recovered_from = {"events": events.source, "rejects": rejects.source}
         self.next_batch_id = max(events.batch_id, rejects.batch_id) + 1
         self._iterators.clear()  # only what the tables say counts after a failure
+        self._discard_prefetched()
 
     def _run(self) -> None:
         began = time.monotonic()
@@ -287,6 +302,8 @@ class IngestQuery:
         except BaseException as error:  # noqa: BLE001 - kept and re-raised by await_termination
             self._exception = error
         finally:
+            self._discard_prefetched()
+            self._pool.shutdown(wait=True)
             self._status = {"message": "Stopped", "isDataAvailable": False, "isTriggerActive": False}
 
     def _batch_with_retries(self) -> dict[str, Any] | None:
@@ -310,35 +327,37 @@ class IngestQuery:
         if self.options.fault_hook is not None:
             self.options.fault_hook(phase, batch_id)
 
-    def _batch(self) -> dict[str, Any] | None:
-        from pyspark import StorageLevel
-        from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
+    def _plan(
+        self, shards: list[dict[str, Any]], positions: dict[str, dict[str, str]], iterators: dict[str, tuple[str, str]]
+    ) -> list[Any]:
+        """Shard plans from both tables' positions, with thresholds and any iterator that fits.
 
-        batch_id = self.next_batch_id
-        began = time.monotonic()
-        ingest_ts = datetime.now(UTC)
-        durations: dict[str, float] = {}
-
-        shards = list_shards(self._client, self.settings.stream_name)
-        plans = pos.plan_shards(shards, self.processed["events"], self.processed["rejects"], self._start_spec)
-        for index, plan in enumerate(plans):
-            # Thresholds come from what each table committed, not from what this run processed.
-            cached = self._iterators.get(plan.shard_id)
-            reusable = (
-                cached is not None and cached[1] == plan.start and time.monotonic() - cached[2] < ITERATOR_REUSE_SECONDS
-            )
-            plans[index] = replace(
+        Args:
+            shards: ListShards records.
+            positions: ``{"events": ..., "rejects": ...}`` processed positions.
+            iterators: Shard → (iterator, the position it continues from); used only when that
+                position is exactly where the plan starts.
+        """
+        plans = pos.plan_shards(shards, positions["events"], positions["rejects"], self._start_spec)
+        return [
+            replace(
                 plan,
+                # Thresholds come from what each table committed, not from what this run processed.
                 events_committed=pos.last_sequence(self.committed["events"].get(plan.shard_id)),
                 rejects_committed=pos.last_sequence(self.committed["rejects"].get(plan.shard_id)),
-                iterator=cached[0] if reusable else None,
+                iterator=iterators[plan.shard_id][0]
+                if plan.shard_id in iterators and iterators[plan.shard_id][1] == plan.start
+                else None,
             )
-        durations["plan"] = time.monotonic() - began
-        if not plans:
-            return None
-        self._fault("before_read", batch_id)
+            for plan in plans
+        ]
 
-        mark = time.monotonic()
+    def _read(self, plans: list[Any], batch_id: int) -> _Read:
+        """The read phase: one Spark job, rows cached, one meta row per shard collected."""
+        from pyspark import StorageLevel
+
+        self._fault("before_read", batch_id)
+        began = time.monotonic()
         read_options = ReadOptions(
             connection=self._connection,
             stream_name=self.settings.stream_name,
@@ -353,14 +372,86 @@ class IngestQuery:
         rows = plan_frame.mapInArrow(read_arrow(read_options), row_schema()).persist(StorageLevel.MEMORY_AND_DISK)
         try:
             metas = [json.loads(row.meta) for row in rows.where("kind = 'meta'").select("meta").collect()]
-            durations["read"] = time.monotonic() - mark
+        except BaseException:
+            rows.unpersist()
+            raise
+        return _Read(batch_id, plans, rows, metas, time.monotonic() - began)
+
+    def _prefetch(self, shards: list[dict[str, Any]], done: _Read, positions: dict[str, str]) -> None:
+        """Start the next batch's read while this batch dedupes and commits, when more data waits.
+
+        Only after a batch that hit ``max_records_per_shard`` (a backlog is known to be there) and
+        in which no shard ended (that would change which shards are readable): a caught-up stream
+        keeps the processing-time trigger exactly. Nothing is committed by a prefetch; if this batch
+        fails, the prefetched read is thrown away and the next batch plans from the tables.
+        """
+        capped = any(meta["read"] >= self.options.max_records_per_shard for meta in done.metas)
+        if not capped or any(meta["finished"] for meta in done.metas) or self._stop.is_set():
+            return
+        iterators = {
+            meta["shard_id"]: (meta["next_iterator"], positions[meta["shard_id"]])
+            for meta in done.metas
+            if meta.get("next_iterator")
+        }
+        plans = self._plan(shards, {"events": positions, "rejects": positions}, iterators)
+        if plans:
+            self._prefetched = (self._pool.submit(self._read, plans, done.batch_id + 1), shards)
+
+    def _take_prefetched(self, batch_id: int) -> tuple[_Read, list[dict[str, Any]]] | None:
+        if self._prefetched is None:
+            return None
+        future, shards = self._prefetched
+        self._prefetched = None
+        read = future.result()  # a failure of the prefetched read is this batch's failure
+        expected = {plan.shard_id: plan.start for plan in self._plan(shards, self.processed, {})}
+        if read.batch_id != batch_id or {plan.shard_id: plan.start for plan in read.plans} != expected:
+            read.rows.unpersist()  # planned from positions that did not hold: read again
+            return None
+        return read, shards
+
+    def _discard_prefetched(self) -> None:
+        if self._prefetched is not None:
+            future, _ = self._prefetched
+            self._prefetched = None
+            with contextlib.suppress(BaseException):
+                future.result().rows.unpersist()
+
+    def _batch(self) -> dict[str, Any] | None:
+        from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
+
+        batch_id = self.next_batch_id
+        began = time.monotonic()
+        ingest_ts = datetime.now(UTC)
+        durations: dict[str, float] = {"plan": 0.0}
+
+        taken = self._take_prefetched(batch_id)
+        if taken is not None:
+            read, shards = taken
+        else:
+            shards = list_shards(self._client, self.settings.stream_name)
+            now = time.monotonic()
+            iterators = {
+                shard: (iterator, position)
+                for shard, (iterator, position, when) in self._iterators.items()
+                if now - when < ITERATOR_REUSE_SECONDS
+            }
+            plans = self._plan(shards, self.processed, iterators)
+            durations["plan"] = time.monotonic() - began
+            if not plans:
+                return None
+            read = self._read(plans, batch_id)
+        rows, metas = read.rows, read.metas
+        try:
+            durations["read"] = read.seconds
             durations["parse"] = sum(meta["parse_seconds"] for meta in metas)
-            new_positions = self._advance(plans, metas)
+            new_positions = self._advance(read.plans, metas)
             if sum(meta["read"] for meta in metas) == 0 and not any(meta["finished"] for meta in metas):
                 self._keep_iterators(metas, new_positions)
                 return None  # nothing new (a shard reaching its end counts): like Spark, no empty batch
             self._fault("after_read", batch_id)
+            self._prefetch(shards, read, new_positions)
             progress = self._write(batch_id, rows, metas, new_positions, ingest_ts, durations, F)
+            progress["prefetched"] = taken is not None
         finally:
             rows.unpersist()
         self.processed = {"events": dict(new_positions), "rejects": dict(new_positions)}
