@@ -87,6 +87,7 @@ class IngestOptions:
     transform: Callable[[DataFrame], DataFrame] | None = None  # a Firehose-Lambda-like step
     position_commit_seconds: float = 30.0  # commit positions to a table with no new rows this often
     batch_retries: int = 3  # a failed batch is retried from the committed state this many times
+    prefetch: bool = True  # during a backlog, read the next batch while this one commits
     fault_hook: Callable[[str, int], None] | None = None  # tests: raise at a phase to simulate a crash
     on_progress: Callable[[dict[str, Any]], None] | None = None  # called after every batch
     progress_file: Path | None = None  # default <run_dir>/ingest_progress.jsonl
@@ -386,7 +387,7 @@ class IngestQuery:
         fails, the prefetched read is thrown away and the next batch plans from the tables.
         """
         capped = any(meta["read"] >= self.options.max_records_per_shard for meta in done.metas)
-        if not capped or any(meta["finished"] for meta in done.metas) or self._stop.is_set():
+        if not self.options.prefetch or not capped or any(m["finished"] for m in done.metas) or self._stop.is_set():
             return
         iterators = {
             meta["shard_id"]: (meta["next_iterator"], positions[meta["shard_id"]])
