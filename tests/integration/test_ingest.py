@@ -372,3 +372,17 @@ def test_a_column_added_while_streaming_is_filled_from_the_new_field(spark, fres
     assert "coupon" not in spark.sql(f"SELECT * FROM {settings.table_name} VERSION AS OF {before}").columns
     files_after = {row.file_path for row in spark.sql(f"SELECT file_path FROM {settings.table_name}.files").collect()}
     assert files_before <= files_after, "adding a column rewrote no data file"
+
+
+def test_at_timestamp_starts_at_the_first_record_that_arrived_then(spark, fresh) -> None:
+    from datetime import UTC, datetime
+
+    settings = fresh(shards=1)
+    put(settings, [(event_payload(i, "u1"), "u1") for i in range(20)])
+    time.sleep(1.5)  # arrival times are kept to the millisecond: leave a clear gap
+    cut = datetime.now(UTC)
+    time.sleep(0.5)
+    put(settings, [(event_payload(i, "u1"), "u1") for i in range(100, 110)])
+    drain(spark, settings, starting_position="at_timestamp", starting_timestamp=cut)
+    events, _ = table_state(spark, settings)
+    assert set(events) == {f"ev-{i}" for i in range(100, 110)}
