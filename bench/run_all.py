@@ -97,6 +97,10 @@ def summary_rows(timings: dict[str, dict[str, Any]], suite_seconds: float | None
             f"{data['ingest_no_dedupe_records_per_s']['median']:,.0f} "
             f"[{data['ratio_no_dedupe_to_ceiling']['median']:.2f}]; "
             f"ceiling {data['ceiling_records_per_s']['median']:,.0f} rec/s)", "≥ 0.7", ratio >= 0.7)  # fmt: skip
+        if "read_ahead_gain" in data:
+            ahead = data["ingest_dedupe_read_ahead_records_per_s"]["median"]
+            add("1 throughput", "reading the next batch ahead (prefetch) / default, pairwise",
+                f"{data['read_ahead_gain']['median']:.2f}× ({ahead:,.0f} rec/s)")  # fmt: skip
     if scaling := load("scaling"):
         shards = scaling["shards"]
         add("2 scaling", f"throughput {shards[-1]['shards']} shards / {shards[0]['shards']} shard",
@@ -135,10 +139,12 @@ def summary_rows(timings: dict[str, dict[str, Any]], suite_seconds: float | None
     for dashboard in dashboards:
         medians = dashboard["median_seconds"]
         targets = dashboard.get("targets_seconds", {})
-        ok = all(medians[engine] <= targets.get(engine, float("inf")) for engine in medians)
+        # Issue 5 sets the dashboard targets for 1,000,000 events; larger tables are reported without one.
+        targeted = dashboard["table"]["events"] <= 1_100_000
+        ok = all(medians[engine] <= targets.get(engine, float("inf")) for engine in medians) if targeted else None
         add("5 queries", f"dashboard, {dashboard['table']['events']:,} events: Spark / DuckDB",
             f"{medians['spark']:.2f} s / {medians['duckdb']:.3f} s ({dashboard['ratio_spark_over_duckdb']:.0f}×)",
-            "Spark ≤ 3 s, DuckDB ≤ 1 s", ok)  # fmt: skip
+            "Spark ≤ 3 s, DuckDB ≤ 1 s" if targeted else "— (targets are for 1M)", ok)  # fmt: skip
     if suite := load("query_suite"):
         for size in suite["sizes"]:
             for query in ("sessions", "anomaly"):

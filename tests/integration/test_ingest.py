@@ -203,7 +203,7 @@ def test_dedupe_can_be_switched_off(spark, fresh) -> None:
 def test_available_now_drains_in_several_batches_and_stops(spark, fresh) -> None:
     settings = fresh()
     put(settings, [(event_payload(i, f"u{i % 9}"), f"u{i % 9}") for i in range(500)])
-    query = drain(spark, settings, max_records_per_shard=100)
+    query = drain(spark, settings, max_records_per_shard=100, prefetch=True)
     assert not query.is_active
     assert query.status["message"] == "Stopped"
     assert len(query.recent_progress) >= 3

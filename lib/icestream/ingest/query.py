@@ -87,7 +87,10 @@ class IngestOptions:
     transform: Callable[[DataFrame], DataFrame] | None = None  # a Firehose-Lambda-like step
     position_commit_seconds: float = 30.0  # commit positions to a table with no new rows this often
     batch_retries: int = 3  # a failed batch is retried from the committed state this many times
-    prefetch: bool = True  # during a backlog, read the next batch while this one commits
+    # During a backlog, read the next batch while this one dedupes and commits. Off by default: on
+    # 2 cores everything is CPU-bound and it measured no gain (0.96x, bench/bench_ingest.py); it is
+    # meant for clusters, where executors would otherwise idle while the driver commits.
+    prefetch: bool = False
     fault_hook: Callable[[str, int], None] | None = None  # tests: raise at a phase to simulate a crash
     on_progress: Callable[[dict[str, Any]], None] | None = None  # called after every batch
     progress_file: Path | None = None  # default <run_dir>/ingest_progress.jsonl
