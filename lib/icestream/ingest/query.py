@@ -627,10 +627,11 @@ class IngestQuery:
         cast to the column's type (null when absent or not castable). So a new optional field
         that starts arriving becomes a column with one DDL statement and no change here.
         """
-        for column in self.spark.table(self.settings.table_name).schema.fields:
+        fields = self.spark.table(self.settings.table_name).schema.fields  # one catalog lookup per batch
+        for column in fields:
             if column.name not in events.columns:
                 events = events.withColumn(column.name, F.col("properties").getItem(column.name).cast(column.dataType))
-        return events.select(*self.spark.table(self.settings.table_name).columns)
+        return events.select(*(column.name for column in fields))
 
     def _committed_snapshot(self, table: str, batch_id: int) -> tuple[int | None, int]:
         """Our snapshot's id and added-records (another writer may have committed after us)."""
