@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlparse
 
@@ -58,7 +59,33 @@ class KinesisConnection:
             access_key, secret_key = EMULATOR_DUMMY_KEYS[self.profile]
             options["aws_access_key_id"] = access_key
             options["aws_secret_access_key"] = secret_key
-        return boto3.session.Session().client("kinesis", **options)
+        return boto3.session.Session(botocore_session=_botocore_session()).client("kinesis", **options)
+
+
+def utc_timestamp(value: Any) -> Any:
+    """botocore's timestamp parser, made cheap for the epoch numbers Kinesis's JSON answers hold.
+
+    botocore's default turns every epoch number into a ``tzlocal()`` datetime, which costs about
+    9 µs per record in dateutil, more than half of the client's time per GetRecords answer (bench:
+    a bare drain of 60,000 records spent 1.03 s of client CPU, 0.45 s with this parser). The
+    instant is the same; only the zone differs (UTC). Anything else goes to botocore's parser.
+    """
+    from botocore.utils import parse_timestamp
+
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        with contextlib.suppress(OverflowError, OSError, ValueError):
+            return datetime.fromtimestamp(value, UTC)
+    return parse_timestamp(value)
+
+
+def _botocore_session() -> Any:
+    """A botocore session whose clients parse timestamps with :func:`utc_timestamp`."""
+    import botocore.session
+
+    session = botocore.session.get_session()
+    # The documented hook the AWS CLI itself uses to choose how timestamps are parsed.
+    session.get_component("response_parser_factory").set_parser_defaults(timestamp_parser=utc_timestamp)
+    return session
 
 
 def resolve_endpoint(settings: Settings) -> str | None:

@@ -110,6 +110,8 @@ def session_conf(settings: Settings) -> dict[str, str]:
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         # A few shuffle partitions suit one machine; a cluster keeps Spark's default.
         **({"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "4"} if local else {}),
+        # Python workers import pyspark from site-packages, not from Spark's zips (see spark_daemon).
+        **({"spark.python.daemon.module": "icestream.spark_daemon"} if local else {}),
         "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}",
         **resolve_jars(settings).spark_conf(),
         **catalog_conf(settings),

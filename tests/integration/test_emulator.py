@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,20 @@ def test_stream_creation_is_idempotent(stream_settings: Settings) -> None:
     assert first["StreamStatus"] == second["StreamStatus"] == "ACTIVE"
     assert second["OpenShardCount"] == 2
     assert len(list_shards(kinesis_client(stream_settings), stream_settings.stream_name)) == 2
+
+
+def test_clients_read_arrival_times_as_utc(stream_settings: Settings) -> None:
+    ensure_stream(stream_settings, shard_count=1)
+    client = kinesis_client(stream_settings)
+    before = datetime.now(UTC)
+    client.put_record(StreamName=stream_settings.stream_name, Data=b"{}", PartitionKey="k")
+    shard = list_shards(client, stream_settings.stream_name)[0]["ShardId"]
+    iterator = client.get_shard_iterator(
+        StreamName=stream_settings.stream_name, ShardId=shard, ShardIteratorType="TRIM_HORIZON"
+    )["ShardIterator"]
+    arrival = client.get_records(ShardIterator=iterator)["Records"][0]["ApproximateArrivalTimestamp"]
+    assert arrival.tzinfo is UTC  # icestream.clients.utc_timestamp, not botocore's tzlocal()
+    assert abs((arrival - before).total_seconds()) < 60
 
 
 def test_lifecycle_in_its_own_folder(tmp_path: Path) -> None:

@@ -386,3 +386,52 @@ def test_at_timestamp_starts_at_the_first_record_that_arrived_then(spark, fresh)
     drain(spark, settings, starting_position="at_timestamp", starting_timestamp=cut)
     events, _ = table_state(spark, settings)
     assert set(events) == {f"ev-{i}" for i in range(100, 110)}
+
+
+def test_the_dedupe_index_follows_the_table_while_the_query_runs(spark, fresh) -> None:
+    """One running query's index of committed ids: kept through compaction, rebuilt after another
+    writer's append, and read from the table again for a late retry older than what it holds."""
+    settings = fresh(shards=1)
+    now = time.time()
+
+    def event(event_id: str, at: float) -> tuple[bytes, str]:
+        document = json.loads(event_payload(0, "u1", event_id))
+        document["event_ts"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
+        return json.dumps(document).encode(), "u1"
+
+    query = start_ingest(spark, settings, trigger_seconds=0.2)
+
+    def settle(batches: int) -> dict[str, Any]:
+        deadline = time.monotonic() + 120
+        while len(query.recent_progress) < batches:
+            assert query.is_active, query.exception()
+            assert time.monotonic() < deadline, "the query did not take the records"
+            time.sleep(0.1)
+        return query.recent_progress[-1]["dedupe_index"]
+
+    try:
+        put(settings, [event(f"ev-{i}", now) for i in range(5)] + [event("late", now - 5 * 3600)])
+        first = settle(1)
+        assert first["loads"] == 1
+        assert first["ids"] == 5, "the 5-hour-old event is already two lookbacks behind: evicted"
+
+        name = settings.table_name.split(".", 1)[1]
+        spark.sql(f"CALL lake.system.rewrite_data_files(table => '{name}', options => map('rewrite-all', 'true'))")
+        put(settings, [event("ev-5", now)])
+        assert settle(2)["loads"] == 1, "a compaction keeps the rows: no reason to read the table"
+
+        from pyspark.sql import functions as F  # noqa: N812
+
+        outside = spark.table(settings.table_name).where("event_id = 'ev-0'").withColumn("event_id", F.lit("ev-ext"))
+        outside.writeTo(settings.table_name).append()
+        put(settings, [event("ev-ext", now)])  # the same event, now also sent through the stream
+        assert settle(3)["loads"] == 2, "another writer's append makes the index start again"
+
+        put(settings, [event("late", now - 5 * 3600)])  # a retry of the late event
+        assert settle(4)["loads"] == 3, "older than the index holds: read that range from the table"
+    finally:
+        query.stop()
+    events, _ = table_state(spark, settings)
+    assert set(events) == {f"ev-{i}" for i in range(6)} | {"ev-ext", "late"}
+    assert max(events.values()) == 1
+    assert [batch["deduplicated"] for batch in query.recent_progress] == [0, 0, 1, 1]

@@ -10,7 +10,8 @@ Designed like Spark's Kafka source and Iceberg's Flink / Kafka Connect sinks. Ea
    sequence range the first read reported, so a batch's records are read from Kinesis once and a
    recomputed stage sees exactly the same records;
 3. **dedupe** by ``event_id``: within a shard (in the task), across shards of the batch, and against
-   rows already committed within ``dedupe_lookback`` of event time;
+   rows already committed within ``dedupe_lookback`` of event time, on the driver from the digests
+   the tasks report and an index of the committed ids (``dedupe.CommittedIndex``): no Spark job;
 4. **write** the rejects, then the events, each with ``writeTo(...).append()``; the new per-shard
    positions ride in the snapshot summary of that same commit, so a table's data and its position
    can never disagree. A restart (or a batch retry) reloads both tables' positions, re-reads from
@@ -38,9 +39,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from icestream.clients import kinesis_connection, list_shards
 from icestream.config import Settings, load_settings
 from icestream.errors import ConfigError, IcestreamError, ServiceUnavailableError
+from icestream.ingest import dedupe
 from icestream.ingest import positions as pos
 from icestream.ingest.reader import ReadOptions, read_arrow, row_schema
 from icestream.schema import REJECT_COLUMNS_DDL, table_columns
@@ -64,6 +68,7 @@ class _Read:
     rows: Any  # a persisted DataFrame
     metas: list[dict[str, Any]]
     seconds: float
+    packed: dict[str, bytes]  # shard -> its new events' digests (dedupe.Packer), when dedupe is on
 
 
 class IngestError(IcestreamError):
@@ -180,6 +185,8 @@ class IngestQuery:
         self._iterators: dict[str, tuple[str, str, float]] = {}  # shard -> (iterator, its position, when)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="icestream-prefetch")
         self._prefetched: tuple[Future[_Read], list[dict[str, Any]]] | None = None
+        lookback = self.options.dedupe_lookback // timedelta(microseconds=1)
+        self._index = dedupe.CommittedIndex(settings.table_name, self.id, lookback)
 
     # -- the handle -------------------------------------------------------------------------------
 
@@ -275,6 +282,7 @@ class IngestQuery:
         self.recovered_from = {"events": events.source, "rejects": rejects.source}
         self.next_batch_id = max(events.batch_id, rejects.batch_id) + 1
         self._iterators.clear()  # only what the tables say counts after a failure
+        self._index.reset()  # it is filled from the table again when the next batch needs it
         self._discard_prefetched()
 
     def _run(self) -> None:
@@ -375,11 +383,13 @@ class IngestQuery:
         plan_frame = self.spark.createDataFrame(encoded, "plan string")
         rows = plan_frame.mapInArrow(read_arrow(read_options), row_schema()).persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            metas = [json.loads(row.meta) for row in rows.where("kind = 'meta'").select("meta").collect()]
+            collected = rows.where("kind = 'meta'").select("meta", "raw_data").collect()
         except BaseException:
             rows.unpersist()
             raise
-        return _Read(batch_id, plans, rows, metas, time.monotonic() - began)
+        metas = [json.loads(row.meta) for row in collected]
+        packed = {meta["shard_id"]: bytes(row.raw_data or b"") for meta, row in zip(metas, collected, strict=True)}
+        return _Read(batch_id, plans, rows, metas, time.monotonic() - began, packed)
 
     def _prefetch(self, shards: list[dict[str, Any]], done: _Read, positions: dict[str, str]) -> None:
         """Start the next batch's read while this batch dedupes and commits, when more data waits.
@@ -454,7 +464,7 @@ class IngestQuery:
                 return None  # nothing new (a shard reaching its end counts): like Spark, no empty batch
             self._fault("after_read", batch_id)
             self._prefetch(shards, read, new_positions)
-            progress = self._write(batch_id, rows, metas, new_positions, ingest_ts, durations, F)
+            progress = self._write(batch_id, read, new_positions, ingest_ts, durations, F)
             progress["prefetched"] = taken is not None
         finally:
             rows.unpersist()
@@ -506,61 +516,26 @@ class IngestQuery:
         ]
         return " OR ".join(clauses) if clauses else "false"
 
-    def _duplicates(self, events: DataFrame, metas: list[dict[str, Any]], F: Any) -> set[str]:  # noqa: N803
-        """``shard:sequence`` keys of batch rows whose event_id is not new (first occurrence wins).
+    def _duplicates(self, packed: dict[str, bytes]) -> tuple[dedupe.Batch, np.ndarray]:
+        """The batch's new events and which of them to drop (first copy wins).
 
-        One Spark job: the batch's ids, plus the committed ids (within the lookback of event time)
-        that match one of them, grouped by event_id. Within a shard the read task already dropped
-        repeats; this catches repeats across shards and against rows committed by earlier batches.
+        Within a shard the read task already dropped repeats; this catches repeats across shards
+        and against rows committed within the lookback, from the index of committed ids (see
+        :mod:`icestream.ingest.dedupe`): no Spark job unless the index must read the table.
         """
-        lows = [meta["min_event_ts"] for meta in metas if meta.get("min_event_ts") is not None]
-        if not lows:
-            return set()
-        lookback = self.options.dedupe_lookback.total_seconds()
-        low = datetime.fromtimestamp(min(lows) - lookback, UTC)
-        high = datetime.fromtimestamp(
-            max(meta["max_event_ts"] for meta in metas if meta.get("max_event_ts")) + lookback, UTC
-        )
-        batch = events.select("event_id", "shard_id", "sequence_number", F.lit(False).alias("committed"))
-        committed = (
-            self.spark.table(self.settings.table_name)
-            .where((F.col("event_ts") >= F.lit(low)) & (F.col("event_ts") <= F.lit(high)))
-            .select("event_id")
-            .join(F.broadcast(batch.select("event_id")), "event_id", "left_semi")
-            .select("event_id", F.lit(None).cast("string"), F.lit(None).cast("string"), F.lit(True))
-        )
-        first = F.min(F.when(~F.col("committed"), F.struct(F.length("sequence_number"), "sequence_number", "shard_id")))
-        repeated = (
-            batch.unionAll(committed.toDF(*batch.columns))
-            .groupBy("event_id")
-            .agg(
-                F.count("*").alias("copies"),
-                F.max("committed").alias("seen_before"),
-                first.alias("first"),
-                F.collect_list(F.when(~F.col("committed"), F.struct("shard_id", "sequence_number"))).alias("rows"),
-            )
-            .where("copies > 1")
-        )
-        drop: set[str] = set()
-        for row in repeated.collect():
-            keep = None if row.seen_before else (row.first.shard_id, row.first.sequence_number)
-            drop.update(
-                f"{item.shard_id}:{item.sequence_number}"
-                for item in row.rows
-                if (item.shard_id, item.sequence_number) != keep
-            )
-        return drop
+        batch = dedupe.Batch.unpack(packed)
+        return batch, dedupe.duplicates(self._index, batch, self.spark)
 
     def _write(
         self,
         batch_id: int,
-        rows: DataFrame,
-        metas: list[dict[str, Any]],
+        read: _Read,
         new_positions: dict[str, str],
         ingest_ts: datetime,
         durations: dict[str, float],
         F: Any,  # noqa: N803
     ) -> dict[str, Any]:
+        rows, metas = read.rows, read.metas
         in_range = self._in_range(metas)
         properties = {
             f"snapshot-property.{pos.POSITIONS_KEY}": pos.encode_positions(new_positions),
@@ -573,9 +548,10 @@ class IngestQuery:
 
         mark = time.monotonic()
         events = rows.where(f"kind = 'event' AND ({in_range})")
-        drop = self._duplicates(events, metas, F) if self.options.dedupe else set()
+        batch, dropped = self._duplicates(read.packed) if self.options.dedupe else (None, None)
+        drop = batch.keys(dropped) if batch is not None else set()
         if drop:
-            events = events.where(~F.concat_ws(":", "shard_id", "sequence_number").isin(sorted(drop)))
+            events = events.where(~F.concat_ws(":", "shard_id", "ordinal").isin(sorted(drop)))
         events = events.withColumn("ingest_ts", stamp).select(*table_columns())
         if self.options.transform is not None:
             events = self._transformed(events)
@@ -606,11 +582,26 @@ class IngestQuery:
                 self._last_commit[kind] = time.monotonic()
                 self.committed[kind] = dict(new_positions)
                 snapshots[kind], written[kind] = self._committed_snapshot(table, batch_id)
+                if kind == "events" and batch is not None:
+                    self._learn(batch, dropped)
             durations[f"write_{kind}"] = time.monotonic() - mark
             if kind == "rejects":
                 self._fault("between_commits", batch_id)
         self._fault("after_commit", batch_id)
-        return self._progress(batch_id, metas, drop, written, candidates, snapshots, durations, ingest_ts)
+        progress = self._progress(batch_id, metas, drop, written, candidates, snapshots, durations, ingest_ts)
+        if self.options.dedupe:
+            index = self._index
+            progress["dedupe_index"] = {"ids": len(index), "loads": index.loads, "loaded_rows": index.loaded_rows}
+        return progress
+
+    def _learn(self, batch: dedupe.Batch, dropped: np.ndarray) -> None:
+        """Tell the index which ids the events commit just added."""
+        if self.options.transform is not None:
+            # A transform may drop or change rows: only the table knows what was written.
+            self._index.reset()
+            return
+        kept = np.setdiff1d(np.arange(len(batch), dtype=np.int64), dropped, assume_unique=True)
+        self._index.add(batch, kept)
 
     def _transformed(self, events: DataFrame) -> DataFrame:
         result = self.options.transform(events)  # type: ignore[misc]

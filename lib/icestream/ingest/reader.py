@@ -13,6 +13,7 @@ single Spark job to both read and learn what was read.
 
 from __future__ import annotations
 
+import gc
 import json
 import random
 import time
@@ -22,6 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from icestream.clients import KinesisConnection
+from icestream.ingest.dedupe import Packer
 from icestream.ingest.parse import DEFAULT_MAX_EVENT_BYTES, ParsedEvent, parse_payload
 from icestream.ingest.positions import ShardPlan, sequence_key
 from icestream.schema import DEVICE_FIELDS
@@ -37,7 +39,7 @@ THROTTLE_CODES = frozenset(("ProvisionedThroughputExceededException", "LimitExce
 ROW_FIELDS = (
     "kind", "shard_id", "sequence_number", "partition_key", "arrival_ts",
     "event_id", "user_id", "session_id", "event_type", "event_ts", "properties", "device_info",
-    "raw_data", "raw_text", "reason", "detail", "meta",
+    "raw_data", "raw_text", "reason", "detail", "ordinal", "meta",
 )  # fmt: skip
 
 
@@ -85,14 +87,20 @@ class ReadStats:
     first_arrival: float | None = None
     last_arrival: float | None = None
     next_iterator: str | None = None  # continues after last_sequence; the next batch may reuse it
-    min_event_ts: float | None = None  # event-time range of new events, for the dedupe lookback
-    max_event_ts: float | None = None
     reasons: dict[str, int] = field(default_factory=dict)
 
 
 def row_schema() -> Any:
     """The Spark schema of the rows :func:`read_shard` yields."""
-    from pyspark.sql.types import BinaryType, MapType, StringType, StructField, StructType, TimestampType
+    from pyspark.sql.types import (
+        BinaryType,
+        IntegerType,
+        MapType,
+        StringType,
+        StructField,
+        StructType,
+        TimestampType,
+    )
 
     device = StructType([StructField(name, StringType()) for name in DEVICE_FIELDS])
     types = {
@@ -101,6 +109,7 @@ def row_schema() -> Any:
         "properties": MapType(StringType(), StringType()),
         "device_info": device,
         "raw_data": BinaryType(),
+        "ordinal": IntegerType(),
     }
     return StructType([StructField(name, types.get(name, StringType())) for name in ROW_FIELDS])
 
@@ -141,6 +150,9 @@ class _ShardReader:
         self.last_call: dict[str, float] = {}  # per API: each has its own 5 calls/s per-shard limit
         self.failures = 0
         self.seen_ids: set[str] = set()
+        # New events' digests for the driver's cross-shard and committed dedupe (see dedupe.py).
+        self.packer = Packer() if options.dedupe else None
+        self.emitted = 0
 
     def _pace(self, operation: str) -> None:
         wait = self.options.min_call_interval - (time.monotonic() - self.last_call.get(operation, 0.0))
@@ -215,7 +227,7 @@ class _ShardReader:
                 break  # at the tip: what arrives next belongs to the next batch
         self.stats.parse_seconds = parse_time
         self.stats.read_seconds = time.monotonic() - started - parse_time
-        yield _meta_row(self.stats)
+        yield _meta_row(self.stats, self.packer.pack() if self.packer is not None else None)
 
     def _record(self, record: dict[str, Any]) -> Iterator[tuple]:
         stats = self.stats
@@ -240,12 +252,12 @@ class _ShardReader:
             elif duplicate:
                 stats.deduplicated += 1
             else:
-                moment = parsed.event_ts.timestamp()
-                stats.min_event_ts = moment if stats.min_event_ts is None else min(stats.min_event_ts, moment)
-                stats.max_event_ts = moment if stats.max_event_ts is None else max(stats.max_event_ts, moment)
+                if self.packer is not None:
+                    self.packer.add(parsed.event_id, parsed.event_ts, arrival)
+                ordinal, self.emitted = self.emitted, self.emitted + 1
                 yield (
                     "event", *position, parsed.event_id, parsed.user_id, parsed.session_id, parsed.event_type,
-                    parsed.event_ts, parsed.properties, parsed.device_info, None, None, None, None, None,
+                    parsed.event_ts, parsed.properties, parsed.device_info, None, None, None, None, ordinal, None,
                 )  # fmt: skip
             return
         stats.rejected += 1
@@ -256,13 +268,18 @@ class _ShardReader:
         text = data.decode("utf-8", errors="replace")[:4096]
         yield (
             "reject", *position, None, None, None, None, None, None, None, bytes(data), text, parsed.reason,
-            parsed.detail, None,
+            parsed.detail, None, None,
         )  # fmt: skip
 
 
-def _meta_row(stats: ReadStats) -> tuple:
-    meta = json.dumps(stats.__dict__, separators=(",", ":"))
-    return ("meta", stats.shard_id, stats.last_sequence, *([None] * (len(ROW_FIELDS) - 4)), meta)
+def _meta_row(stats: ReadStats, digests: bytes | None) -> tuple:
+    """The last row of a task: its stats as JSON in ``meta``, its new events' digests in ``raw_data``."""
+    values = dict.fromkeys(ROW_FIELDS)
+    values.update(
+        kind="meta", shard_id=stats.shard_id, sequence_number=stats.last_sequence, raw_data=digests,
+        meta=json.dumps(stats.__dict__, separators=(",", ":")),
+    )  # fmt: skip
+    return tuple(values[name] for name in ROW_FIELDS)
 
 
 _CLIENTS: dict[tuple[KinesisConnection, float], Any] = {}
@@ -310,18 +327,58 @@ def arrow_schema() -> Any:
 
 
 def record_batch(rows: list[tuple], schema: Any) -> Any:
-    """Turn row tuples (``ROW_FIELDS`` order) into one Arrow record batch."""
+    """Turn row tuples (``ROW_FIELDS`` order) into one Arrow record batch.
+
+    Column by column, and the nested columns from their children (``device_info`` from one string
+    array per field, ``properties`` from flat key and value arrays): faster than
+    letting Arrow convert a dict per row (bench: 10 ms instead of 15 ms per 10,000 rows).
+    """
     import pyarrow as pa
 
     columns = list(zip(*rows, strict=True)) if rows else [() for _ in ROW_FIELDS]
     arrays = []
     for name, values in zip(ROW_FIELDS, columns, strict=True):
+        kind = schema.field(name).type
         if name == "device_info":
-            values = [None if value is None else dict(zip(DEVICE_FIELDS, value, strict=True)) for value in values]
+            arrays.append(_struct_array(values, kind))
         elif name == "properties":
-            values = [None if value is None else list(value.items()) for value in values]
-        arrays.append(pa.array(values, type=schema.field(name).type))
+            arrays.append(_map_array(values, kind))
+        else:
+            arrays.append(pa.array(values, type=kind))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _struct_array(values: tuple, kind: Any) -> Any:
+    """A struct column from tuples in field order (None for a null struct)."""
+    import pyarrow as pa
+
+    children = [
+        pa.array([None if value is None else value[index] for value in values], type=kind.field(index).type)
+        for index in range(kind.num_fields)
+    ]
+    mask = pa.array([value is None for value in values], type=pa.bool_())
+    return pa.StructArray.from_arrays(children, fields=list(kind), mask=mask)
+
+
+def _map_array(values: tuple, kind: Any) -> Any:
+    """A map column from dicts (None for a null map)."""
+    import pyarrow as pa
+
+    offsets, keys, items, total = [0], [], [], 0
+    for value in values:
+        if value:
+            keys.extend(value.keys())
+            items.extend(value.values())
+            total += len(value)
+        offsets.append(total)
+    mask = pa.array([value is None for value in values], type=pa.bool_())
+    return pa.MapArray.from_arrays(
+        pa.array(offsets, type=pa.int32()),
+        pa.array(keys, type=kind.key_type),
+        pa.array(items, type=kind.item_type),
+        type=kind,
+        mask=mask,
+    )
 
 
 def read_arrow(options: ReadOptions) -> Callable[[Iterator[Any]], Iterator[Any]]:
@@ -333,15 +390,24 @@ def read_arrow(options: ReadOptions) -> Callable[[Iterator[Any]], Iterator[Any]]
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         schema = arrow_schema()
-        for batch in batches:
-            for encoded in batch.column(0).to_pylist():
-                chunk: list[tuple] = []
-                for row in read_shard(ShardPlan(**json.loads(encoded)), options):
-                    chunk.append(row)
-                    if len(chunk) >= ARROW_CHUNK_ROWS:
+        # The rows are acyclic (tuples, strings, dicts): reference counting frees them, and the
+        # cyclic collector would only rescan the growing chunk, again and again (bench: a third
+        # of the client's time per 60,000 records). The task's Python worker runs nothing else.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            for batch in batches:
+                for encoded in batch.column(0).to_pylist():
+                    chunk: list[tuple] = []
+                    for row in read_shard(ShardPlan(**json.loads(encoded)), options):
+                        chunk.append(row)
+                        if len(chunk) >= ARROW_CHUNK_ROWS:
+                            yield record_batch(chunk, schema)
+                            chunk = []
+                    if chunk:
                         yield record_batch(chunk, schema)
-                        chunk = []
-                if chunk:
-                    yield record_batch(chunk, schema)
+        finally:
+            if collecting:
+                gc.enable()
 
     return run
