@@ -167,11 +167,30 @@ def fill_stream(settings: Any, records: int, shards: int, seed: int = 7) -> int:
     return produce(settings, generated, progress=False).sent
 
 
-def raw_drain(settings: Any) -> int:
-    """Read every shard to its end with a bare GetRecords loop (one client, shard after shard): the ceiling."""
+def bare_client(settings: Any) -> Any:
+    """A plain ``boto3`` Kinesis client with botocore's defaults: the issue's "bare boto3 loop"."""
+    import boto3
+
+    from icestream.clients import kinesis_connection
+    from icestream.config import EMULATOR_DUMMY_KEYS
+
+    connection = kinesis_connection(settings)
+    keys = EMULATOR_DUMMY_KEYS.get(connection.profile)
+    credentials = {"aws_access_key_id": keys[0], "aws_secret_access_key": keys[1]} if keys else {}
+    return boto3.client("kinesis", region_name=connection.region, endpoint_url=connection.endpoint, **credentials)
+
+
+def raw_drain(settings: Any, bare: bool = True) -> int:
+    """Read every shard to its end with one GetRecords loop, shard after shard: the ceiling.
+
+    Args:
+        settings: Names the stream.
+        bare: A plain boto3 client (:func:`bare_client`), else the client the ingest's read tasks
+            use (``icestream.clients``: the same, with a cheaper timestamp parser).
+    """
     from icestream.clients import kinesis_client, list_shards
 
-    client = kinesis_client(settings)
+    client = bare_client(settings) if bare else kinesis_client(settings)
     total = 0
     for shard in list_shards(client, settings.stream_name):
         iterator = client.get_shard_iterator(

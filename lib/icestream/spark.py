@@ -108,6 +108,13 @@ def session_conf(settings: Settings) -> dict[str, str]:
         "spark.ui.showConsoleProgress": "false",
         # Arrow makes toPandas()/createDataFrame(pandas) columnar: notebooks show results as pandas.
         "spark.sql.execution.arrow.pyspark.enabled": "true",
+        # The ingest caches each batch's rows for the seconds it takes to write them; compressing
+        # that cache cost about 15 % of the JVM's CPU per batch and saved memory nobody needed.
+        # Notebooks that cache large frames for long can turn it back on.
+        "spark.sql.inMemoryColumnarStorage.compressed": "false",
+        # Concurrent jobs share the cores instead of queueing: the ingest's read-ahead and its
+        # writes, and a notebook's queries while an ingest runs (see ingest.query.SCHEDULER_POOLS).
+        **({"spark.scheduler.mode": "FAIR"} if local else {}),
         # A few shuffle partitions suit one machine; a cluster keeps Spark's default.
         **({"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "4"} if local else {}),
         # Python workers import pyspark from site-packages, not from Spark's zips (see spark_daemon).

@@ -53,6 +53,13 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 PHASES = ("before_read", "after_read", "between_commits", "after_commit")
+# Rows one write task takes: a batch at the default cap (10,000 per shard) is one task per table.
+# A hash shuffle first (the tables' own write.distribution-mode) cost about 0.2 s per batch here.
+WRITE_ROWS_PER_TASK = 250_000
+# Spark scheduler pools (they matter under spark.scheduler.mode FAIR, which local sessions use):
+# a free task slot goes to the pool with the fewest running tasks, so a batch's one-task writes
+# start as soon as a slot frees instead of queueing behind every task of the next batch's read.
+SCHEDULER_POOLS = {"batch": "icestream-ingest", "read_ahead": "icestream-read-ahead"}
 PROGRESS_FILE = "ingest_progress.jsonl"
 ITERATOR_REUSE_SECONDS = 240.0
 SHARD_ID = re.compile(r"shardId-\d{12}")  # Kinesis shard iterators expire after 5 minutes
@@ -92,10 +99,9 @@ class IngestOptions:
     transform: Callable[[DataFrame], DataFrame] | None = None  # a Firehose-Lambda-like step
     position_commit_seconds: float = 30.0  # commit positions to a table with no new rows this often
     batch_retries: int = 3  # a failed batch is retried from the committed state this many times
-    # During a backlog, read the next batch while this one dedupes and commits. Off by default: on
-    # 2 cores everything is CPU-bound and it measured no gain (0.96x, bench/bench_ingest.py); it is
-    # meant for clusters, where executors would otherwise idle while the driver commits.
-    prefetch: bool = False
+    # During a backlog, read the next batch while this one dedupes and commits: the writes are one
+    # task each, so a core would otherwise idle (bench/bench_ingest.py measures it against False).
+    prefetch: bool = True
     fault_hook: Callable[[str, int], None] | None = None  # tests: raise at a phase to simulate a crash
     on_progress: Callable[[dict[str, Any]], None] | None = None  # called after every batch
     progress_file: Path | None = None  # default <run_dir>/ingest_progress.jsonl
@@ -287,6 +293,7 @@ class IngestQuery:
 
     def _run(self) -> None:
         began = time.monotonic()
+        self.spark.sparkContext.setLocalProperty("spark.scheduler.pool", SCHEDULER_POOLS["batch"])
         try:
             self._recover()  # before marking: the marks say which stream incarnation the rows came from
             for table in (self.settings.table_name, self.settings.rejects_table_name):
@@ -376,6 +383,8 @@ class IngestQuery:
             max_records=self.options.max_records_per_shard,
             max_event_bytes=self.options.max_event_bytes,
             dedupe=self.options.dedupe,
+            batch_id=batch_id,
+            ingest_ts=datetime.now(UTC),  # the rows' ingest_ts: when the ingest began reading them
             **self.options.read_options,
         )
         # One partition per shard plan, so one read task per shard.
@@ -409,7 +418,12 @@ class IngestQuery:
         }
         plans = self._plan(shards, {"events": positions, "rejects": positions}, iterators)
         if plans:
-            self._prefetched = (self._pool.submit(self._read, plans, done.batch_id + 1), shards)
+            self._prefetched = (self._pool.submit(self._read_ahead, plans, done.batch_id + 1), shards)
+
+    def _read_ahead(self, plans: list[Any], batch_id: int) -> _Read:
+        """The prefetch thread's read, in its own scheduler pool (see SCHEDULER_POOLS)."""
+        self.spark.sparkContext.setLocalProperty("spark.scheduler.pool", SCHEDULER_POOLS["read_ahead"])
+        return self._read(plans, batch_id)
 
     def _take_prefetched(self, batch_id: int) -> tuple[_Read, list[dict[str, Any]]] | None:
         if self._prefetched is None:
@@ -435,7 +449,7 @@ class IngestQuery:
 
         batch_id = self.next_batch_id
         began = time.monotonic()
-        ingest_ts = datetime.now(UTC)
+        started = datetime.now(UTC)
         durations: dict[str, float] = {"plan": 0.0}
 
         taken = self._take_prefetched(batch_id)
@@ -464,7 +478,7 @@ class IngestQuery:
                 return None  # nothing new (a shard reaching its end counts): like Spark, no empty batch
             self._fault("after_read", batch_id)
             self._prefetch(shards, read, new_positions)
-            progress = self._write(batch_id, read, new_positions, ingest_ts, durations, F)
+            progress = self._write(batch_id, read, new_positions, started, durations, F)
             progress["prefetched"] = taken is not None
         finally:
             rows.unpersist()
@@ -531,7 +545,7 @@ class IngestQuery:
         batch_id: int,
         read: _Read,
         new_positions: dict[str, str],
-        ingest_ts: datetime,
+        started: datetime,
         durations: dict[str, float],
         F: Any,  # noqa: N803
     ) -> dict[str, Any]:
@@ -544,17 +558,14 @@ class IngestQuery:
             f"snapshot-property.{pos.QUERY_KEY}": self.id,
             f"snapshot-property.{pos.CREATED_KEY}": self._stream_created,
         }
-        stamp = F.lit(ingest_ts).cast("timestamp")
-
         mark = time.monotonic()
         events = rows.where(f"kind = 'event' AND ({in_range})")
         batch, dropped = self._duplicates(read.packed) if self.options.dedupe else (None, None)
         drop = batch.keys(dropped) if batch is not None else set()
         if drop:
             events = events.where(~F.concat_ws(":", "shard_id", "ordinal").isin(sorted(drop)))
-        events = events.withColumn("ingest_ts", stamp).select(*table_columns())
         if self.options.transform is not None:
-            events = self._transformed(events)
+            events = self._transformed(events.select(*table_columns()))
         events = self._aligned(events, F)
         durations["dedupe"] = time.monotonic() - mark
 
@@ -567,10 +578,7 @@ class IngestQuery:
         for kind, frame, table in (
             (
                 "rejects",
-                rows.where(f"kind = 'reject' AND ({in_range})")
-                .withColumn("batch_id", F.lit(batch_id).cast("bigint"))
-                .withColumn("ingest_ts", stamp)
-                .select(*REJECT_COLUMNS),
+                rows.where(f"kind = 'reject' AND ({in_range})").select(*REJECT_COLUMNS),
                 self.settings.rejects_table_name,
             ),
             ("events", events, self.settings.table_name),
@@ -578,7 +586,11 @@ class IngestQuery:
             mark = time.monotonic()
             due = time.monotonic() - self._last_commit[kind] >= self.options.position_commit_seconds
             if candidates[kind] > 0 or (due and new_positions != self.committed[kind]):
-                frame.writeTo(table).options(**properties).append()
+                # No shuffle before the write: the cached rows go straight to the writers, one task
+                # per WRITE_ROWS_PER_TASK rows, and fanout writers give one file per partition a
+                # task touches (a batch's events are a few hours at most; its rejects one day).
+                tasks = max(1, -(-candidates[kind] // WRITE_ROWS_PER_TASK))
+                frame.coalesce(tasks).writeTo(table).options(**properties, **{"distribution-mode": "none"}).append()
                 self._last_commit[kind] = time.monotonic()
                 self.committed[kind] = dict(new_positions)
                 snapshots[kind], written[kind] = self._committed_snapshot(table, batch_id)
@@ -588,7 +600,7 @@ class IngestQuery:
             if kind == "rejects":
                 self._fault("between_commits", batch_id)
         self._fault("after_commit", batch_id)
-        progress = self._progress(batch_id, metas, drop, written, candidates, snapshots, durations, ingest_ts)
+        progress = self._progress(batch_id, metas, drop, written, candidates, snapshots, durations, started)
         if self.options.dedupe:
             index = self._index
             progress["dedupe_index"] = {"ids": len(index), "loads": index.loads, "loaded_rows": index.loaded_rows}
@@ -619,10 +631,15 @@ class IngestQuery:
         that starts arriving becomes a column with one DDL statement and no change here.
         """
         fields = self.spark.table(self.settings.table_name).schema.fields  # one catalog lookup per batch
-        for column in fields:
-            if column.name not in events.columns:
-                events = events.withColumn(column.name, F.col("properties").getItem(column.name).cast(column.dataType))
-        return events.select(*(column.name for column in fields))
+        present = set(events.columns)
+        return events.select(  # one select: each DataFrame step is analysed again on the driver
+            *(
+                F.col(column.name)
+                if column.name in present
+                else F.col("properties").getItem(column.name).cast(column.dataType).alias(column.name)
+                for column in fields
+            )
+        )
 
     def _committed_snapshot(self, table: str, batch_id: int) -> tuple[int | None, int]:
         """Our snapshot's id and added-records (another writer may have committed after us)."""
@@ -647,7 +664,7 @@ class IngestQuery:
         candidates: dict[str, int],
         snapshots: dict[str, int | None],
         durations: dict[str, float],
-        ingest_ts: datetime,
+        started: datetime,
     ) -> dict[str, Any]:
         dropped_per_shard: dict[str, int] = {}
         for key in drop:
@@ -681,7 +698,7 @@ class IngestQuery:
         return {
             "id": self.id,
             "batch_id": batch_id,
-            "timestamp": ingest_ts.isoformat(),
+            "timestamp": started.isoformat(),
             "num_input_rows": read,
             "written": written["events"],
             "rejected": written["rejects"],

@@ -43,6 +43,11 @@ ROW_FIELDS = (
 )  # fmt: skip
 
 
+# Columns that hold one value for a whole batch: filled per Arrow batch, not per row. They come
+# with the rows (not as literals added on the driver) so every batch runs the same generated code.
+BATCH_FIELDS = ("batch_id", "ingest_ts")
+
+
 class ShardReadError(RuntimeError):
     """A shard could not be read after the allowed retries."""
 
@@ -56,6 +61,8 @@ class ReadOptions:
     max_records: int = 10_000  # per shard per batch
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
     dedupe: bool = True
+    batch_id: int | None = None  # written to every row (BATCH_FIELDS)
+    ingest_ts: datetime | None = None  # when the batch's read began, written to every row
     min_call_interval: float = 0.2  # Kinesis allows 5 GetRecords calls per second per shard
     max_calls: int = 100  # per shard per batch, so a batch always ends
     max_attempts: int = 8  # consecutive failures before the task gives up
@@ -91,10 +98,11 @@ class ReadStats:
 
 
 def row_schema() -> Any:
-    """The Spark schema of the rows :func:`read_shard` yields."""
+    """The Spark schema of the rows a read task hands to Spark: ``ROW_FIELDS`` then ``BATCH_FIELDS``."""
     from pyspark.sql.types import (
         BinaryType,
         IntegerType,
+        LongType,
         MapType,
         StringType,
         StructField,
@@ -110,8 +118,10 @@ def row_schema() -> Any:
         "device_info": device,
         "raw_data": BinaryType(),
         "ordinal": IntegerType(),
+        "batch_id": LongType(),
+        "ingest_ts": TimestampType(),
     }
-    return StructType([StructField(name, types.get(name, StringType())) for name in ROW_FIELDS])
+    return StructType([StructField(name, types.get(name, StringType())) for name in ROW_FIELDS + BATCH_FIELDS])
 
 
 def _error_code(error: Exception) -> str:
@@ -326,8 +336,8 @@ def arrow_schema() -> Any:
     return to_arrow_schema(row_schema())
 
 
-def record_batch(rows: list[tuple], schema: Any) -> Any:
-    """Turn row tuples (``ROW_FIELDS`` order) into one Arrow record batch.
+def record_batch(rows: list[tuple], schema: Any, batch_id: int | None = None, ingest_ts: datetime | None = None) -> Any:
+    """Turn row tuples (``ROW_FIELDS`` order) and the batch's constants into one Arrow record batch.
 
     Column by column, and the nested columns from their children (``device_info`` from one string
     array per field, ``properties`` from flat key and value arrays): faster than
@@ -345,6 +355,8 @@ def record_batch(rows: list[tuple], schema: Any) -> Any:
             arrays.append(_map_array(values, kind))
         else:
             arrays.append(pa.array(values, type=kind))
+    for name, value in zip(BATCH_FIELDS, (batch_id, ingest_ts), strict=True):
+        arrays.append(pa.repeat(pa.scalar(value, type=schema.field(name).type), len(rows)))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
@@ -402,10 +414,10 @@ def read_arrow(options: ReadOptions) -> Callable[[Iterator[Any]], Iterator[Any]]
                     for row in read_shard(ShardPlan(**json.loads(encoded)), options):
                         chunk.append(row)
                         if len(chunk) >= ARROW_CHUNK_ROWS:
-                            yield record_batch(chunk, schema)
+                            yield record_batch(chunk, schema, options.batch_id, options.ingest_ts)
                             chunk = []
                     if chunk:
-                        yield record_batch(chunk, schema)
+                        yield record_batch(chunk, schema, options.batch_id, options.ingest_ts)
         finally:
             if collecting:
                 gc.enable()
