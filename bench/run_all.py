@@ -35,7 +35,11 @@ PYTHON = sys.executable
 
 # name -> (script, default arguments, --full arguments)
 BENCHMARKS: dict[str, tuple[str, list[str], list[str]]] = {
-    "ingest": ("bench_ingest.py", ["--records", "60000", "--runs", "3"], ["--records", "150000", "--runs", "5"]),
+    "ingest": (
+        "bench_ingest.py",
+        ["--records", "60000", "--runs", "5"],
+        ["--records", "60000", "--runs", "5", "--sustained-records", "200000"],
+    ),
     "scaling": ("bench_scaling.py", ["--records", "20000", "--runs", "2"], ["--records", "100000", "--runs", "3"]),
     "freshness": ("bench_freshness.py", ["--seconds", "25"], ["--full", "--seconds", "45"]),
     "maintenance": ("bench_maintenance.py", ["--commits", "100"], ["--commits", "600", "--runs", "5"]),

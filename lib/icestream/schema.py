@@ -36,7 +36,7 @@ METADATA_COLUMNS_DDL = (
     "sequence_number STRING COMMENT 'Kinesis sequence number within the shard'",
     "partition_key STRING",
     "arrival_ts TIMESTAMP COMMENT 'Kinesis ApproximateArrivalTimestamp'",
-    "ingest_ts TIMESTAMP COMMENT 'When the ingest batch that wrote the row started'",
+    "ingest_ts TIMESTAMP COMMENT 'When the ingest began reading the batch that wrote the row'",
 )
 REJECT_COLUMNS_DDL = (
     "raw_data BINARY COMMENT 'The record payload exactly as read from Kinesis'",
