@@ -99,9 +99,10 @@ class IngestOptions:
     transform: Callable[[DataFrame], DataFrame] | None = None  # a Firehose-Lambda-like step
     position_commit_seconds: float = 30.0  # commit positions to a table with no new rows this often
     batch_retries: int = 3  # a failed batch is retried from the committed state this many times
-    # During a backlog, read the next batch while this one dedupes and commits: the writes are one
-    # task each, so a core would otherwise idle (bench/bench_ingest.py measures it against False).
-    prefetch: bool = True
+    # During a backlog, read the next batch while this one dedupes and commits. Off by default: on
+    # 2 cores it measured 0.99x and 1.05x (two sets of 5 paired runs, bench/bench_ingest.py): everything
+    # is CPU-bound there; it is meant for clusters, whose executors idle while the driver commits.
+    prefetch: bool = False
     fault_hook: Callable[[str, int], None] | None = None  # tests: raise at a phase to simulate a crash
     on_progress: Callable[[dict[str, Any]], None] | None = None  # called after every batch
     progress_file: Path | None = None  # default <run_dir>/ingest_progress.jsonl
