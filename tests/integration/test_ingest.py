@@ -435,3 +435,16 @@ def test_the_dedupe_index_follows_the_table_while_the_query_runs(spark, fresh) -
     assert set(events) == {f"ev-{i}" for i in range(6)} | {"ev-ext", "late"}
     assert max(events.values()) == 1
     assert [batch["deduplicated"] for batch in query.recent_progress] == [0, 0, 1, 1]
+
+
+def test_freshness_is_measured_for_every_written_row(spark, fresh) -> None:
+    from icestream.ingest.report import freshness
+
+    settings = fresh()
+    put(settings, [(event_payload(i, f"u{i % 3}"), f"u{i % 3}") for i in range(60)])
+    query = drain(spark, settings, max_records_per_shard=20)
+    progress = list(query.recent_progress)
+    measured = freshness(spark, settings, progress)
+    assert len(measured) == sum(batch["written"] for batch in progress) == 60
+    assert set(measured["batch_id"]) == {batch["batch_id"] for batch in progress if batch["written"]}
+    assert (measured["freshness_s"] >= 0).all(), "a row is visible only after it arrived"

@@ -76,6 +76,7 @@ class _Read:
     metas: list[dict[str, Any]]
     seconds: float
     packed: dict[str, bytes]  # shard -> its new events' digests (dedupe.Packer), when dedupe is on
+    ingest_ts: datetime  # when the read began: every row's ingest_ts
 
 
 class IngestError(IcestreamError):
@@ -378,6 +379,7 @@ class IngestQuery:
 
         self._fault("before_read", batch_id)
         began = time.monotonic()
+        ingest_ts = datetime.now(UTC)
         read_options = ReadOptions(
             connection=self._connection,
             stream_name=self.settings.stream_name,
@@ -385,7 +387,7 @@ class IngestQuery:
             max_event_bytes=self.options.max_event_bytes,
             dedupe=self.options.dedupe,
             batch_id=batch_id,
-            ingest_ts=datetime.now(UTC),  # the rows' ingest_ts: when the ingest began reading them
+            ingest_ts=ingest_ts,
             **self.options.read_options,
         )
         # One partition per shard plan, so one read task per shard.
@@ -399,7 +401,7 @@ class IngestQuery:
             raise
         metas = [json.loads(row.meta) for row in collected]
         packed = {meta["shard_id"]: bytes(row.raw_data or b"") for meta, row in zip(metas, collected, strict=True)}
-        return _Read(batch_id, plans, rows, metas, time.monotonic() - began, packed)
+        return _Read(batch_id, plans, rows, metas, time.monotonic() - began, packed, ingest_ts)
 
     def _prefetch(self, shards: list[dict[str, Any]], done: _Read, positions: dict[str, str]) -> None:
         """Start the next batch's read while this batch dedupes and commits, when more data waits.
@@ -481,6 +483,7 @@ class IngestQuery:
             self._prefetch(shards, read, new_positions)
             progress = self._write(batch_id, read, new_positions, started, durations, F)
             progress["prefetched"] = taken is not None
+            progress["ingest_ts"] = read.ingest_ts.isoformat()  # the rows' ingest_ts (report.freshness)
         finally:
             rows.unpersist()
         self.processed = {"events": dict(new_positions), "rejects": dict(new_positions)}

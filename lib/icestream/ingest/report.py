@@ -77,6 +77,8 @@ def freshness(spark: SparkSession, settings: Settings, progress: Iterable[dict[s
     from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
     committed = {batch["events_snapshot_id"]: batch for batch in progress if batch.get("events_snapshot_id")}
+    # Rows carry their batch's ingest_ts; progress from before it was reported has only the start.
+    stamps = {snapshot: batch.get("ingest_ts") or batch["timestamp"] for snapshot, batch in committed.items()}
     if not committed:
         return pd.DataFrame({"batch_id": [], "freshness_s": []})
     snapshots = (
@@ -90,16 +92,12 @@ def freshness(spark: SparkSession, settings: Settings, progress: Iterable[dict[s
             "snapshot_id": list(committed),
             "batch_id": [batch["batch_id"] for batch in committed.values()],
             # The session time zone is UTC, so Spark hands back naive UTC timestamps.
-            "ingest_ts": [
-                pd.Timestamp(batch["timestamp"]).tz_convert("UTC").tz_localize(None) for batch in committed.values()
-            ],
+            "ingest_ts": [pd.Timestamp(stamp).tz_convert("UTC").tz_localize(None) for stamp in stamps.values()],
         }
     ).merge(snapshots, on="snapshot_id")
     rows = (
         spark.table(settings.table_name)
-        .where(
-            F.col("ingest_ts").isin([pd.Timestamp(batch["timestamp"]).to_pydatetime() for batch in committed.values()])
-        )
+        .where(F.col("ingest_ts").isin([pd.Timestamp(stamp).to_pydatetime() for stamp in stamps.values()]))
         .select("ingest_ts", "arrival_ts")
         .toPandas()
     )
