@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from icestream.ingest.positions import QUERY_KEY
+from icestream.ingest.positions import QUERY_KEY, ancestry
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -179,26 +179,26 @@ class CommittedIndex:
         """
         if self.snapshot_id is None:
             return
-        table = _iceberg_table(spark, self.table)
-        snapshot = table.currentSnapshot()
-        current = int(snapshot.snapshotId()) if snapshot is not None else NO_SNAPSHOT
-        while snapshot is not None and int(snapshot.snapshotId()) != self.snapshot_id:
-            summary = snapshot.summary()
-            ours = summary.get(QUERY_KEY) == self.query_id
+        current = None
+        for snapshot in ancestry(spark, self.table):
+            snapshot_id = int(snapshot.snapshotId())
+            current = snapshot_id if current is None else current
+            if snapshot_id == self.snapshot_id:
+                break
+            ours = snapshot.summary().get(QUERY_KEY) == self.query_id
             if not ours and snapshot.operation() not in CONTENT_KEEPING:
+                self.reset()  # another writer changed the rows
+                return
+        else:
+            if self.snapshot_id != NO_SNAPSHOT:  # walked to the first snapshot without meeting ours
                 self.reset()
                 return
-            parent = snapshot.parentId()
-            snapshot = table.snapshot(parent) if parent is not None else None
-        if snapshot is None and self.snapshot_id != NO_SNAPSHOT:
-            self.reset()
-            return
-        self.snapshot_id = current
+        self.snapshot_id = current if current is not None else NO_SNAPSHOT
 
     def ensure_from(self, spark: SparkSession, start: int) -> None:
         """Make the index hold every committed row with event time >= ``start`` (loading the gap)."""
         if self.snapshot_id is None:
-            snapshot = _iceberg_table(spark, self.table).currentSnapshot()
+            snapshot = next(ancestry(spark, self.table), None)
             self.snapshot_id = int(snapshot.snapshotId()) if snapshot is not None else NO_SNAPSHOT
             self._load(spark, start, UNBOUNDED)
             self.low = start
@@ -301,10 +301,3 @@ def _moment(value: int) -> datetime:
     """The instant ``value`` microseconds after the epoch, clamped to what datetime can hold."""
     low, high = micros(datetime.min.replace(tzinfo=UTC)), micros(datetime.max.replace(tzinfo=UTC))
     return _EPOCH + timedelta(microseconds=min(max(value, low), high))
-
-
-def _iceberg_table(spark: SparkSession, name: str) -> Any:
-    jvm = spark.sparkContext._jvm
-    table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, name)
-    table.refresh()
-    return table

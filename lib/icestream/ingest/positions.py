@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -115,6 +115,22 @@ class Committed:
 def encode_positions(positions: Mapping[str, str]) -> str:
     """Positions as the compact JSON stored in a snapshot summary."""
     return json.dumps(dict(sorted(positions.items())), separators=(",", ":"))
+
+
+def ancestry(spark: SparkSession, table: str) -> Iterator[Any]:
+    """The table's snapshots (Iceberg Java objects), freshly loaded, from the current one back.
+
+    For walks that stop early (the ingest's own commit, the dedupe index's snapshot): no query of
+    the whole ``snapshots`` metadata table.
+    """
+    jvm = spark.sparkContext._jvm
+    iceberg = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, table)
+    iceberg.refresh()
+    snapshot = iceberg.currentSnapshot()
+    while snapshot is not None:
+        yield snapshot
+        parent = snapshot.parentId()
+        snapshot = iceberg.snapshot(parent) if parent is not None else None
 
 
 def _current_snapshot(spark: SparkSession, table: str) -> int | None:

@@ -647,16 +647,10 @@ class IngestQuery:
 
     def _committed_snapshot(self, table: str, batch_id: int) -> tuple[int | None, int]:
         """Our snapshot's id and added-records (another writer may have committed after us)."""
-        jvm = self.spark.sparkContext._jvm
-        iceberg = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(self.spark._jsparkSession, table)
-        iceberg.refresh()
-        snapshot = iceberg.currentSnapshot()
-        while snapshot is not None:
+        for snapshot in pos.ancestry(self.spark, table):
             summary = snapshot.summary()
             if summary.get(pos.QUERY_KEY) == self.id and summary.get(pos.BATCH_KEY) == str(batch_id):
                 return int(snapshot.snapshotId()), int(summary.get("added-records") or 0)
-            parent = snapshot.parentId()
-            snapshot = iceberg.snapshot(parent) if parent is not None else None
         return None, 0
 
     def _progress(
