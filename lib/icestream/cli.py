@@ -18,6 +18,7 @@ import yaml
 
 from icestream.config import Settings, load_settings
 from icestream.errors import ConfigError, IcestreamError
+from icestream.limits import START_POSITIONS
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -348,8 +349,8 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("--duration", type=float, help="stop after this many seconds")
     ingest.add_argument("--max-batches", type=int, help="stop after this many batches")
     ingest.add_argument(
-        "--starting-position", default="trim_horizon", choices=("trim_horizon", "latest", "at_timestamp"),
-        help="where shards with no committed position start (default trim_horizon)",
+        "--starting-position", default=None, choices=START_POSITIONS,
+        help="where shards with no committed position start (default: the start_position setting, trim_horizon)",
     )  # fmt: skip
     ingest.add_argument("--starting-timestamp", help="ISO-8601 time, with --starting-position at_timestamp")
     ingest.add_argument("--max-records-per-shard", type=int, default=10_000, help="per batch (default 10000)")

@@ -24,12 +24,12 @@ from urllib.parse import urlparse
 import yaml
 
 from icestream.errors import ConfigError
+from icestream.limits import DEFAULT_START_POSITION, START_POSITIONS
 
 ENV_PREFIX = "ICESTREAM_"
 PROFILES = ("local", "localstack", "aws")
 JAR_SOURCES = ("auto", "maven")
 CATALOG_TYPES = ("hadoop", "glue")
-START_POSITIONS = ("trim_horizon", "latest", "at_timestamp")
 
 ICEBERG_VERSION = "1.10.2"
 SPARK_SCALA = "3.5_2.12"
@@ -109,7 +109,7 @@ class Settings:
     iceberg_version: str = ICEBERG_VERSION
     run_dir: str = "data/run"
     output_dir: str = "output"
-    start_position: str = "trim_horizon"
+    start_position: str = DEFAULT_START_POSITION
     sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @property

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from icestream.config import Settings, validate_identifier
-from icestream.errors import ConfigError, IcestreamError
+from icestream.errors import ConfigError, DuckDBError
 from icestream.queries import Dashboard, dashboard_from_parts, table_name, to_micros
 
 if TYPE_CHECKING:
@@ -33,10 +33,6 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 EXTENSIONS = ("avro", "iceberg")  # load order matters: iceberg needs avro
-
-
-class DuckDBError(IcestreamError):
-    """DuckDB or its Iceberg extension could not be used; the message says what to do."""
 
 
 def extension_path(name: str) -> Path:

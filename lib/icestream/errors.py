@@ -1,4 +1,4 @@
-"""The project's own exception types.
+"""The project's own exception types: the one place they are defined.
 
 Every error a user can cause (a bad parameter, a service that is down, a missing Java or jar)
 is raised as one of these, with a message that says what to do. The CLI and the notebooks show
@@ -6,6 +6,8 @@ the message alone, so a Java or botocore stack trace is never the first thing a 
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 
 class IcestreamError(Exception):
@@ -34,3 +36,27 @@ class ServiceUnavailableError(IcestreamError):
 
 class EmulatorError(IcestreamError):
     """The local Kinesis emulator could not be started or stopped."""
+
+
+class DuckDBError(IcestreamError):
+    """DuckDB or its Iceberg extension could not be used; the message says what to do."""
+
+
+class IngestError(IcestreamError):
+    """The ingest query stopped because of an error; the message says which and what to do."""
+
+
+class ShardReadError(IcestreamError):
+    """A shard could not be read after the allowed retries (raised inside a read task)."""
+
+
+class NotebookFailedError(IcestreamError):
+    """A notebook raised an error; the message names the notebook and the cell."""
+
+    def __init__(self, notebook: str, cell_index: int, ename: str, evalue: str, output: Path) -> None:
+        self.notebook = notebook
+        self.cell_index = cell_index
+        super().__init__(
+            f"{notebook} failed in cell {cell_index}: {ename}: {evalue}\n"
+            f"The executed copy with the full traceback is {output}"
+        )

@@ -37,6 +37,7 @@ from typing import Any
 
 from icestream.config import Settings
 from icestream.errors import ConfigError
+from icestream.limits import DEFAULT_MAX_EVENT_BYTES, MAX_RECORD_BYTES
 from icestream.schema import REQUIRED_FIELDS
 
 EVENT_TYPES = ("page_view", "click", "search", "add_to_cart", "purchase", "login", "logout", "share", "error")
@@ -76,8 +77,6 @@ KINESIS_OVERSIZED = "kinesis_oversized"
 VALID_KINDS = ("event", "duplicate")
 RECORD_KINDS = (*VALID_KINDS, *MALFORMED_KINDS, KINESIS_OVERSIZED)
 ANOMALY_KINDS = ("spike", "drop", "burst")
-DEFAULT_MAX_EVENT_BYTES = 64 * 1024  # what the ingest accepts by default; `oversized` is above it
-KINESIS_MAX_RECORD_BYTES = 1024 * 1024
 GROUND_TRUTH_FILE = "anomalies_truth.jsonl"
 
 _END = "<end>"
@@ -229,7 +228,7 @@ class GeneratorConfig:
         unknown = sorted(set(self.malformed_kinds) - set(MALFORMED_KINDS))
         if unknown or (self.bad_rate > 0 and not self.malformed_kinds):
             raise ConfigError(f"malformed_kinds: choose from {', '.join(MALFORMED_KINDS)} (got {unknown or 'none'}).")
-        if not 2 * 1024 <= self.max_event_bytes <= KINESIS_MAX_RECORD_BYTES - 64 * 1024:
+        if not 2 * 1024 <= self.max_event_bytes <= MAX_RECORD_BYTES - 64 * 1024:
             raise ConfigError(f"max_event_bytes: {self.max_event_bytes} must be between 2 KiB and 960 KiB.")
         for spec in self.anomalies:
             _check_spec(spec)
@@ -479,7 +478,7 @@ def malformed_payload(
         whole = encode_event({**event, "properties": {**event.get("properties", {}), "page": "/caf\u00e9"}})
         return whole.replace("/caf\u00e9".encode(), "/caf\u00e9".encode("latin-1"))
     if kind in ("oversized", KINESIS_OVERSIZED):
-        target = max_event_bytes + 1024 if kind == "oversized" else KINESIS_MAX_RECORD_BYTES + 1024
+        target = max_event_bytes + 1024 if kind == "oversized" else MAX_RECORD_BYTES + 1024
         base = len(encode_event({**event, "properties": {**event.get("properties", {}), "blob": ""}}))
         return encode_event({**event, "properties": {**event.get("properties", {}), "blob": "x" * (target - base)}})
     if kind == "json_array":

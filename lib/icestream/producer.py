@@ -35,10 +35,8 @@ from icestream.config import Settings
 from icestream.emulator import process_alive, process_start_time
 from icestream.errors import ConfigError, ServiceUnavailableError
 from icestream.events import EventGenerator, Record, ground_truth_path, write_ground_truth
+from icestream.limits import MAX_BYTES_PER_PUT, MAX_RECORD_BYTES, MAX_RECORDS_PER_PUT
 
-MAX_RECORDS_PER_CALL = 500
-MAX_BYTES_PER_CALL = 5 * 1024 * 1024
-MAX_RECORD_BYTES = 1024 * 1024
 # Errors that no retry can fix: the stream is missing or the request is wrong.
 _FATAL_CODES = frozenset(
     {
@@ -161,7 +159,7 @@ class BatchBuilder:
         max_bytes: Bytes per batch at most (data plus partition keys).
     """
 
-    def __init__(self, max_records: int = MAX_RECORDS_PER_CALL, max_bytes: int = MAX_BYTES_PER_CALL) -> None:
+    def __init__(self, max_records: int = MAX_RECORDS_PER_PUT, max_bytes: int = MAX_BYTES_PER_PUT) -> None:
         self.max_records = max_records
         self.max_bytes = max_bytes
         self.records: list[Record] = []
@@ -184,8 +182,8 @@ class BatchBuilder:
 
 def batches(
     records: Iterable[Record],
-    max_records: int = MAX_RECORDS_PER_CALL,
-    max_bytes: int = MAX_BYTES_PER_CALL,
+    max_records: int = MAX_RECORDS_PER_PUT,
+    max_bytes: int = MAX_BYTES_PER_PUT,
     max_record_bytes: int = MAX_RECORD_BYTES,
 ) -> Iterator[list[Record] | Record]:
     """Group records into PutRecords batches within the limits, keeping their order.

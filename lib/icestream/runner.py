@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from icestream.config import project_home
-from icestream.errors import IcestreamError
+from icestream.errors import IcestreamError, NotebookFailedError
 
 KERNEL_NAME = "icestream"
 
@@ -30,18 +30,6 @@ class _UnionAnnotationFilter(logging.Filter):
         return not (
             record.getMessage().startswith("Unable to parse line") and "| None" in record.getMessage()
         )  # registered into the venv by `make` (python -m ipykernel install --sys-prefix)
-
-
-class NotebookFailedError(IcestreamError):
-    """A notebook raised an error; the message names the notebook and the cell."""
-
-    def __init__(self, notebook: str, cell_index: int, ename: str, evalue: str, output: Path) -> None:
-        self.notebook = notebook
-        self.cell_index = cell_index
-        super().__init__(
-            f"{notebook} failed in cell {cell_index}: {ename}: {evalue}\n"
-            f"The executed copy with the full traceback is {output}"
-        )
 
 
 @dataclass(frozen=True)

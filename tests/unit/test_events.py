@@ -16,7 +16,6 @@ from icestream.errors import ConfigError
 from icestream.events import (
     DEFAULT_ANOMALIES,
     EVENT_TYPES,
-    KINESIS_MAX_RECORD_BYTES,
     MALFORMED_KINDS,
     PROPERTY_FIELDS,
     RECORD_KINDS,
@@ -37,6 +36,7 @@ from icestream.events import (
     sample_records,
     write_ground_truth,
 )
+from icestream.limits import MAX_RECORD_BYTES
 from icestream.schema import DEVICE_FIELDS, REQUIRED_FIELDS
 
 pytestmark = pytest.mark.unit
@@ -249,7 +249,7 @@ def test_every_malformed_kind_is_rejected_for_its_own_reason(kind: str) -> None:
         "json_array": "not_object",
     }.get(kind, kind)
     assert reject_reason(payload) == expected
-    assert len(payload) < KINESIS_MAX_RECORD_BYTES
+    assert len(payload) < MAX_RECORD_BYTES
 
 
 def test_malformed_payloads_have_the_named_defect() -> None:
@@ -259,7 +259,7 @@ def test_malformed_payloads_have_the_named_defect() -> None:
     assert isinstance(json.loads(malformed_payload("json_array")), list)
     assert 64 * 1024 < len(malformed_payload("oversized")) < 66 * 1024
     assert len(malformed_payload("oversized", max_event_bytes=4096)) == 5120
-    assert len(malformed_payload("kinesis_oversized")) > KINESIS_MAX_RECORD_BYTES
+    assert len(malformed_payload("kinesis_oversized")) > MAX_RECORD_BYTES
     assert reject_reason(json.dumps(sample_event()).encode()) is None
     with pytest.raises(ConfigError, match="choose one of"):
         malformed_payload("nonsense")
@@ -276,7 +276,7 @@ def test_kinesis_oversized_records_are_generated_on_request() -> None:
     records, generator = generate(backfill_config(hours=0.2, count=200, end=END, kinesis_oversized=2))
     big = [record for record in records if record.kind == "kinesis_oversized"]
     assert len(big) == generator.counts["kinesis_oversized"] == 2
-    assert all(record.size > KINESIS_MAX_RECORD_BYTES for record in big)
+    assert all(record.size > MAX_RECORD_BYTES for record in big)
 
 
 def test_live_events_start_now_at_the_target_rate() -> None:

@@ -14,10 +14,8 @@ from hypothesis import strategies as st
 
 from icestream.errors import ConfigError, ServiceUnavailableError
 from icestream.events import Record, malformed_payload
+from icestream.limits import MAX_BYTES_PER_PUT, MAX_RECORD_BYTES, MAX_RECORDS_PER_PUT
 from icestream.producer import (
-    MAX_BYTES_PER_CALL,
-    MAX_RECORD_BYTES,
-    MAX_RECORDS_PER_CALL,
     Producer,
     RetryPolicy,
     batches,
@@ -51,8 +49,8 @@ class FlakyKinesis:
         self.accepted: list[bytes] = []
 
     def put_records(self, StreamName: str, Records: list[dict[str, Any]]) -> dict[str, Any]:  # noqa: N803 - boto3 names
-        assert 1 <= len(Records) <= MAX_RECORDS_PER_CALL
-        assert sum(len(entry["Data"]) + len(entry["PartitionKey"]) for entry in Records) <= MAX_BYTES_PER_CALL
+        assert 1 <= len(Records) <= MAX_RECORDS_PER_PUT
+        assert sum(len(entry["Data"]) + len(entry["PartitionKey"]) for entry in Records) <= MAX_BYTES_PER_PUT
         self.calls.append([entry["Data"] for entry in Records])
         results = []
         for entry in Records:
@@ -92,7 +90,7 @@ def test_batches_stay_within_the_limits_and_lose_nothing(sizes: list[int]) -> No
     for group in grouped:
         if isinstance(group, list):
             assert 1 <= len(group) <= 7
-            assert sum(record_size(record) for record in group) <= MAX_BYTES_PER_CALL
+            assert sum(record_size(record) for record in group) <= MAX_BYTES_PER_PUT
 
 
 def test_batches_fill_to_500_records() -> None:

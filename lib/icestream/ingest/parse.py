@@ -19,9 +19,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from icestream.limits import DEFAULT_MAX_EVENT_BYTES
 from icestream.schema import DEVICE_FIELDS, REQUIRED_FIELDS
-
-DEFAULT_MAX_EVENT_BYTES = 64 * 1024
 
 REJECT_REASONS = (
     "empty_payload",

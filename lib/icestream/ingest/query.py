@@ -43,10 +43,11 @@ import numpy as np
 
 from icestream.clients import kinesis_connection, list_shards
 from icestream.config import Settings, load_settings
-from icestream.errors import ConfigError, IcestreamError, ServiceUnavailableError
+from icestream.errors import ConfigError, IcestreamError, IngestError, ServiceUnavailableError
 from icestream.ingest import dedupe
 from icestream.ingest import positions as pos
 from icestream.ingest.reader import ReadOptions, read_arrow, row_schema
+from icestream.limits import DEFAULT_MAX_EVENT_BYTES, DEFAULT_START_POSITION, START_POSITIONS
 from icestream.schema import REJECT_COLUMNS_DDL, table_columns
 
 if TYPE_CHECKING:
@@ -79,10 +80,6 @@ class _Read:
     ingest_ts: datetime  # when the read began: every row's ingest_ts
 
 
-class IngestError(IcestreamError):
-    """The ingest query stopped because of an error; the message says which and what to do."""
-
-
 @dataclass(frozen=True)
 class IngestOptions:
     """How the ingest query runs. Every field is validated by :meth:`validated`."""
@@ -92,11 +89,11 @@ class IngestOptions:
     max_batches: int | None = None  # stop after this many batches
     duration_seconds: float | None = None  # stop after this long
     max_records_per_shard: int = 10_000
-    starting_position: str = "trim_horizon"  # for shards with no committed position
+    starting_position: str = DEFAULT_START_POSITION  # for shards with no committed position
     starting_timestamp: datetime | None = None  # with starting_position "at_timestamp"
     dedupe: bool = True
     dedupe_lookback: timedelta = timedelta(hours=1)  # of event time, against committed rows
-    max_event_bytes: int = 64 * 1024
+    max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
     transform: Callable[[DataFrame], DataFrame] | None = None  # a Firehose-Lambda-like step
     position_commit_seconds: float = 30.0  # commit positions to a table with no new rows this often
     batch_retries: int = 3  # a failed batch is retried from the committed state this many times
@@ -117,7 +114,7 @@ class IngestOptions:
             (self.duration_seconds is None or self.duration_seconds > 0, "duration_seconds", "must be positive"),
             (1 <= self.max_records_per_shard <= 1_000_000, "max_records_per_shard", "must be 1..1,000,000"),
             (
-                self.starting_position in ("trim_horizon", "latest", "at_timestamp"),
+                self.starting_position in START_POSITIONS,
                 "starting_position",
                 "choose trim_horizon, latest or at_timestamp",
             ),
@@ -743,10 +740,29 @@ def start_ingest(spark: SparkSession | None = None, settings: Settings | None = 
     from icestream.spark import get_spark
 
     settings = settings or load_settings()
-    if "dedupe_lookback" in options and not isinstance(options["dedupe_lookback"], timedelta):
-        options["dedupe_lookback"] = timedelta(seconds=float(options["dedupe_lookback"]))
+    query = IngestQuery(spark or get_spark(settings), settings, ingest_options(settings, **options))
+    return query.start()
+
+
+def ingest_options(settings: Settings, **options: Any) -> IngestOptions:
+    """Build :class:`IngestOptions` from keyword options, with the defaults the settings give.
+
+    Args:
+        settings: Where ``starting_position`` comes from when it is not given
+            (``ICESTREAM_START_POSITION``).
+        **options: Fields of :class:`IngestOptions`; ``dedupe_lookback`` may be seconds.
+
+    Returns:
+        The options (not yet validated: the query validates them when it is created).
+
+    Raises:
+        ConfigError: For an option that does not exist.
+    """
     unknown = set(options) - set(IngestOptions.__dataclass_fields__)
     if unknown:
         raise ConfigError(f"unknown ingest option(s): {', '.join(sorted(unknown))}.")
-    query = IngestQuery(spark or get_spark(settings), settings, IngestOptions(**options))
-    return query.start()
+    if options.get("starting_position") is None:
+        options["starting_position"] = settings.start_position
+    if "dedupe_lookback" in options and not isinstance(options["dedupe_lookback"], timedelta):
+        options["dedupe_lookback"] = timedelta(seconds=float(options["dedupe_lookback"]))
+    return IngestOptions(**options)

@@ -23,12 +23,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from icestream.clients import KinesisConnection
+from icestream.errors import ShardReadError
 from icestream.ingest.dedupe import Packer
-from icestream.ingest.parse import DEFAULT_MAX_EVENT_BYTES, ParsedEvent, parse_payload
+from icestream.ingest.parse import ParsedEvent, parse_payload
 from icestream.ingest.positions import ShardPlan, sequence_key
+from icestream.limits import DEFAULT_MAX_EVENT_BYTES, MAX_RECORDS_PER_GET
 from icestream.schema import DEVICE_FIELDS
 
-MAX_RECORDS_PER_CALL = 10_000
 RETRYABLE_CODES = frozenset(
     ("ProvisionedThroughputExceededException", "LimitExceededException", "InternalFailure", "ServiceUnavailable",
      "InternalServerError", "ThrottlingException", "KMSThrottlingException")
@@ -46,10 +47,6 @@ ROW_FIELDS = (
 # Columns that hold one value for a whole batch: filled per Arrow batch, not per row. They come
 # with the rows (not as literals added on the driver) so every batch runs the same generated code.
 BATCH_FIELDS = ("batch_id", "ingest_ts")
-
-
-class ShardReadError(RuntimeError):
-    """A shard could not be read after the allowed retries."""
 
 
 @dataclass(frozen=True)
@@ -206,7 +203,7 @@ class _ShardReader:
             self.stats.calls += 1
             try:
                 answer = self.client.get_records(
-                    ShardIterator=iterator, Limit=min(MAX_RECORDS_PER_CALL, self.options.max_records - self.stats.read)
+                    ShardIterator=iterator, Limit=min(MAX_RECORDS_PER_GET, self.options.max_records - self.stats.read)
                 )
             except Exception as error:
                 if _error_code(error) == "ExpiredIteratorException":

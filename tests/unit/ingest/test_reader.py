@@ -9,8 +9,10 @@ import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
 from icestream.clients import KinesisConnection
+from icestream.errors import ShardReadError
 from icestream.ingest.positions import TRIM_HORIZON, ShardPlan, after
-from icestream.ingest.reader import MAX_RECORDS_PER_CALL, ROW_FIELDS, ReadOptions, ShardReadError, read_shard
+from icestream.ingest.reader import ROW_FIELDS, ReadOptions, read_shard
+from icestream.limits import MAX_RECORDS_PER_GET
 
 pytestmark = pytest.mark.unit
 
@@ -59,7 +61,7 @@ class FakeKinesis:
         if self.faults:
             raise self.faults.pop(0)
         index = int(ShardIterator)
-        page = self.records[index : index + min(Limit, MAX_RECORDS_PER_CALL)]
+        page = self.records[index : index + min(Limit, MAX_RECORDS_PER_GET)]
         end = index + len(page)
         behind = 0 if end >= len(self.records) else 5000
         next_iterator = None if (self.closed and end >= len(self.records) and not page) else str(end)

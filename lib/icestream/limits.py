@@ -1,0 +1,23 @@
+"""Kinesis Data Streams' service limits and the project's defaults derived from them.
+
+One place for the numbers the producer, the generator, the reader and the settings share, so a
+limit is never written twice with two values. Sources: the Kinesis Data Streams quotas page
+(PutRecords, GetRecords, record size, iterator lifetime).
+"""
+
+from __future__ import annotations
+
+# Writes (PutRecords).
+MAX_RECORDS_PER_PUT = 500  # records in one PutRecords call
+MAX_BYTES_PER_PUT = 5 * 1024 * 1024  # data + partition keys in one PutRecords call
+MAX_RECORD_BYTES = 1024 * 1024  # one record's data + partition key
+
+# Reads (GetRecords).
+MAX_RECORDS_PER_GET = 10_000  # records one GetRecords call returns at most
+GET_CALLS_PER_SECOND = 5  # per shard and per API
+ITERATOR_LIFETIME_SECONDS = 300.0  # a shard iterator expires after 5 minutes
+
+# The project's defaults.
+DEFAULT_MAX_EVENT_BYTES = 64 * 1024  # the largest event the ingest accepts; `oversized` is above it
+START_POSITIONS = ("trim_horizon", "latest", "at_timestamp")  # where a shard with no position starts
+DEFAULT_START_POSITION = "trim_horizon"

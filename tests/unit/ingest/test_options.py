@@ -1,0 +1,60 @@
+"""Ingest options: defaults from the settings, validation and trigger parsing (no JVM)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from icestream.config import load_settings
+from icestream.errors import ConfigError
+from icestream.ingest import ingest_options, parse_trigger
+
+pytestmark = pytest.mark.unit
+
+
+def test_start_position_setting_is_the_default_starting_position(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ICESTREAM_START_POSITION", "latest")
+    options = ingest_options(load_settings())
+    assert options.starting_position == "latest"
+
+
+def test_an_explicit_starting_position_wins_over_the_setting() -> None:
+    settings = load_settings(start_position="latest")
+    assert ingest_options(settings, starting_position="trim_horizon").starting_position == "trim_horizon"
+    assert ingest_options(settings, starting_position=None).starting_position == "latest"
+
+
+def test_unknown_option_is_named() -> None:
+    with pytest.raises(ConfigError, match=r"unknown ingest option.*: trigger"):
+        ingest_options(load_settings(), trigger="5s")
+
+
+def test_lookback_in_seconds_becomes_a_timedelta() -> None:
+    assert ingest_options(load_settings(), dedupe_lookback=90).dedupe_lookback == timedelta(seconds=90)
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "name"),
+    [
+        ("max_records_per_shard", 0, "max_records_per_shard"),
+        ("trigger_seconds", -1, "trigger_seconds"),
+        ("starting_position", "earliest", "starting_position"),
+        ("starting_position", "at_timestamp", "starting_timestamp"),
+        ("batch_retries", -1, "batch_retries"),
+    ],
+)
+def test_invalid_values_are_refused_naming_the_option(option: str, value: object, name: str) -> None:
+    with pytest.raises(ConfigError, match=f"ingest option {name}"):
+        ingest_options(load_settings(), **{option: value}).validated()
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("5s", 5.0), ("500ms", 0.5), ("1m", 60.0), ("2", 2.0), ("0", 0.0)])
+def test_parse_trigger(text: str, seconds: float) -> None:
+    assert parse_trigger(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["fast", "-1s", "5 parsecs", ""])
+def test_parse_trigger_refuses_other_text(text: str) -> None:
+    with pytest.raises(ConfigError):
+        parse_trigger(text)
