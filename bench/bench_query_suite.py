@@ -63,7 +63,7 @@ def ensure_table(spark: Any, events: int) -> str:
 def duckdb_sessions(connection: Any, location: str, now: datetime) -> Any:
     """``queries.active_sessions`` in DuckDB SQL (same window, lookback and ordering)."""
     from icestream.duckdb import _frame
-    from icestream.queries import to_micros
+    from icestream.timestamps import to_micros
 
     end = to_micros(now)
     parameters = {
@@ -95,7 +95,7 @@ def duckdb_detect(connection: Any, location: str, start: datetime, end: datetime
 
     from icestream import anomaly
     from icestream.duckdb import _frame
-    from icestream.queries import to_micros
+    from icestream.timestamps import to_micros
 
     options = anomaly.DetectorOptions()
     slide_us, window_us = options.slide_minutes * 60_000_000, options.window_minutes * 60_000_000

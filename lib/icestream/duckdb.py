@@ -26,7 +26,8 @@ import duckdb
 
 from icestream.config import Settings, validate_identifier
 from icestream.errors import ConfigError, DuckDBError
-from icestream.queries import Dashboard, dashboard_from_parts, table_name, to_micros
+from icestream.queries import Dashboard, dashboard_from_parts, table_name
+from icestream.timestamps import to_micros
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -24,12 +24,13 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from icestream.config import Settings, validate_identifier
 from icestream.errors import ConfigError
 from icestream.tables import create_events_table, qualified_name
+from icestream.timestamps import as_utc, from_micros, to_micros
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -60,26 +61,6 @@ def table_name(name: str) -> str:
     return qualified_name(*name.split("."))
 
 
-def to_micros(moment: datetime) -> int:
-    """Microseconds since the epoch of an aware datetime (a naive one is taken as UTC).
-
-    Args:
-        moment: The time.
-
-    Returns:
-        Epoch microseconds, the form bound into SQL (no time-zone guessing on either side).
-    """
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    delta = moment - datetime(1970, 1, 1, tzinfo=UTC)
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-
-
-def from_micros(micros: int) -> datetime:
-    """The aware UTC datetime of epoch microseconds."""
-    return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=int(micros))
-
-
 def snapshot_id_literal(snapshot_id: Any) -> int:
     """Check that a snapshot id is an integer (it is written into SQL, which cannot bind it).
 
@@ -107,7 +88,7 @@ def resolve_now(spark: SparkSession, table: str, now: datetime | None = None) ->
         ConfigError: If ``now`` is not given and the table is empty.
     """
     if now is not None:
-        return now if now.tzinfo else now.replace(tzinfo=UTC)
+        return as_utc(now)
     newest = newest_event_ts(spark, table)
     if newest is None:
         raise ConfigError(f"{table} has no events yet: run the ingest (02_stream_ingest) first, or pass now=.")

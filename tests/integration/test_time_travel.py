@@ -11,6 +11,7 @@ from icestream import queries, tables
 from icestream.config import load_settings
 from icestream.events import backfill_config, generate
 from icestream.ingest.bulk import load_payloads
+from icestream.timestamps import to_micros
 
 pytestmark = pytest.mark.integration
 
@@ -78,7 +79,7 @@ def test_incremental_read_has_only_the_appended_rows(spark, copy) -> None:
     assert rows.count() == appended[1] + appended[2]
     assert rows.count() == queries.total_records(spark, target, last) - queries.total_records(spark, target, first)
     oldest = rows.selectExpr("min(event_ts) AS t").first().t
-    assert queries.to_micros(oldest) > queries.to_micros(slices[0].end)
+    assert to_micros(oldest) > to_micros(slices[0].end)
 
 
 def test_tag_names_a_snapshot(spark, copy) -> None:
@@ -132,7 +133,7 @@ def test_write_audit_publish_and_rollback_and_schema_evolution(spark, source, co
     queries.append_window(spark, name, target, rest)
     filled = spark.sql(
         f"SELECT count_if(experiment IS NOT NULL) AS filled, "
-        f"count_if(experiment IS NOT NULL AND event_ts <= timestamp_micros({queries.to_micros(half.end)})) AS old, "
+        f"count_if(experiment IS NOT NULL AND event_ts <= timestamp_micros({to_micros(half.end)})) AS old, "
         f"count_if(experiment <=> properties['experiment']) AS agree, count(*) AS n FROM {target}"
     ).first()
     assert filled.filled > 0
@@ -141,7 +142,7 @@ def test_write_audit_publish_and_rollback_and_schema_evolution(spark, source, co
     expected = (
         spark.sql(
             f"SELECT count_if(properties['experiment'] IS NOT NULL) AS n FROM {name} "
-            f"WHERE event_ts > timestamp_micros({queries.to_micros(half.end)})"
+            f"WHERE event_ts > timestamp_micros({to_micros(half.end)})"
         )
         .first()
         .n

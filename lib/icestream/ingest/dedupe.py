@@ -28,19 +28,18 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from icestream.ingest.positions import QUERY_KEY, ancestry
+from icestream.timestamps import from_micros, to_micros
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 DIGEST_BYTES = 16
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICRO = timedelta(microseconds=1)
 UNBOUNDED = np.iinfo(np.int64).max
 NO_SNAPSHOT = -1  # the index was built from an empty table (no snapshot yet)
 CONTENT_KEEPING = frozenset(("replace",))  # compaction and manifest rewrites: same rows, new files
@@ -49,13 +48,6 @@ CONTENT_KEEPING = frozenset(("replace",))  # compaction and manifest rewrites: s
 def digest(event_id: str) -> bytes:
     """The 16-byte BLAKE2b digest of an event id (the same in every process and machine)."""
     return hashlib.blake2b(event_id.encode("utf-8", "surrogatepass"), digest_size=DIGEST_BYTES).digest()
-
-
-def micros(moment: datetime) -> int:
-    """Microseconds since the epoch, exactly (no float rounding); a naive datetime counts as UTC."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return (moment - _EPOCH) // _MICRO
 
 
 @dataclass
@@ -69,8 +61,8 @@ class Packer:
     def add(self, event_id: str, event_ts: datetime, arrival: datetime | None) -> int:
         """Add one event; returns its ordinal (its position among the task's new events)."""
         self.digests += digest(event_id)
-        self.times.append(micros(event_ts))
-        self.arrivals.append(micros(arrival) if arrival is not None else 0)
+        self.times.append(to_micros(event_ts))
+        self.arrivals.append(to_micros(arrival) if arrival is not None else 0)
         return len(self.times) - 1
 
     def pack(self) -> bytes:
@@ -214,9 +206,9 @@ class CommittedIndex:
         from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
         frame = spark.read.format("iceberg").option("snapshot-id", str(self.snapshot_id)).load(self.table)
-        condition = F.col("event_ts") >= F.lit(_moment(start))
+        condition = F.col("event_ts") >= F.lit(from_micros(start))
         if end != UNBOUNDED:
-            condition &= F.col("event_ts") < F.lit(_moment(end))
+            condition &= F.col("event_ts") < F.lit(from_micros(end))
         loaded = (
             frame.where(condition)
             .select("event_id", "event_ts")
@@ -295,9 +287,3 @@ def digest_batches(batches: Iterator[Any]) -> Iterator[Any]:
             [pa.array(pairs[:, 0], type=pa.int64()), pa.array(pairs[:, 1], type=pa.int64()), times],
             names=["hi", "lo", "times"],
         )
-
-
-def _moment(value: int) -> datetime:
-    """The instant ``value`` microseconds after the epoch, clamped to what datetime can hold."""
-    low, high = micros(datetime.min.replace(tzinfo=UTC)), micros(datetime.max.replace(tzinfo=UTC))
-    return _EPOCH + timedelta(microseconds=min(max(value, low), high))
