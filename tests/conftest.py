@@ -19,9 +19,45 @@ from hypothesis import settings as hypothesis_settings
 
 from icestream.config import Settings, load_settings, project_home
 
+# A test's kind is the folder it lives in; the marker follows from it, so `-m unit` can never
+# start a JVM or the emulator because someone marked an integration test `unit` by mistake.
+FOLDER_KINDS = {"unit": "unit", "integration": "integration", "notebooks": "notebook", "reliability": "reliability"}
+# Fixtures that start the JVM or the emulator: a unit test must not ask for them.
+SERVICE_FIXTURES = frozenset(("spark", "emulator", "stream_settings", "fresh"))
+TESTS = Path(__file__).resolve().parent
+
 # No per-example deadline: on a shared 2-core machine it turns a correctness test into a timing test.
 hypothesis_settings.register_profile("icestream", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 hypothesis_settings.load_profile("icestream")
+
+
+def kind_of(path: Path) -> str | None:
+    """The kind of test a file holds, from its folder under ``tests/`` (None outside them)."""
+    try:
+        folder = path.resolve().relative_to(TESTS).parts[0]
+    except ValueError:
+        return None
+    return FOLDER_KINDS.get(folder)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test with its folder's kind; refuse a test marked or equipped as another kind."""
+    problems = []
+    for item in items:
+        kind = kind_of(Path(str(item.path)))
+        if kind is None:
+            continue
+        item.add_marker(kind)
+        others = {mark.name for mark in item.iter_markers()} & (set(FOLDER_KINDS.values()) - {kind})
+        if others:
+            problems.append(f"{item.nodeid} is in the {kind} folder but marked {', '.join(sorted(others))}")
+        services = SERVICE_FIXTURES.intersection(getattr(item, "fixturenames", ()))
+        if kind == "unit" and services:
+            problems.append(f"{item.nodeid} is a unit test but uses {', '.join(sorted(services))}")
+    if problems:
+        raise pytest.UsageError(
+            "tests whose kind does not match their folder (move or unmark them):\n  " + "\n  ".join(problems)
+        )
 
 
 @pytest.fixture(scope="session")

@@ -164,7 +164,6 @@ def test_remove_orphan_files_only_touches_old_unreferenced_files(spark, small_fi
     fresh.unlink()
 
 
-@pytest.mark.unit
 @pytest.mark.parametrize(
     "bad",
     [
@@ -180,7 +179,6 @@ def test_procedure_arguments_are_validated(bad: dict) -> None:
         health.rewrite_data_files(None, "lake.ns.t", **arguments)  # type: ignore[arg-type]
 
 
-@pytest.mark.unit
 def test_literals() -> None:
     moment = datetime(2026, 11, 19, 13, 5, 7, tzinfo=UTC)
     assert health.timestamp_literal(moment) == "TIMESTAMP '2026-11-19 13:05:07+00:00'"

@@ -16,7 +16,6 @@ from icestream.runner import kernel_name, notebook_paths, run_notebooks
 pytestmark = pytest.mark.notebook
 
 
-@pytest.mark.integration
 def test_setup_notebook_creates_stream_and_tables(spark, settings: Settings, emulator: str, test_home: Path) -> None:
     from icestream.clients import kinesis_client
 
@@ -28,11 +27,16 @@ def test_setup_notebook_creates_stream_and_tables(spark, settings: Settings, emu
     assert summary["StreamDescriptionSummary"]["StreamStatus"] == "ACTIVE"
     assert spark.catalog.tableExists(settings.table_name)
     assert spark.catalog.tableExists(settings.rejects_table_name)
-    # Running it again is harmless.
-    run_notebooks(notebook_paths(["00"]), output, {"shard_count": 2}, report=lambda _: None, progress=False)
+    tables = {name: spark.table(name).count() for name in (settings.table_name, settings.rejects_table_name)}
+
+    # Running it again is harmless: same stream (still 2 shards), same tables, nothing written.
+    again = run_notebooks(notebook_paths(["00"]), output, {"shard_count": 2}, report=lambda _: None, progress=False)
+    assert [run.notebook for run in again] == ["00_setup.ipynb"]
+    summary = kinesis_client(settings).describe_stream_summary(StreamName=settings.stream_name)
+    assert summary["StreamDescriptionSummary"]["OpenShardCount"] == 2
+    assert {name: spark.table(name).count() for name in tables} == tables
 
 
-@pytest.mark.integration
 @pytest.mark.slow
 def test_nbval_lax_over_every_notebook(emulator: str, test_home: Path) -> None:
     """``pytest --nbval-lax notebooks/`` in the test environment (same emulator, same warehouse)."""
@@ -65,7 +69,6 @@ def test_nbval_lax_over_every_notebook(emulator: str, test_home: Path) -> None:
     assert " error" not in result.stdout
 
 
-@pytest.mark.integration
 def test_a_failing_notebook_is_named_with_its_cell(tmp_path: Path) -> None:
     import nbformat
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook

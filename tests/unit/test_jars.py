@@ -99,21 +99,3 @@ def test_nothing_cached_and_building_not_allowed(tmp_path: Path) -> None:
     settings = load_settings(jar_cache_dir=str(tmp_path / "empty"))
     with pytest.raises(JarError, match="icestream doctor"):
         jars.resolve_jars(settings, build=False)
-
-
-@pytest.mark.integration
-def test_build_from_the_pinned_wheel(tmp_path: Path) -> None:
-    """The real build: relocate pyspark's Jackson into Iceberg's shaded package (needs java + jarjar)."""
-    settings = load_settings(jar_cache_dir=str(tmp_path / "cache"))
-    plan = jars.resolve_jars(settings)
-    assert plan.source == "built from wheel"
-    runtime, jackson = plan.jars
-    assert runtime.name == "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
-    with zipfile.ZipFile(jackson) as archive:
-        names = set(archive.namelist())
-    assert set(jars.JACKSON_MARKERS) <= names
-    assert "org/apache/iceberg/shaded/com/fasterxml/jackson/databind/ObjectMapper.class" in names
-    assert not any(name.startswith("com/fasterxml/") for name in names), "every class must be relocated"
-    assert not any(name.endswith("module-info.class") for name in names)
-    assert 1_000_000 < jackson.stat().st_size < 5_000_000
-    assert jars.resolve_jars(settings).source == "cache"  # built once, then reused
