@@ -286,10 +286,13 @@ def faithful_resharding() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run moto's server with faithful resharding (the emulator process's entry point)."""
+    """Run moto's server with faithful resharding and a constant-cost record store (the emulator's entry point)."""
     from moto.server import main as moto_main
 
+    from icestream import moto_kinesis
+
     faithful_resharding()
+    moto_kinesis.install()
     moto_main(argv)
 
 

@@ -1,0 +1,158 @@
+"""Make moto's Kinesis record store cost the same at any depth of a shard, and honour retention.
+
+moto 5.2.5 keeps a shard's records in an ``OrderedDict`` keyed by sequence number and finds its
+way in it by scanning: every PutRecords entry lists all keys to find the last one, every
+GetRecords walks the shard from its first record to the iterator's position, and
+``ListShards``/``DescribeStream`` list all keys twice per shard. The cost of a call therefore
+grows with the shard's length (measured: 677 puts/s into a stream holding 200k records against
+3,996/s into a fresh one), so long runs measured the emulator, not icestream. It also keeps every
+record for ever, while Kinesis drops records older than the stream's retention period (24 hours by
+default, ``IncreaseStreamRetentionPeriod`` up to a year).
+
+moto numbers a shard's records 1, 2, 3, ... with no gaps (each put takes the last number plus
+one), so the record after position ``p`` is simply key ``p + 1``: these replacements reach any
+record by key in constant time, and find a timestamp by bisection. Retention drops records from
+the front of a shard as calls touch it, as Kinesis does lazily. The patch checks the moto version
+and the shape it replaces, so an upgrade fails loudly here rather than subtly in a benchmark.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from icestream.errors import EmulatorError
+
+CHECKED_MOTO_VERSIONS = ("5.2.5",)  # the versions whose Shard internals these replacements mirror
+
+
+def _require_checked_moto() -> Any:
+    import moto
+    from moto.kinesis import models
+
+    if moto.__version__ not in CHECKED_MOTO_VERSIONS:
+        raise EmulatorError(
+            f"moto {moto.__version__} is installed, but the emulator's Kinesis patches were checked against "
+            f"{', '.join(CHECKED_MOTO_VERSIONS)}: install the pinned version (make setup) or re-check "
+            "icestream.moto_kinesis against the new moto.kinesis.models.Shard."
+        )
+    replaced = ("Shard.get_records", "Shard.put_record", "Shard.get_min_sequence_number",
+                "Shard.get_max_sequence_number", "Shard.get_sequence_number_at", "Stream.put_record",
+                "KinesisBackend.get_records")  # fmt: skip
+    missing = [name for name in replaced if not hasattr(getattr(models, name.split(".")[0], None), name.split(".")[1])]
+    if missing or not isinstance(models.Shard(0, 0, 1).records, dict):
+        changed = ", ".join(missing) or "Shard.records"
+        raise EmulatorError(f"moto.kinesis.models changed shape ({changed}): re-check icestream.moto_kinesis.")
+    return models
+
+
+def _first_key(shard: Any) -> int:
+    return next(iter(shard.records)) if shard.records else 0
+
+
+def _last_key(shard: Any) -> int:
+    return next(reversed(shard.records)) if shard.records else 0
+
+
+def trim(shard: Any, retention_seconds: float, current: float) -> int:
+    """Drop the shard's records older than the retention period; return how many were dropped.
+
+    Args:
+        shard: A moto ``Shard``.
+        retention_seconds: The stream's retention period.
+        current: The current time, epoch seconds.
+    """
+    oldest_kept = current - retention_seconds
+    dropped = 0
+    records = shard.records
+    while records:
+        first = next(iter(records))
+        if records[first].created_at >= oldest_kept:
+            break
+        # Keep the numbering: the next put still takes last + 1 even when everything expired.
+        shard.last_sequence_number = max(getattr(shard, "last_sequence_number", 0), first)
+        del records[first]
+        dropped += 1
+    return dropped
+
+
+def now() -> float:
+    """Epoch seconds now: the retention clock (tests replace it to age records without waiting a day)."""
+    return time.time()
+
+
+def install() -> None:
+    """Replace moto's per-shard record lookups with constant-cost ones and enforce retention.
+
+    Raises:
+        EmulatorError: If the installed moto is not a version these replacements were checked against.
+    """
+    models = _require_checked_moto()
+    if getattr(models, "_icestream_constant_cost", False):
+        return  # installed already: wrapping the wrappers would trim twice per call
+    models._icestream_constant_cost = True
+
+    def get_records(self: Any, last_sequence_id: str, limit: int | None) -> tuple[list[Any], int, int]:
+        last = int(last_sequence_id)
+        first_wanted = max(last + 1, _first_key(self))
+        end = _last_key(self)
+        stop = end if limit is None else min(end, first_wanted + limit - 1)
+        results = [self.records[key] for key in range(first_wanted, stop + 1)]
+        if not results:
+            return [], last, 0
+        behind = self.records[end].created_at - results[-1].created_at
+        return results, results[-1].sequence_number, int(behind * 1000)
+
+    def put_record(self: Any, partition_key: str, data: str, explicit_hash_key: str) -> str:
+        number = max(_last_key(self), getattr(self, "last_sequence_number", 0)) + 1
+        self.records[number] = models.Record(partition_key, data, number, explicit_hash_key)
+        return str(number)
+
+    def get_min_sequence_number(self: Any) -> int:
+        return _first_key(self)
+
+    def get_max_sequence_number(self: Any) -> int:
+        return max(_last_key(self), getattr(self, "last_sequence_number", 0))
+
+    def get_sequence_number_at(self: Any, at_timestamp: float) -> int:
+        # The last record created before at_timestamp (0 if none): arrival times grow with the key.
+        low, high = _first_key(self), _last_key(self)
+        if not self.records or at_timestamp <= self.records[low].created_at:
+            return 0
+        while low < high:
+            middle = (low + high + 1) // 2
+            if self.records[middle].created_at < at_timestamp:
+                low = middle
+            else:
+                high = middle - 1
+        return low
+
+    original_put = models.Stream.put_record
+    original_get = models.KinesisBackend.get_records
+
+    def stream_put_record(self: Any, partition_key: str, explicit_hash_key: str, data: str) -> tuple[str, str]:
+        answer = original_put(self, partition_key, explicit_hash_key, data)
+        _trim_stream(self)
+        return answer
+
+    def backend_get_records(self: Any, stream_arn: str | None, shard_iterator: str, limit: int | None) -> Any:
+        from moto.kinesis.utils import decompose_shard_iterator
+
+        stream_name = decompose_shard_iterator(shard_iterator)[0]
+        _trim_stream(self.describe_stream(stream_arn=stream_arn, stream_name=stream_name))
+        return original_get(self, stream_arn, shard_iterator, limit)
+
+    def _trim_stream(stream: Any) -> None:
+        current, retention = now(), stream.retention_period_hours * 3600.0
+        for shard in stream.shards.values():
+            # Cheap when nothing expired: one look at each shard's oldest record.
+            if shard.records and shard.records[_first_key(shard)].created_at < current - retention:
+                trim(shard, retention, current)
+
+    models.Shard.get_records = get_records
+    models.Shard.put_record = put_record
+    models.Shard.get_min_sequence_number = get_min_sequence_number
+    models.Shard.get_max_sequence_number = get_max_sequence_number
+    models.Shard.get_sequence_number_at = get_sequence_number_at
+    models.Stream.put_record = stream_put_record
+    models.KinesisBackend.get_records = backend_get_records
