@@ -76,6 +76,24 @@ def kernel_name() -> str:
     return KERNEL_NAME
 
 
+def ipc_kernel_manager() -> type:
+    """A kernel manager whose kernels talk over local IPC sockets instead of loopback TCP.
+
+    Over TCP every kernel start warns "Kernel is running over TCP without encryption" (ipykernel 7),
+    once per notebook of a run. The warning is right: any local user can connect to a TCP port.
+    IPC sockets are files in Jupyter's runtime folder, readable by this user only.
+    """
+    from jupyter_client import AsyncKernelManager
+    from traitlets import default
+
+    class IpcKernelManager(AsyncKernelManager):
+        @default("transport")
+        def _transport_default(self) -> str:
+            return "ipc"
+
+    return IpcKernelManager
+
+
 def run_notebooks(
     notebooks: list[Path],
     output_dir: Path,
@@ -121,6 +139,7 @@ def run_notebooks(
                 cwd=str(path.parent),
                 progress_bar={"desc": path.stem, "leave": False} if progress else False,
                 report_mode=False,
+                kernel_manager_class=ipc_kernel_manager(),
             )
         except PapermillExecutionError as error:
             raise NotebookFailedError(path.name, error.cell_index, error.ename, error.evalue, output) from None

@@ -78,7 +78,10 @@ def test_a_failing_notebook_is_named_with_its_cell(tmp_path: Path) -> None:
     notebook = new_notebook(
         cells=[
             new_markdown_cell("# broken"),
-            new_code_cell("answer = 42"),
+            new_code_cell(
+                "from ipykernel.kernelapp import IPKernelApp\n"
+                "assert IPKernelApp.instance().transport == 'ipc', 'kernels talk over IPC, not plain TCP'"
+            ),
             new_code_cell("raise ValueError('bad input')"),
         ],
         metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
