@@ -15,7 +15,7 @@ PYTEST_ARGS ?=
 BENCH_ARGS ?=
 LINT_PATHS := $(wildcard lib tests bench notebooks)
 
-.PHONY: help setup system venv jars emulator run test lint format lab clean reliability bench
+.PHONY: help setup system venv jars emulator run test lint format lab stop clear-outputs clean reliability bench
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -74,9 +74,15 @@ reliability: setup  ## the full reliability campaigns
 bench: setup  ## the benchmark suite (about 15 minutes); BENCH_ARGS=--full for the larger sizes
 	@$(BIN)/python bench/run_all.py $(BENCH_ARGS)
 
-lab: emulator  ## JupyterLab with the project's kernel
-	@$(BIN)/jupyter lab --ip 127.0.0.1 notebooks
+lab: emulator  ## JupyterLab on 127.0.0.1 (notebooks/ and the executed copies in output/); Ctrl-C stops it
+	@echo ">> JupyterLab: open the http://127.0.0.1:...?token=... address printed below; Ctrl-C twice stops it"
+	@$(BIN)/jupyter lab --ip 127.0.0.1 --no-browser --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks
 
-clean:  ## stop the emulator; remove the venv, jars, warehouse, run state and outputs
-	@[ ! -x $(BIN)/icestream ] || $(BIN)/icestream emulator stop || true
+stop:  ## stop the background producer and the emulator (keeps .venv, the tables and outputs)
+	@[ ! -x $(BIN)/icestream ] || { $(BIN)/icestream produce --stop || true; $(BIN)/icestream emulator stop || true; }
+
+clear-outputs: venv  ## remove outputs saved into notebooks/ from JupyterLab (executed copies belong in output/)
+	@$(BIN)/jupyter nbconvert --log-level WARN --clear-output --inplace notebooks/*.ipynb
+
+clean: stop  ## stop everything, then DELETE the venv, jars, warehouse (your tables), run state and outputs
 	rm -rf $(VENV) .cache data/warehouse data/run output .pytest_cache .ruff_cache

@@ -33,8 +33,9 @@ def test_name_sorts_into_run_order(path: Path) -> None:
 def test_committed_without_outputs(path: Path) -> None:
     for cell in cells(path):
         if cell["cell_type"] == "code":
-            assert cell.get("outputs") == [], source(cell)[:60]
-            assert cell.get("execution_count") is None, source(cell)[:60]
+            hint = f"{path.name} was saved with outputs ({source(cell)[:40]!r}...): run `make clear-outputs`"
+            assert cell.get("outputs") == [], hint
+            assert cell.get("execution_count") is None, hint
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.name)
