@@ -51,7 +51,11 @@ def freshness_point(spark: Any, rate: float, trigger: float, seconds: float, dra
     from icestream.config import load_settings
     from icestream.ingest import start_ingest
     from icestream.ingest.report import freshness, percentiles
-    from icestream.producer import background_producer_status, start_background_producer, stop_background_producer
+    from icestream.producer.background import (
+        background_producer_status,
+        start_background_producer,
+        stop_background_producer,
+    )
     from icestream.tables import setup_tables
 
     suffix = uuid.uuid4().hex[:8]
@@ -82,7 +86,7 @@ def freshness_point(spark: Any, rate: float, trigger: float, seconds: float, dra
     steady = [batch for batch in progress if batch["batch_id"] >= 1]
     frame = freshness(spark, settings, steady)
     per_batch_p95 = frame.groupby("batch_id")["freshness_s"].quantile(0.95).tolist()
-    sent = ((status.summary or {}).get("producer") or {}).get("sent")
+    sent = status.summary.producer.sent if status.summary else None
     return {
         "rate": rate,
         "trigger_s": trigger,

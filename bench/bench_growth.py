@@ -57,9 +57,9 @@ def main() -> None:
     from icestream import queries
     from icestream.clients import ensure_stream
     from icestream.config import load_settings
-    from icestream.events import backfill_config, generate
     from icestream.ingest.bulk import load_payloads
-    from icestream.producer import produce
+    from icestream.producer.put import produce
+    from icestream.synthetic.generator import backfill_config, generate
 
     rows = []
     with bench_session("growth") as (_settings, spark):

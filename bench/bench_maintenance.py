@@ -76,8 +76,8 @@ def main() -> None:
     facts = banner("small files and maintenance", command_line())
     from icestream import health
     from icestream.config import load_settings
-    from icestream.events import backfill_config, generate
     from icestream.ingest.bulk import load_payloads
+    from icestream.synthetic.generator import backfill_config, generate
     from icestream.tables import setup_tables
 
     with bench_session("maintenance") as (_settings, spark):

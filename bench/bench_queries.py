@@ -74,9 +74,9 @@ def main() -> int:
     from icestream import duckdb as duck
     from icestream import queries, tables
     from icestream.config import load_settings
-    from icestream.events import backfill_config, generate
     from icestream.ingest.bulk import load_payloads
     from icestream.spark import get_spark
+    from icestream.synthetic.generator import backfill_config, generate
 
     command = " ".join(["python", "bench/bench_queries.py", *map(shlex.quote, sys.argv[1:])])
     print(f"reproduce: {command}")

@@ -6,8 +6,8 @@ recipe: ``load_payloads`` of ``backfill_config(hours=24, count=N, seed=2026)``, 
 
 - **sessions**: ``icestream.queries.active_sessions`` (sessions active in the last 15 minutes, with
   their length over a 60-minute lookback; pruned to the last hours' files), and the same SQL in DuckDB;
-- **anomaly**: ``icestream.anomaly.detect`` over the whole table (5-minute windows sliding by 1 minute,
-  per event type, then the median/MAD scoring in pandas); in DuckDB the same window counts by SQL,
+- **anomaly**: ``icestream.anomaly.window_counts`` over the whole table (5-minute windows sliding by 1
+  minute, per event type), then ``score_windows`` (median/MAD in pandas); in DuckDB the same counts by SQL,
   then the same ``complete_windows`` and ``score_windows``.
 
 Both engines read the same snapshot; their answers are checked equal before timing. Each is warmed
@@ -43,8 +43,8 @@ def ensure_table(spark: Any, events: int) -> str:
     """The table ``bench_queries.py`` uses for ``events``; built by the same recipe if missing."""
     from icestream import tables
     from icestream.config import load_settings
-    from icestream.events import backfill_config, generate
     from icestream.ingest.bulk import load_payloads
+    from icestream.synthetic.generator import backfill_config, generate
 
     settings = load_settings(table=f"bench_{events}_s{SEED}")
     tables.create_namespace(spark, settings)
@@ -90,7 +90,7 @@ def duckdb_sessions(connection: Any, location: str, now: datetime) -> Any:
 
 
 def duckdb_detect(connection: Any, location: str, start: datetime, end: datetime) -> Any:
-    """``anomaly.detect`` with the window counts computed by DuckDB."""
+    """``anomaly.score_windows`` over window counts computed by DuckDB instead of Spark."""
     import pandas as pd
 
     from icestream import anomaly
@@ -139,7 +139,7 @@ def measure(spark: Any, events: int, runs: int) -> dict[str, Any]:
             lambda: duckdb_sessions(connection, location, newest),
         ),
         "anomaly": (
-            lambda: anomaly.detect(spark, name, start, end),
+            lambda: anomaly.score_windows(anomaly.window_counts(spark, name, start, end)),
             lambda: duckdb_detect(connection, location, start, end),
         ),
     }

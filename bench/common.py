@@ -135,7 +135,7 @@ def bench_session(name: str, shards: int = 4, spark: bool = True) -> Iterator[tu
     private_environment(name)
     from icestream.config import load_settings
     from icestream.emulator import Emulator
-    from icestream.producer import stop_background_producer
+    from icestream.producer.background import stop_background_producer
 
     settings = load_settings(stream_name=f"bench-{uuid.uuid4().hex[:8]}", shard_count=shards)
     emulator = Emulator(settings.path("run_dir"))
@@ -159,8 +159,8 @@ def fill_stream(settings: Any, records: int, shards: int, seed: int = 7) -> int:
         Records Kinesis accepted (the generator adds duplicates and malformed records on purpose).
     """
     from icestream.clients import ensure_stream
-    from icestream.events import backfill_config, generate
-    from icestream.producer import produce
+    from icestream.producer.put import produce
+    from icestream.synthetic.generator import backfill_config, generate
 
     ensure_stream(settings, shard_count=shards)
     generated, _ = generate(backfill_config(hours=3, count=records, seed=seed))

@@ -92,7 +92,7 @@ def settings(test_home: Path) -> Settings:
 def emulator(settings: Settings) -> Iterator[str]:
     """One moto Kinesis server for the whole test session; yields its endpoint."""
     from icestream.emulator import Emulator
-    from icestream.producer import stop_background_producer
+    from icestream.producer.background import stop_background_producer
 
     server = Emulator(settings.path("run_dir"))
     endpoint = server.start()

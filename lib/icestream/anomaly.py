@@ -40,7 +40,6 @@ none, per hour of scored event time.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -52,7 +51,9 @@ import pandas as pd
 
 from icestream.config import Settings
 from icestream.errors import ConfigError
-from icestream.events import Anomaly, parse_ts
+from icestream.producer.run import read_run_summary, run_summary_path
+from icestream.synthetic.ground_truth import Anomaly
+from icestream.synthetic.wire import parse_ts
 from icestream.tables import qualified_name
 
 if TYPE_CHECKING:
@@ -112,14 +113,14 @@ class DetectorOptions:
         return math.ceil(self.window_minutes / self.slide_minutes)
 
 
-PRODUCE_SUMMARY = "01_produce_summary.json"
-
-
 def scoring_range(settings: Settings, start: str | None = None, end: str | None = None) -> tuple[datetime, datetime]:
-    """The event-time range to score: explicit ISO times, else the backfill that notebook 01 sent.
+    """The event-time range to score: explicit ISO times, else the window of the last backfill sent.
+
+    The backfill's window is read from its run summary (:func:`icestream.producer.run.run_summary_path`
+    with mode ``backfill``), written by notebook 01 and by ``icestream produce --backfill-hours`` alike.
 
     Args:
-        settings: Locates ``<run_dir>/01_produce_summary.json``.
+        settings: Locates the run folder.
         start: ISO-8601 start with a zone (e.g. ``2026-11-21T02:00:00Z``); None = the backfill's start.
         end: ISO-8601 end with a zone; None = the backfill's end.
 
@@ -127,23 +128,25 @@ def scoring_range(settings: Settings, start: str | None = None, end: str | None 
         ``(start, end)`` as aware UTC datetimes.
 
     Raises:
-        ConfigError: If a time cannot be parsed, or is not given and notebook 01's summary is missing.
+        ConfigError: If a time cannot be parsed, or is not given and no backfill summary is there.
     """
-    summary_path = settings.path("run_dir") / PRODUCE_SUMMARY
-    summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
+    summary_path = run_summary_path(settings, "backfill")
+    summary = read_run_summary(summary_path)
+    window = (summary.window_start, summary.window_end) if summary else (None, None)
     chosen = []
-    for label, given, key in (("score_start", start, "backfill_start"), ("score_end", end, "backfill_end")):
-        text = given or summary.get(key)
-        if not text:
+    for label, given, known in (("score_start", start, window[0]), ("score_end", end, window[1])):
+        if given:
+            try:
+                known = parse_ts(given)
+            except ValueError:
+                raise ConfigError(f"{label}: {given!r} is not an ISO-8601 time with a zone.") from None
+        if known is None:
             raise ConfigError(
-                f"{label}: not given and {summary_path} has no {key}; run 01_produce_events.ipynb first, "
-                "or pass both times, e.g. -p score_start 2026-11-21T02:00:00Z."
+                f"{label}: not given and {summary_path} holds no backfill window; run 01_produce_events.ipynb "
+                "(or `icestream produce --backfill-hours 3`) first, or pass both times, "
+                "e.g. -p score_start 2026-11-21T02:00:00Z."
             )
-        try:
-            moment = parse_ts(text)
-        except ValueError:
-            raise ConfigError(f"{label}: {text!r} is not an ISO-8601 time with a zone.") from None
-        chosen.append(moment)
+        chosen.append(_utc(known))
     if chosen[1] <= chosen[0]:
         raise ConfigError(f"score range {chosen[0]} .. {chosen[1]}: the end must be after the start.")
     return chosen[0], chosen[1]
@@ -416,25 +419,3 @@ def evaluate(scored: pd.DataFrame, truth: Sequence[Anomaly]) -> Evaluation:
         false_positive_windows=len(labelled) - true_positives,
         scored_hours=scored_hours,
     )
-
-
-def detect(
-    spark: SparkSession,
-    table: str,
-    start: datetime,
-    end: datetime,
-    options: DetectorOptions = DetectorOptions(),
-) -> pd.DataFrame:
-    """Count windows in Spark and score them: :func:`window_counts` then :func:`score_windows`.
-
-    Args:
-        spark: The session.
-        table: Qualified name of the events table.
-        start: First event time to score.
-        end: Event times before this are scored.
-        options: The detector's options.
-
-    Returns:
-        The scored windows (see :func:`score_windows`).
-    """
-    return score_windows(window_counts(spark, table, start, end, options), options)

@@ -10,7 +10,7 @@ import argparse
 import importlib.metadata
 import platform
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -153,27 +153,30 @@ def cmd_produce(args: argparse.Namespace) -> int:
     import json
     import secrets
 
-    from icestream import events, producer
+    from icestream.producer import background
+    from icestream.producer.run import run_production, run_summary_path
+    from icestream.synthetic import generator, wire
+    from icestream.synthetic.ground_truth import parse_anomalies
 
     overrides = {"stream_name": args.stream} if args.stream else {}
     if args.profile:
         overrides["profile"] = args.profile
     settings = load_settings(config_file=args.config, **overrides)
     if args.stop:
-        print("stopped" if producer.stop_background_producer(settings) else "not running")
+        print("stopped" if background.stop_background_producer(settings) else "not running")
         return 0
     if args.status:
-        status = producer.background_producer_status(settings)
+        status = background.background_producer_status(settings)
         print(status.detail + (f" (pid {status.pid}, log {status.log})" if status.pid else ""))
         if status.summary:
-            print(json.dumps(status.summary["producer"] | {"failures": len(status.summary["producer"]["failures"])}))
+            print(json.dumps(status.summary.producer.table()))
         return 0
     seed = args.seed if args.seed is not None else secrets.randbits(31)
     mix = {"bad_rate": args.bad_rate, "duplicate_rate": args.duplicate_rate, "late_rate": args.late_rate}
     if args.background:
         if args.from_file or args.backfill_hours:
             raise ConfigError("--background runs live production only; leave out --from-file and --backfill-hours.")
-        status = producer.start_background_producer(
+        status = background.start_background_producer(
             settings,
             rate=args.rate or 50.0,
             duration=args.duration or 300.0,
@@ -183,63 +186,45 @@ def cmd_produce(args: argparse.Namespace) -> int:
         )
         print(f"background producer started (pid {status.pid}); {status.detail}; log {status.log}")
         return 0
-    summary_file = Path(args.summary_file) if args.summary_file else None
-    common = {"progress": not args.no_progress, "summary_file": summary_file, "stop_on_sigterm": True}
+    source: generator.EventGenerator | None = None  # None: records come from a file
+    records: Iterable[wire.Record]
+    options: dict[str, Any] = {"rate_limit": args.rate, "duration": args.duration}
     if args.from_file:
-        records = events.read_records(Path(args.from_file))
+        mode, records = "file", wire.read_records(Path(args.from_file))
         records = itertools.islice(records, args.count) if args.count else records
-        result = producer.run_production(
-            settings, records, mode="file", rate_limit=args.rate, duration=args.duration, **common
-        )
     elif args.backfill_hours:
-        config = events.backfill_config(
-            args.backfill_hours,
-            count=args.count,
-            seed=seed,
-            anomalies=events.parse_anomalies(args.anomalies or "default"),
-            **mix,
-        )
-        generator = events.EventGenerator(config)
-        result = producer.run_production(
-            settings,
-            generator,
-            mode="backfill",
-            generator=generator,
-            rate_limit=args.rate,
-            duration=args.duration,
-            **common,
-        )
+        anomalies = parse_anomalies(args.anomalies or "default")
+        config = generator.backfill_config(args.backfill_hours, count=args.count, seed=seed, anomalies=anomalies, **mix)
+        mode, source = "backfill", generator.EventGenerator(config)
+        records = source
     else:
         rate = args.rate or 50.0
         if not (args.duration or args.count):
             raise ConfigError("live production needs --duration SECONDS or --count EVENTS, so that it ends.")
         seconds = args.duration or args.count / rate
-        config = events.live_config(
-            rate, seconds, seed=seed, anomalies=events.parse_anomalies(args.anomalies or "none"), **mix
-        )
-        generator = events.EventGenerator(config)
-        result = producer.run_production(
-            settings,
-            generator,
-            mode="live",
-            generator=generator,
-            append_truth=True,
-            pace=True,
-            duration=seconds + 30,
-            **common,
-        )
-    sent = result["producer"]
-    print(
-        f"{result['mode']}: {sent['records']} records, sent {sent['sent']}, retried {sent['retried']}, "
-        f"failed {sent['failed']}, "
-        f"unsendable {sent['unsendable']}, {sent['bytes_sent'] / 2**20:.2f} MiB in {sent['seconds']:.1f} s "
-        f"({sent['events_per_second']:.0f} events/s) to {result['stream']}"
+        config = generator.live_config(rate, seconds, seed=seed, anomalies=parse_anomalies(args.anomalies), **mix)
+        mode, source = "live", generator.EventGenerator(config)
+        records = source
+        options = {"append_truth": True, "pace": True, "duration": seconds + 30}
+    summary = run_production(
+        settings,
+        records,
+        mode=mode,
+        generator=source,
+        progress=not args.no_progress,
+        summary_file=Path(args.summary_file) if args.summary_file else None,
+        stop_on_sigterm=True,
+        **options,
     )
-    if "ground_truth" in result:
-        print(
-            f"seed {result['seed']}; ground truth of {len(result['anomalies'])} anomalies in {result['ground_truth']}"
-        )
-    return 1 if sent["failed"] else 0
+    sent = summary.producer
+    print(
+        f"{mode}: {sent.records} records, sent {sent.sent}, retried {sent.retried}, failed {sent.failed}, "
+        f"unsendable {sent.unsendable}, {sent.bytes_sent / 2**20:.2f} MiB in {sent.seconds:.1f} s "
+        f"({sent.events_per_second:.0f} events/s) to {summary.stream}; summary in {run_summary_path(settings, mode)}"
+    )
+    if summary.ground_truth is not None:
+        print(f"seed {summary.seed}; ground truth of {len(summary.anomalies)} anomalies in {summary.ground_truth}")
+    return 1 if sent.failed else 0
 
 
 def _progress_line(progress: dict[str, Any]) -> str:
@@ -335,7 +320,9 @@ def build_parser() -> argparse.ArgumentParser:
     produce.add_argument("--late-rate", type=float, default=0.02, help="share of events sent late (default 0.02)")
     produce.add_argument("--seed", type=int, help="generator seed (default: random; printed for reproduction)")
     produce.add_argument("--stream", help="stream name (default: settings)")
-    produce.add_argument("--summary-file", help="write a JSON summary here")
+    produce.add_argument(
+        "--summary-file", help="also write the JSON summary here (always in <run_dir>/produce_<mode>_summary.json)"
+    )
     produce.add_argument("--no-progress", action="store_true", help="no progress bar")
     control = produce.add_mutually_exclusive_group()
     control.add_argument("--background", action="store_true", help="run live production detached, for --duration s")

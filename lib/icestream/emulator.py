@@ -4,21 +4,16 @@ Run as ``python -m icestream.emulator -H 127.0.0.1 -p PORT``: moto's server with
 resharding made to behave like Kinesis (see :func:`faithful_resharding`).
 
 The server runs as its own process (new session), so it outlives the papermill kernels that use
-it one after another. A state file under ``data/run/`` records its pid, port and start time; start
-is idempotent, stop ends only the process this module started (checked by pid, start time and
-command line), and status reports health. moto keeps its state in memory: stopping the emulator
-loses every stream and record in it.
+it one after another. A state file under ``data/run/`` records its pid, port and start time (see
+:mod:`icestream.processes`); start is idempotent, stop ends only the process this module started
+(checked by pid, start time and command line), and status reports health. moto keeps its state in
+memory: stopping the emulator loses every stream and record in it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import json
-import os
-import signal
 import socket
-import subprocess
 import sys
 import time
 import urllib.error
@@ -26,6 +21,7 @@ import urllib.request
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from icestream import processes
 from icestream.errors import EmulatorError
 
 LOOPBACK = "127.0.0.1"
@@ -64,26 +60,6 @@ def free_port(host: str = LOOPBACK) -> int:
         return int(probe.getsockname()[1])
 
 
-def process_start_time(pid: int) -> str:
-    """The process's start time in clock ticks since boot ('' if unknown or gone)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return ""
-    # The command name (field 2) may contain spaces; fields after its closing parenthesis are fixed.
-    return stat.rsplit(")", 1)[1].split()[19]
-
-
-def process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def is_healthy(endpoint: str, timeout: float = 2.0) -> bool:
     """True when a moto server answers on ``endpoint``."""
     try:
@@ -106,23 +82,15 @@ class Emulator:
         self.state_file = self.run_dir / STATE_FILE
 
     def _read_state(self) -> EmulatorState | None:
+        values = processes.read_state(self.state_file)
         try:
-            return EmulatorState(**json.loads(self.state_file.read_text()))
-        except (OSError, ValueError, TypeError):
+            return EmulatorState(**values) if values is not None else None
+        except TypeError:
             return None
 
     def _owns(self, state: EmulatorState) -> bool:
         """True when ``state.pid`` is still the very process this module started."""
-        if not process_alive(state.pid):
-            return False
-        current_start = process_start_time(state.pid)
-        if current_start and current_start != state.process_start:
-            return False
-        try:
-            command = Path(f"/proc/{state.pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            return True  # no /proc (macOS): the pid is alive and the start check was skipped
-        return "icestream.emulator" in command and str(state.port) in command
+        return processes.is_ours(asdict(state), ("icestream.emulator", str(state.port)))
 
     def status(self) -> EmulatorStatus:
         """Report whether the emulator runs and answers."""
@@ -164,16 +132,11 @@ class Emulator:
         port = port or free_port()
         endpoint = f"http://{LOOPBACK}:{port}"
         log_path = self.run_dir / LOG_FILE
-        with log_path.open("ab") as log:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "icestream.emulator", "-H", LOOPBACK, "-p", str(port)],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,  # not killed with the kernel or shell that started it
-            )
-        state = EmulatorState(process.pid, port, endpoint, process_start_time(process.pid), time.time(), str(log_path))
-        self.state_file.write_text(json.dumps(asdict(state), indent=2))
+        command = [sys.executable, "-m", "icestream.emulator", "-H", LOOPBACK, "-p", str(port)]
+        process = processes.spawn(command, log_path)
+        processes.write_state(
+            self.state_file, process.pid, port=port, endpoint=endpoint, started_at=time.time(), log=str(log_path)
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if process.poll() is not None:
@@ -201,25 +164,11 @@ class Emulator:
         state = self._read_state()
         if state is None:
             return False
-        stopped = False
-        if self._owns(state):
-            os.killpg(state.pid, signal.SIGTERM)
-            deadline = time.monotonic() + timeout
-            while process_alive(state.pid) and time.monotonic() < deadline:
-                _reap(state.pid)
-                time.sleep(0.1)
-            if process_alive(state.pid):
-                os.killpg(state.pid, signal.SIGKILL)
-            _reap(state.pid)
-            stopped = True
+        stopped = self._owns(state)
+        if stopped:
+            processes.terminate(state.pid, timeout)
         self.state_file.unlink(missing_ok=True)
         return stopped
-
-
-def _reap(pid: int) -> None:
-    """Collect the exit status when the emulator is our own child, so it leaves no zombie."""
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, os.WNOHANG)
 
 
 def faithful_resharding() -> None:

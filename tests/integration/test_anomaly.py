@@ -15,8 +15,9 @@ import pytest
 
 from icestream import anomaly, tables
 from icestream.config import Settings, load_settings
-from icestream.events import DEFAULT_ANOMALIES, backfill_config, generate
 from icestream.ingest.bulk import load_payloads
+from icestream.synthetic.generator import backfill_config, generate
+from icestream.synthetic.ground_truth import DEFAULT_ANOMALIES
 
 pytestmark = pytest.mark.integration
 
@@ -46,7 +47,7 @@ def generated(spark, settings: Settings) -> tuple[str, list]:
 def test_default_detector_finds_every_anomaly_with_few_false_alarms(spark, generated, index: int) -> None:
     table, runs = generated
     config, truth = runs[index]
-    scored = anomaly.detect(spark, table, config.start, config.end)
+    scored = anomaly.score_windows(anomaly.window_counts(spark, table, config.start, config.end))
     result = anomaly.evaluate(scored, truth)
     assert result.anomalies == len(DEFAULT_ANOMALIES)
     assert result.recall == 1.0, anomaly.label_windows(scored, truth)

@@ -14,9 +14,9 @@ import pytest
 from icestream import health, tables
 from icestream.config import Settings, load_settings
 from icestream.errors import ConfigError
-from icestream.events import backfill_config, generate
 from icestream.ingest import positions
 from icestream.ingest.bulk import load_payloads
+from icestream.synthetic.generator import backfill_config, generate
 
 STREAM = "health-test-stream"
 POSITIONS = {"shardId-000000000000": positions.after("49000000000000000001"), "shardId-000000000001": "TRIM_HORIZON"}

@@ -12,23 +12,18 @@ import pytest
 from icestream.cli import main
 from icestream.clients import ensure_stream, kinesis_client
 from icestream.config import Settings, project_home
-from icestream.events import (
-    DEFAULT_ANOMALIES,
-    EventGenerator,
-    backfill_config,
-    generate,
-    ground_truth_path,
-    malformed_payload,
-    read_ground_truth,
-)
-from icestream.producer import (
+from icestream.producer.background import (
     background_producer_status,
-    produce,
-    run_production,
     start_background_producer,
     stop_background_producer,
     wait_background_producer,
 )
+from icestream.producer.put import produce
+from icestream.producer.run import read_run_summary, run_production, run_summary_path
+from icestream.synthetic.generator import EventGenerator, backfill_config, generate
+from icestream.synthetic.ground_truth import DEFAULT_ANOMALIES, ground_truth_path, read_ground_truth
+from icestream.synthetic.malformed import MALFORMED_KINDS, malformed_payload
+from icestream.synthetic.wire import Record
 
 pytestmark = pytest.mark.integration
 
@@ -85,8 +80,6 @@ def test_a_backfill_arrives_complete_and_in_per_user_order(stream: Settings) -> 
 
 
 def test_malformed_payloads_arrive_byte_for_byte(stream: Settings) -> None:
-    from icestream.events import MALFORMED_KINDS, Record
-
     records = [Record(malformed_payload(kind), f"k-{kind}", kind, 0.0, 0.0) for kind in MALFORMED_KINDS]
     summary = produce(stream, records, progress=False)
     assert summary.sent == len(MALFORMED_KINDS)
@@ -112,6 +105,8 @@ def test_cli_backfill_writes_ground_truth_and_summary(stream: Settings, tmp_path
     assert code == 0
     result = json.loads(summary_file.read_text())
     assert result["producer"]["sent"] == result["generator"]["records"] == len(read_stream(stream))
+    assert json.loads(run_summary_path(stream, "backfill").read_text()) == result
+    assert read_run_summary(run_summary_path(stream, "backfill")).producer.sent == result["producer"]["sent"]
     truth = read_ground_truth(ground_truth_path(stream))
     assert [a.kind for a in truth] == ["spike", "drop", "burst"]
 
@@ -120,8 +115,8 @@ def test_run_production_records_counts(stream: Settings, tmp_path: Any) -> None:
     generator = EventGenerator(backfill_config(hours=0.5, count=300, end=END, seed=9, anomalies=()))
     result = run_production(stream, generator, mode="backfill", generator=generator, progress=False,
                             summary_file=tmp_path / "s.json")  # fmt: skip
-    assert result["producer"]["sent"] == result["generator"]["records"]
-    assert json.loads((tmp_path / "s.json").read_text()) == json.loads(json.dumps(result))
+    assert result.producer.sent == result.generator["records"]
+    assert json.loads((tmp_path / "s.json").read_text()) == json.loads(json.dumps(result.as_dict()))
 
 
 def test_background_producer_runs_for_its_duration_and_reports(stream: Settings) -> None:
@@ -131,9 +126,10 @@ def test_background_producer_runs_for_its_duration_and_reports(stream: Settings)
     status = wait_background_producer(stream, timeout=60)
     assert not status.running
     assert status.summary is not None, status.detail
-    sent = status.summary["producer"]["sent"]
+    sent = status.summary.producer.sent
     assert sent > 0
-    assert status.summary["producer"]["failed"] == 0
+    assert status.summary.producer.failed == 0
+    assert status.summary.mode == "live"
     assert len(read_stream(stream)) == sent
     assert stop_background_producer(stream) is False  # it has ended by itself
 
@@ -145,4 +141,4 @@ def test_background_producer_stops_on_request_and_writes_its_summary(stream: Set
     status = background_producer_status(stream)
     assert not status.running
     assert status.summary is not None
-    assert status.summary["producer"]["stopped_early"] is True
+    assert status.summary.producer.stopped_early is True

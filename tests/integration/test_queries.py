@@ -12,8 +12,8 @@ import pytest
 from icestream import queries, tables
 from icestream.config import load_settings
 from icestream.errors import ConfigError
-from icestream.events import backfill_config, generate
 from icestream.ingest.bulk import load_payloads
+from icestream.synthetic.generator import backfill_config, generate
 
 pytestmark = pytest.mark.integration
 

@@ -9,8 +9,8 @@ import pytest
 
 from icestream import queries, tables
 from icestream.config import load_settings
-from icestream.events import backfill_config, generate
 from icestream.ingest.bulk import load_payloads
+from icestream.synthetic.generator import backfill_config, generate
 from icestream.timestamps import to_micros
 
 pytestmark = pytest.mark.integration

@@ -26,9 +26,9 @@ from hypothesis import strategies as st
 
 from icestream.clients import kinesis_client
 from icestream.emulator import free_port
-from icestream.events import MALFORMED_KINDS, malformed_payload
 from icestream.ingest import start_ingest
 from icestream.ingest.parse import ParsedEvent, parse_payload
+from icestream.synthetic.malformed import MALFORMED_KINDS, malformed_payload
 from tests.reliability import figures
 from tests.reliability.figures import size
 from tests.reliability.workload import event_document

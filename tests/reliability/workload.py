@@ -18,7 +18,7 @@ from typing import Any
 
 from icestream.clients import kinesis_client
 from icestream.config import Settings
-from icestream.events import MALFORMED_KINDS, malformed_payload
+from icestream.synthetic.malformed import MALFORMED_KINDS, malformed_payload
 
 
 def event_document(event_id: str, user: str, counter: int) -> dict[str, Any]:

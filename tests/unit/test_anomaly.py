@@ -19,7 +19,8 @@ from icestream.anomaly import (
     score_windows,
 )
 from icestream.errors import ConfigError
-from icestream.events import Anomaly, format_ts
+from icestream.synthetic.ground_truth import Anomaly
+from icestream.synthetic.wire import format_ts
 
 pytestmark = pytest.mark.unit
 

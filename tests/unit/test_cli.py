@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import os
+import re
 from pathlib import Path
 
 import pytest
@@ -54,4 +54,6 @@ def test_notebooks_run_in_name_order() -> None:
     assert [path.name for path in every] == sorted(path.name for path in every)
     assert every[0].name == "00_setup.ipynb"
     assert notebook_paths(["00"]) == [every[0]]
-    assert os.sep not in every[0].name
+    names = [path.name for path in every]
+    assert all(re.fullmatch(r"\d\d(_[a-z0-9]+)+\.ipynb", name) for name in names), f"NN_verb_object.ipynb: {names}"
+    assert [int(name[:2]) for name in names] == list(range(len(names))), f"numbered 00, 01, ... with no gap: {names}"

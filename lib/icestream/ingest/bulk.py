@@ -34,7 +34,7 @@ def load_payloads(
     Args:
         spark: The session.
         table: Qualified name of a table created by ``tables.create_events_table``.
-        payloads: Payload bytes with their partition keys (e.g. from ``icestream.events``).
+        payloads: Payload bytes with their partition keys (e.g. from ``icestream.synthetic``).
         chunk_rows: Rows per append (one snapshot each), bounding the driver's memory.
         dedupe: Skip an event id already loaded, as the streaming ingest does.
 

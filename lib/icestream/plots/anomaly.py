@@ -10,7 +10,7 @@ import matplotlib.dates as mdates
 import matplotlib.pyplot as plt
 
 from icestream.anomaly import HIGH, LOW
-from icestream.events import Anomaly
+from icestream.synthetic.ground_truth import Anomaly
 
 if TYPE_CHECKING:
     import pandas as pd

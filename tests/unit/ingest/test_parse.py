@@ -53,7 +53,7 @@ def test_every_sample_event_is_accepted() -> None:
 
 
 def test_samples_cover_every_malformed_kind() -> None:
-    from icestream.events import MALFORMED_KINDS
+    from icestream.synthetic.malformed import MALFORMED_KINDS
 
     assert {kind for kind, _ in malformed_samples()} == set(MALFORMED_KINDS) == set(EXPECTED_REASON)
 

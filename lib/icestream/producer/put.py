@@ -9,33 +9,23 @@
   reported in the summary with its error code. Nothing is dropped without being counted.
 - Optional pacing: a rate limit in events/s, or sending each record when its ``send_at`` time comes
   (live mode, so event time is about now when the record arrives).
-- A background producer runs the CLI in its own process for a bounded duration, with a state file
-  under ``run_dir`` (like the emulator), so a notebook can start it and the next one can read a live
-  stream.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import random
-import signal
-import subprocess
-import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from tqdm import tqdm
 
 from icestream.config import Settings
-from icestream.emulator import process_alive, process_start_time
 from icestream.errors import ConfigError, ServiceUnavailableError
-from icestream.events import EventGenerator, Record, ground_truth_path, write_ground_truth
 from icestream.limits import MAX_BYTES_PER_PUT, MAX_RECORD_BYTES, MAX_RECORDS_PER_PUT
+from icestream.synthetic.wire import Record
 
 # Errors that no retry can fix: the stream is missing or the request is wrong.
 _FATAL_CODES = frozenset(
@@ -50,10 +40,6 @@ _FATAL_CODES = frozenset(
         "UnrecognizedClientException",
     }
 )
-STATE_FILE = "producer.json"
-LOG_FILE = "producer.log"
-LIVE_SUMMARY_FILE = "producer_live_summary.json"
-MAX_BACKGROUND_SECONDS = 6 * 3600.0  # background production is always bounded
 
 
 @dataclass(frozen=True)
@@ -131,6 +117,13 @@ class ProduceSummary:
         values["failures"] = values["failures"][:100]
         return values
 
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> ProduceSummary:
+        """Read back what :meth:`as_dict` wrote (the failures as far as it listed them)."""
+        names = {item.name for item in fields(cls)} - {"failures"}
+        failures = [FailedRecord(**failure) for failure in values.get("failures", [])]
+        return cls(**{name: values[name] for name in names if name in values}, failures=failures)
+
     def table(self) -> dict[str, float | int]:
         """The headline numbers (for a one-row table)."""
         return {
@@ -148,7 +141,7 @@ class ProduceSummary:
 
 def record_size(record: Record) -> int:
     """Bytes a record counts against the Kinesis limits: data plus partition key."""
-    return len(record.data) + len(record.partition_key.encode())
+    return record.size
 
 
 class BatchBuilder:
@@ -423,297 +416,3 @@ def produce(
 
     producer = Producer(client or kinesis_client(settings), settings.stream_name, retry=retry)
     return producer.send(records, **options)
-
-
-# -- background production ----------------------------------------------------------------------
-@dataclass(frozen=True)
-class BackgroundProducerStatus:
-    """The background producer as seen now.
-
-    Attributes:
-        running: Its process is alive.
-        pid: Its process id (None if none was started).
-        started_at: Wall-clock start (epoch seconds).
-        ends_by: When it stops at the latest (epoch seconds).
-        log: Its log file.
-        summary_file: Where it writes its summary when it ends.
-        summary: That summary, once written.
-        detail: One line for people.
-    """
-
-    running: bool
-    pid: int | None
-    started_at: float | None
-    ends_by: float | None
-    log: str | None
-    summary_file: str
-    summary: dict[str, Any] | None
-    detail: str
-
-
-def _state_path(settings: Settings) -> Path:
-    return settings.path("run_dir") / STATE_FILE
-
-
-def _read_state(settings: Settings) -> dict[str, Any] | None:
-    try:
-        return json.loads(_state_path(settings).read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def _owns(state: dict[str, Any]) -> bool:
-    """True when the state's pid is still the producer process this module started."""
-    pid = int(state.get("pid", 0))
-    if pid <= 0 or not process_alive(pid) or _is_zombie(pid):
-        return False
-    current = process_start_time(pid)
-    if current and current != state.get("process_start"):
-        return False
-    try:
-        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except OSError:
-        return True
-    return "icestream.cli" in command and "produce" in command
-
-
-def live_summary_path(settings: Settings) -> Path:
-    """Where the background producer writes its summary: ``<run_dir>/producer_live_summary.json``."""
-    return settings.path("run_dir") / LIVE_SUMMARY_FILE
-
-
-def _settings_environment(settings: Settings) -> dict[str, str]:
-    """The settings the child needs, as ICESTREAM_* variables (arguments given to load_settings are not in
-    the environment otherwise)."""
-    values = {
-        "ICESTREAM_PROFILE": settings.profile,
-        "ICESTREAM_REGION": settings.region,
-        "ICESTREAM_STREAM_NAME": settings.stream_name,
-        "ICESTREAM_RUN_DIR": str(settings.path("run_dir")),
-    }
-    if settings.kinesis_endpoint:
-        values["ICESTREAM_KINESIS_ENDPOINT"] = settings.kinesis_endpoint
-    return values
-
-
-def start_background_producer(
-    settings: Settings,
-    *,
-    rate: float = 100.0,
-    duration: float = 300.0,
-    seed: int | None = None,
-    bad_rate: float = 0.005,
-    duplicate_rate: float = 0.01,
-    late_rate: float = 0.02,
-    anomalies: str = "none",
-    replace: bool = True,
-) -> BackgroundProducerStatus:
-    """Start live production in its own process, for ``duration`` seconds at most.
-
-    The process outlives the notebook kernel that starts it (so the next notebook reads a live
-    stream); it writes its summary to :func:`live_summary_path` when it ends, and the ground truth of
-    any anomalies to :func:`icestream.events.ground_truth_path` (appended).
-
-    Args:
-        settings: Names the stream, endpoint and run folder.
-        rate: Events per second.
-        duration: Seconds to run (at most six hours).
-        seed: Generator seed (None: a random one, so each run has new event ids).
-        bad_rate: Malformed records per event.
-        duplicate_rate: Share of events sent twice.
-        late_rate: Share of events sent late.
-        anomalies: Anomalies to inject (see :func:`icestream.events.parse_anomalies`), default none.
-        replace: Stop a background producer that already runs first; else raise if one runs.
-
-    Returns:
-        Its status just after the start.
-
-    Raises:
-        ConfigError: If a value is out of range, or one already runs and ``replace`` is False.
-    """
-    if not 0 < duration <= MAX_BACKGROUND_SECONDS:
-        raise ConfigError(
-            f"duration: {duration} s; background production needs 0 < duration ≤ {MAX_BACKGROUND_SECONDS:.0f} s."
-        )
-    if not rate > 0:
-        raise ConfigError(f"rate: {rate} must be a positive number of events per second.")
-    from icestream.events import parse_anomalies
-
-    parse_anomalies(anomalies)  # fail here, not in the child's log
-    current = background_producer_status(settings)
-    if current.running:
-        if not replace:
-            raise ConfigError(
-                f"A background producer already runs (pid {current.pid}); stop it with `icestream produce --stop`."
-            )
-        stop_background_producer(settings)
-    run_dir = settings.path("run_dir")
-    run_dir.mkdir(parents=True, exist_ok=True)
-    summary_file = live_summary_path(settings)
-    summary_file.unlink(missing_ok=True)
-    log_path = run_dir / LOG_FILE
-    command = [
-        sys.executable, "-m", "icestream.cli", "produce",
-        "--rate", str(rate), "--duration", str(duration),
-        "--bad-rate", str(bad_rate), "--duplicate-rate", str(duplicate_rate), "--late-rate", str(late_rate),
-        "--anomalies", anomalies, "--summary-file", str(summary_file), "--no-progress",
-    ]  # fmt: skip
-    if seed is not None:
-        command += ["--seed", str(seed)]
-    with log_path.open("ab") as log:
-        process = subprocess.Popen(
-            command,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env={**os.environ, **_settings_environment(settings)},
-            start_new_session=True,  # not ended with the kernel that started it
-        )
-    started = time.time()
-    state = {
-        "pid": process.pid,
-        "process_start": process_start_time(process.pid),
-        "started_at": started,
-        "ends_by": started + duration,
-        "log": str(log_path),
-        "summary_file": str(summary_file),
-        "command": command,
-    }
-    _state_path(settings).write_text(json.dumps(state, indent=2))
-    return background_producer_status(settings)
-
-
-def background_producer_status(settings: Settings) -> BackgroundProducerStatus:
-    """Report whether the background producer runs, and its summary once it has ended."""
-    summary_file = live_summary_path(settings)
-    try:
-        summary = json.loads(summary_file.read_text())
-    except (OSError, ValueError):
-        summary = None
-    state = _read_state(settings)
-    if state is None:
-        return BackgroundProducerStatus(False, None, None, None, None, str(summary_file), summary, "not started")
-    _reap(int(state["pid"]))
-    running = _owns(state)
-    if running:
-        detail = f"running, ends within {max(0.0, state['ends_by'] - time.time()):.0f} s"
-    else:
-        detail = "finished" if summary else f"not running, no summary; see {state['log']}"
-    return BackgroundProducerStatus(
-        running,
-        int(state["pid"]),
-        state["started_at"],
-        state["ends_by"],
-        state["log"],
-        str(summary_file),
-        summary,
-        detail,
-    )
-
-
-def stop_background_producer(settings: Settings, timeout: float = 15.0) -> bool:
-    """Stop the background producer this module started, if it runs; it writes its summary first.
-
-    Args:
-        settings: Names the run folder.
-        timeout: Seconds to wait after SIGTERM before SIGKILL.
-
-    Returns:
-        True if a process was stopped.
-    """
-    state = _read_state(settings)
-    if state is None or not _owns(state):
-        return False
-    pid = int(state["pid"])
-    os.killpg(pid, signal.SIGTERM)  # the CLI handles it: finish the batch, write the summary
-    deadline = time.monotonic() + timeout
-    while process_alive(pid) and not _is_zombie(pid) and not _reap(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    if process_alive(pid) and not _is_zombie(pid) and not _reap(pid):
-        os.killpg(pid, signal.SIGKILL)
-        _reap(pid)
-    return True
-
-
-def wait_background_producer(settings: Settings, timeout: float) -> BackgroundProducerStatus:
-    """Wait up to ``timeout`` seconds for the background producer to end; return its status."""
-    deadline = time.monotonic() + timeout
-    status = background_producer_status(settings)
-    while status.running and time.monotonic() < deadline:
-        time.sleep(0.2)
-        status = background_producer_status(settings)
-    return status
-
-
-def _is_zombie(pid: int) -> bool:
-    """True for a process that has ended but not been collected by its parent (another kernel)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except (OSError, IndexError):
-        return False
-
-
-def _reap(pid: int) -> bool:
-    """Collect the exit status when the producer is our own child (no zombie); True if it has ended."""
-    try:
-        done, _ = os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        return False
-    return done == pid
-
-
-# -- one production run, as the CLI and the background process do it ---------------------------
-def run_production(
-    settings: Settings,
-    records: Iterable[Record],
-    *,
-    mode: str,
-    generator: EventGenerator | None = None,
-    append_truth: bool = False,
-    summary_file: Path | None = None,
-    stop_on_sigterm: bool = False,
-    client: Any | None = None,
-    **options: Any,
-) -> dict[str, Any]:
-    """Send records, write the anomaly ground truth and a JSON summary, and return that summary.
-
-    Args:
-        settings: Names the stream, endpoint and run folder.
-        records: What to send (usually ``generator`` itself).
-        mode: ``backfill``, ``live`` or ``file``, recorded in the summary.
-        generator: The generator behind ``records``, for its ground truth and counts.
-        append_truth: Add to the ground-truth file instead of replacing it (live after a backfill).
-        summary_file: Where to write the summary (JSON); None writes none.
-        stop_on_sigterm: Finish the current batch and write the summary on SIGTERM (main thread only).
-        client: A Kinesis client (default: one for the active profile).
-        **options: Passed to :meth:`Producer.send`.
-
-    Returns:
-        ``mode``, ``stream``, the generator's window, seed and counts, ``ground_truth`` (path),
-        and ``producer`` (:meth:`ProduceSummary.as_dict`).
-    """
-    from icestream.clients import kinesis_client
-
-    truth_path = ground_truth_path(settings)
-    if generator is not None and (generator.ground_truth or not append_truth):
-        write_ground_truth(generator.ground_truth, truth_path, append=append_truth)
-    sender = Producer(client or kinesis_client(settings), settings.stream_name)
-    if stop_on_sigterm:
-        signal.signal(signal.SIGTERM, lambda *_: sender.stop())
-    summary = sender.send(records, **options)
-    result: dict[str, Any] = {"mode": mode, "stream": settings.stream_name, "finished_at": time.time()}
-    if generator is not None:
-        config = generator.config
-        result.update(
-            seed=config.seed,
-            window_start=config.start.isoformat(),
-            window_end=config.end.isoformat(),
-            ground_truth=str(truth_path),
-            anomalies=[asdict(anomaly) for anomaly in generator.ground_truth],
-            generator=generator.summary(),
-        )
-    result["producer"] = summary.as_dict()
-    if summary_file is not None:
-        summary_file.parent.mkdir(parents=True, exist_ok=True)
-        summary_file.write_text(json.dumps(result, indent=2))
-    return result

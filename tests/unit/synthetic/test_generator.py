@@ -1,4 +1,4 @@
-"""The event generator: wire format, determinism, funnel, anomalies, imperfect data and the samples."""
+"""The generator: determinism, the funnel, anomaly placement, imperfect data and the configuration."""
 
 from __future__ import annotations
 
@@ -6,91 +6,27 @@ import itertools
 import json
 from collections import Counter, defaultdict
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from icestream.config import project_home
 from icestream.errors import ConfigError
-from icestream.events import (
-    DEFAULT_ANOMALIES,
-    EVENT_TYPES,
-    MALFORMED_KINDS,
-    PROPERTY_FIELDS,
-    RECORD_KINDS,
-    AnomalySpec,
-    EventGenerator,
-    backfill_config,
-    decode_events,
-    expected_type_shares,
-    generate,
-    live_config,
-    malformed_payload,
-    parse_anomalies,
-    parse_ts,
-    read_ground_truth,
-    read_malformed_samples,
-    read_records,
-    sample_event,
-    sample_records,
-    write_ground_truth,
-)
 from icestream.limits import MAX_RECORD_BYTES
 from icestream.schema import DEVICE_FIELDS, REQUIRED_FIELDS
+from icestream.synthetic.generator import (
+    RECORD_KINDS,
+    EventGenerator,
+    backfill_config,
+    generate,
+    live_config,
+)
+from icestream.synthetic.ground_truth import DEFAULT_ANOMALIES, AnomalySpec
+from icestream.synthetic.malformed import MALFORMED_KINDS
+from icestream.synthetic.model import EVENT_TYPES, PROPERTY_FIELDS, expected_type_shares
+from icestream.synthetic.wire import decode_events, parse_ts
+from tests.unit.synthetic.ingest_rules import END, reject_reason
 
 pytestmark = pytest.mark.unit
-
-END = datetime(2026, 11, 21, 6, 0, tzinfo=UTC)
-SAMPLES = project_home() / "data" / "samples"
-
-
-def reject_reason(payload: bytes, max_event_bytes: int = 64 * 1024) -> str | None:
-    """The ingest's rules, as the issue states them: None for a valid record, else why not."""
-    if len(payload) > max_event_bytes:
-        return "oversized"
-    try:
-        event = json.loads(payload.decode("utf-8"))
-    except UnicodeDecodeError:
-        return "non_utf8"
-    except ValueError:
-        return "invalid_json"
-    if not isinstance(event, dict):
-        return "not_object"
-    for name in REQUIRED_FIELDS:
-        if name not in event:
-            return f"missing_{name}"
-    for name in ("event_id", "user_id", "session_id", "event_type", "event_ts"):
-        if name in event and not isinstance(event[name], str):
-            return "wrong_type"
-    try:
-        parse_ts(event["event_ts"])
-    except ValueError:
-        return "bad_timestamp"
-    if not isinstance(event.get("properties", {}), dict) or not isinstance(event.get("device_info", {}), dict):
-        return "wrong_type"
-    return None
-
-
-@pytest.fixture(scope="module")
-def backfill() -> tuple[list[Any], EventGenerator]:
-    """Three hours of history with the default anomalies and imperfect data (about 30,000 events)."""
-    return generate(backfill_config(hours=3, count=30_000, end=END, seed=11, anomalies=DEFAULT_ANOMALIES))
-
-
-@pytest.fixture(scope="module")
-def per_window(backfill: tuple[list[Any], EventGenerator]) -> dict[str, dict[int, int]]:
-    """Clean events per event type in 5-minute windows sliding by 1 minute (window start minute → count)."""
-    records, _ = backfill
-    per_minute: dict[str, Counter[int]] = defaultdict(Counter)
-    for record in records:
-        if record.kind == "event":
-            per_minute[record.event_type][int(record.event_ts // 60)] += 1
-    first, last = int(min(r.event_ts for r in records) // 60), int(max(r.event_ts for r in records) // 60)
-    return {
-        event_type: {start: sum(minutes[start + offset] for offset in range(5)) for start in range(first, last - 4)}
-        for event_type, minutes in per_minute.items()
-    }
 
 
 def test_same_seed_and_window_give_the_same_records() -> None:
@@ -227,44 +163,6 @@ def test_baseline_traffic_has_no_spikes(
         assert min(clear) > 0.4 * typical, event_type
 
 
-def test_ground_truth_round_trips_through_json_lines(
-    backfill: tuple[list[Any], EventGenerator], tmp_path: Path
-) -> None:
-    truth = backfill[1].ground_truth
-    path = write_ground_truth(truth, tmp_path / "truth.jsonl")
-    assert read_ground_truth(path) == truth
-    write_ground_truth(truth[:1], path, append=True)
-    assert len(read_ground_truth(path)) == len(truth) + 1
-    assert read_ground_truth(tmp_path / "absent.jsonl") == []
-
-
-@pytest.mark.parametrize("kind", MALFORMED_KINDS)
-def test_every_malformed_kind_is_rejected_for_its_own_reason(kind: str) -> None:
-    payload = malformed_payload(kind)
-    expected = {
-        "wrong_type_string": "wrong_type",
-        "wrong_type_number": "wrong_type",
-        "truncated_json": "invalid_json",
-        "empty_payload": "invalid_json",
-        "json_array": "not_object",
-    }.get(kind, kind)
-    assert reject_reason(payload) == expected
-    assert len(payload) < MAX_RECORD_BYTES
-
-
-def test_malformed_payloads_have_the_named_defect() -> None:
-    assert malformed_payload("empty_payload") == b""
-    assert json.loads(malformed_payload("wrong_type_string"))["user_id"] == 48213
-    assert isinstance(json.loads(malformed_payload("wrong_type_number"))["event_ts"], dict)
-    assert isinstance(json.loads(malformed_payload("json_array")), list)
-    assert 64 * 1024 < len(malformed_payload("oversized")) < 66 * 1024
-    assert len(malformed_payload("oversized", max_event_bytes=4096)) == 5120
-    assert len(malformed_payload("kinesis_oversized")) > MAX_RECORD_BYTES
-    assert reject_reason(json.dumps(sample_event()).encode()) is None
-    with pytest.raises(ConfigError, match="choose one of"):
-        malformed_payload("nonsense")
-
-
 def test_malformed_records_keep_a_partition_key(backfill: tuple[list[Any], EventGenerator]) -> None:
     bad = [record for record in backfill[0] if record.kind in MALFORMED_KINDS]
     assert bad
@@ -289,37 +187,6 @@ def test_live_events_start_now_at_the_target_rate() -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("none", ()),
-        ("", ()),
-        (None, ()),
-        ("default", DEFAULT_ANOMALIES),
-        ("spike:click:5@30+12", (AnomalySpec("spike", "click", 5.0, 30.0, 12.0),)),
-        ("drop:page_view,burst:error:9", (AnomalySpec("drop", "page_view", 0.1), AnomalySpec("burst", "error", 9.0))),
-    ],
-)
-def test_parse_anomalies(text: str | None, expected: tuple[AnomalySpec, ...]) -> None:
-    assert parse_anomalies(text) == expected
-
-
-@pytest.mark.parametrize(
-    ("text", "message"),
-    [
-        ("spike", "cannot read"),
-        ("spike:click:x", "cannot read"),
-        ("wobble:click", "anomaly kind"),
-        ("spike:teleport", "anomaly event type"),
-        ("spike:click:0.5", "must be above 1"),
-        ("drop:click:2", "must be in"),
-    ],
-)
-def test_parse_anomalies_explains_bad_input(text: str, message: str) -> None:
-    with pytest.raises(ConfigError, match=message):
-        parse_anomalies(text)
-
-
-@pytest.mark.parametrize(
     ("options", "message"),
     [
         ({"rate": 0}, "rate"),
@@ -338,21 +205,3 @@ def test_an_anomaly_that_does_not_fit_is_refused() -> None:
     config = backfill_config(hours=0.5, end=END, anomalies=(AnomalySpec("spike", "click", 4.0, 25.0, 15.0),))
     with pytest.raises(ConfigError, match="does not fit"):
         EventGenerator(config)
-
-
-def test_committed_samples_match_the_generator() -> None:
-    records, malformed = sample_records()
-    assert (SAMPLES / "events.jsonl").read_bytes() == b"".join(record.data + b"\n" for record in records)
-    committed = read_malformed_samples(SAMPLES / "malformed.jsonl")
-    assert tuple(committed) == MALFORMED_KINDS
-    assert all(
-        committed[row["kind"]] == malformed_payload(row["kind"], json.loads(records[0].data)) for row in malformed
-    )
-
-
-def test_sample_events_are_all_valid() -> None:
-    records = list(read_records(SAMPLES / "events.jsonl"))
-    assert 200 <= len(records) <= 500
-    assert all(reject_reason(record.data) is None for record in records)
-    assert all(record.partition_key == json.loads(record.data)["user_id"] for record in records)
-    assert any(record.data.count(b'"experiment"') or record.data.count(b'"locale"') for record in records)

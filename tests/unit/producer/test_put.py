@@ -13,14 +13,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from icestream.errors import ConfigError, ServiceUnavailableError
-from icestream.events import Record, malformed_payload
 from icestream.limits import MAX_BYTES_PER_PUT, MAX_RECORD_BYTES, MAX_RECORDS_PER_PUT
-from icestream.producer import (
+from icestream.producer.put import (
     Producer,
+    ProduceSummary,
     RetryPolicy,
     batches,
     record_size,
 )
+from icestream.synthetic.malformed import malformed_payload
+from icestream.synthetic.wire import Record
 
 pytestmark = pytest.mark.unit
 
@@ -247,3 +249,6 @@ def test_summary_is_json_ready() -> None:
     assert values["sent_by_kind"] == {"event": 2}
     assert values["failures"][0]["event_id"] == "id-1"
     assert summary.table()["sent"] == 2
+    again = ProduceSummary.from_dict(values)
+    assert (again.sent, again.failed, again.sent_by_kind) == (2, 1, {"event": 2})
+    assert again.failures == summary.failures

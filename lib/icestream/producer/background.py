@@ -1,0 +1,198 @@
+"""The background producer: live production in its own process, for a bounded duration.
+
+It runs ``icestream produce`` (live mode) detached from the kernel that starts it, so a notebook can
+start it and the next one reads a live stream. Like the emulator it keeps a state file under
+``run_dir`` (pid and start time, see :mod:`icestream.processes`): start replaces or refuses a running
+one, status and stop only ever concern the process this module started. Its summary is the live
+run's (:func:`icestream.producer.run.run_summary_path` with mode ``live``), written as it ends.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from icestream import processes
+from icestream.config import Settings
+from icestream.errors import ConfigError
+from icestream.producer.run import RunSummary, read_run_summary, run_summary_path
+from icestream.synthetic.ground_truth import parse_anomalies
+
+STATE_FILE = "producer.json"
+LOG_FILE = "producer.log"
+MAX_BACKGROUND_SECONDS = 6 * 3600.0  # background production is always bounded
+_COMMAND_MARKS = ("icestream.cli", "produce")  # what its command line holds (see processes.is_ours)
+
+
+@dataclass(frozen=True)
+class BackgroundProducerStatus:
+    """The background producer as seen now.
+
+    Attributes:
+        running: Its process is alive.
+        pid: Its process id (None if none was started).
+        started_at: Wall-clock start (epoch seconds).
+        ends_by: When it stops at the latest (epoch seconds).
+        log: Its log file.
+        summary_file: Where it writes its summary when it ends.
+        summary: That summary, once written.
+        detail: One line for people.
+    """
+
+    running: bool
+    pid: int | None
+    started_at: float | None
+    ends_by: float | None
+    log: str | None
+    summary_file: str
+    summary: RunSummary | None
+    detail: str
+
+
+def _state_path(settings: Settings) -> Path:
+    return settings.path("run_dir") / STATE_FILE
+
+
+def _settings_environment(settings: Settings) -> dict[str, str]:
+    """The settings the child needs, as ICESTREAM_* variables (arguments given to load_settings are not in
+    the environment otherwise)."""
+    values = {
+        "ICESTREAM_PROFILE": settings.profile,
+        "ICESTREAM_REGION": settings.region,
+        "ICESTREAM_STREAM_NAME": settings.stream_name,
+        "ICESTREAM_RUN_DIR": str(settings.path("run_dir")),
+    }
+    if settings.kinesis_endpoint:
+        values["ICESTREAM_KINESIS_ENDPOINT"] = settings.kinesis_endpoint
+    return values
+
+
+def start_background_producer(
+    settings: Settings,
+    *,
+    rate: float = 100.0,
+    duration: float = 300.0,
+    seed: int | None = None,
+    bad_rate: float = 0.005,
+    duplicate_rate: float = 0.01,
+    late_rate: float = 0.02,
+    anomalies: str = "none",
+    replace: bool = True,
+) -> BackgroundProducerStatus:
+    """Start live production in its own process, for ``duration`` seconds at most.
+
+    The process outlives the notebook kernel that starts it (so the next notebook reads a live
+    stream); it writes its summary to the live run's summary file when it ends, and the ground truth
+    of any anomalies to :func:`icestream.synthetic.ground_truth.ground_truth_path` (appended).
+
+    Args:
+        settings: Names the stream, endpoint and run folder.
+        rate: Events per second.
+        duration: Seconds to run (at most six hours).
+        seed: Generator seed (None: a random one, so each run has new event ids).
+        bad_rate: Malformed records per event.
+        duplicate_rate: Share of events sent twice.
+        late_rate: Share of events sent late.
+        anomalies: Anomalies to inject (see :func:`icestream.synthetic.ground_truth.parse_anomalies`),
+            default none.
+        replace: Stop a background producer that already runs first; else raise if one runs.
+
+    Returns:
+        Its status just after the start.
+
+    Raises:
+        ConfigError: If a value is out of range, or one already runs and ``replace`` is False.
+    """
+    if not 0 < duration <= MAX_BACKGROUND_SECONDS:
+        raise ConfigError(
+            f"duration: {duration} s; background production needs 0 < duration ≤ {MAX_BACKGROUND_SECONDS:.0f} s."
+        )
+    if not rate > 0:
+        raise ConfigError(f"rate: {rate} must be a positive number of events per second.")
+    parse_anomalies(anomalies)  # fail here, not in the child's log
+    current = background_producer_status(settings)
+    if current.running:
+        if not replace:
+            raise ConfigError(
+                f"A background producer already runs (pid {current.pid}); stop it with `icestream produce --stop`."
+            )
+        stop_background_producer(settings)
+    run_dir = settings.path("run_dir")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    summary_file = run_summary_path(settings, "live")
+    summary_file.unlink(missing_ok=True)
+    log_path = run_dir / LOG_FILE
+    command = [
+        sys.executable, "-m", "icestream.cli", "produce",
+        "--rate", str(rate), "--duration", str(duration),
+        "--bad-rate", str(bad_rate), "--duplicate-rate", str(duplicate_rate), "--late-rate", str(late_rate),
+        "--anomalies", anomalies, "--no-progress",
+    ]  # fmt: skip
+    if seed is not None:
+        command += ["--seed", str(seed)]
+    process = processes.spawn(command, log_path, env={**os.environ, **_settings_environment(settings)})
+    started = time.time()
+    processes.write_state(
+        _state_path(settings),
+        process.pid,
+        started_at=started,
+        ends_by=started + duration,
+        log=str(log_path),
+        summary_file=str(summary_file),
+        command=command,
+    )
+    return background_producer_status(settings)
+
+
+def background_producer_status(settings: Settings) -> BackgroundProducerStatus:
+    """Report whether the background producer runs, and its summary once it has ended."""
+    summary_file = run_summary_path(settings, "live")
+    summary = read_run_summary(summary_file)
+    state = processes.read_state(_state_path(settings))
+    if state is None:
+        return BackgroundProducerStatus(False, None, None, None, None, str(summary_file), summary, "not started")
+    running = processes.is_ours(state, _COMMAND_MARKS)
+    if running:
+        detail = f"running, ends within {max(0.0, state['ends_by'] - time.time()):.0f} s"
+    else:
+        detail = "finished" if summary else f"not running, no summary; see {state['log']}"
+    return BackgroundProducerStatus(
+        running,
+        int(state["pid"]),
+        state["started_at"],
+        state["ends_by"],
+        state["log"],
+        str(summary_file),
+        summary,
+        detail,
+    )
+
+
+def stop_background_producer(settings: Settings, timeout: float = 15.0) -> bool:
+    """Stop the background producer this module started, if it runs; it writes its summary first.
+
+    Args:
+        settings: Names the run folder.
+        timeout: Seconds to wait after SIGTERM before SIGKILL.
+
+    Returns:
+        True if a process was stopped.
+    """
+    state = processes.read_state(_state_path(settings))
+    if state is None or not processes.is_ours(state, _COMMAND_MARKS):
+        return False
+    processes.terminate(int(state["pid"]), timeout)  # the CLI handles SIGTERM: finish the batch, write the summary
+    return True
+
+
+def wait_background_producer(settings: Settings, timeout: float) -> BackgroundProducerStatus:
+    """Wait up to ``timeout`` seconds for the background producer to end; return its status."""
+    deadline = time.monotonic() + timeout
+    status = background_producer_status(settings)
+    while status.running and time.monotonic() < deadline:
+        time.sleep(0.2)
+        status = background_producer_status(settings)
+    return status

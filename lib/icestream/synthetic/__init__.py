@@ -1,0 +1,10 @@
+"""A realistic, seeded stream of user events in the wire format of :mod:`icestream.schema`.
+
+- :mod:`~icestream.synthetic.model`: the event model (types, funnel, properties, devices, daily curve).
+- :mod:`~icestream.synthetic.generator`: what to generate (:class:`GeneratorConfig`) and the generator
+  itself: sessions, rates, the placement of anomalies, duplicates, late and malformed records.
+- :mod:`~icestream.synthetic.ground_truth`: the anomalies to inject and the ground-truth file.
+- :mod:`~icestream.synthetic.malformed`: the malformed kinds and their payloads.
+- :mod:`~icestream.synthetic.wire`: records, the timestamp format, encoding and reading payload files.
+- :mod:`~icestream.synthetic.samples`: the committed samples in ``data/samples/``.
+"""

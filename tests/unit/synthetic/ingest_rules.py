@@ -1,0 +1,38 @@
+"""The ingest's acceptance rules, restated independently of icestream.ingest.parse for the generator's tests."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+from icestream.schema import REQUIRED_FIELDS
+from icestream.synthetic.wire import parse_ts
+
+END = datetime(2026, 11, 21, 6, 0, tzinfo=UTC)  # the end of the generated windows in these tests
+
+
+def reject_reason(payload: bytes, max_event_bytes: int = 64 * 1024) -> str | None:
+    """The ingest's rules, as the issue states them: None for a valid record, else why not."""
+    if len(payload) > max_event_bytes:
+        return "oversized"
+    try:
+        event = json.loads(payload.decode("utf-8"))
+    except UnicodeDecodeError:
+        return "non_utf8"
+    except ValueError:
+        return "invalid_json"
+    if not isinstance(event, dict):
+        return "not_object"
+    for name in REQUIRED_FIELDS:
+        if name not in event:
+            return f"missing_{name}"
+    for name in ("event_id", "user_id", "session_id", "event_type", "event_ts"):
+        if name in event and not isinstance(event[name], str):
+            return "wrong_type"
+    try:
+        parse_ts(event["event_ts"])
+    except ValueError:
+        return "bad_timestamp"
+    if not isinstance(event.get("properties", {}), dict) or not isinstance(event.get("device_info", {}), dict):
+        return "wrong_type"
+    return None
