@@ -1,7 +1,7 @@
 """The local Kinesis emulator: moto's server in a background process on a loopback port.
 
-Run as ``python -m icestream.emulator -H 127.0.0.1 -p PORT``: moto's server with its shard
-resharding made to behave like Kinesis (see :func:`faithful_resharding`).
+Run as ``python -m icestream.emulator -H 127.0.0.1 -p PORT``: moto's server with its Kinesis model
+patched to behave and scale like Kinesis (see :mod:`icestream.moto_kinesis`).
 
 The server runs as its own process (new session), so it outlives the papermill kernels that use
 it one after another. A state file under ``data/run/`` records its pid, port and start time (see
@@ -12,7 +12,6 @@ memory: stopping the emulator loses every stream and record in it.
 
 from __future__ import annotations
 
-import hashlib
 import socket
 import sys
 import time
@@ -171,76 +170,12 @@ class Emulator:
         return stopped
 
 
-def faithful_resharding() -> None:
-    """Make moto 5.2's SplitShard and MergeShards behave like Kinesis Data Streams.
-
-    moto (checked in 5.2.5) differs from Kinesis in three ways that matter to a reader of
-    resharded streams: it keeps routing new records to the closed parent (its key lookup ignores
-    whether a shard is open, and misses the last key of every range); on a split it moves the
-    parent's records into the children; on a merge it copies both parents' records into the child,
-    so they exist twice. In Kinesis a closed shard keeps its records (readable until retention ends),
-    receives nothing new, and children start empty. This replaces those three methods.
-    """
-    from moto.kinesis import models
-    from moto.kinesis.exceptions import InvalidArgumentError
-
-    def open_shard_for_key(self: models.Stream, partition_key: str, explicit_hash_key: str) -> models.Shard | None:
-        if not isinstance(partition_key, str) or len(partition_key) > 256:
-            raise InvalidArgumentError("partition_key")
-        if explicit_hash_key:
-            key = int(explicit_hash_key)
-            if key >= 2**128:
-                raise InvalidArgumentError("explicit_hash_key")
-        else:
-            # Kinesis maps a partition key to a shard by the MD5 hash of its UTF-8 bytes.
-            key = int(hashlib.md5(partition_key.encode("utf-8"), usedforsecurity=False).hexdigest(), 16)
-        return next(
-            (
-                shard
-                for shard in self.shards.values()
-                if shard.is_open and shard.starting_hash <= key <= shard.ending_hash
-            ),
-            None,
-        )
-
-    def next_shard_number(self: models.Stream) -> int:
-        return max(shard._shard_id for shard in self.shards.values()) + 1
-
-    def split_shard(self: models.Stream, shard_to_split: str, new_starting_hash_key: str) -> None:
-        shard = self.shards[shard_to_split]
-        boundary = int(new_starting_hash_key)
-        if not shard.starting_hash < boundary <= shard.ending_hash or not shard.is_open:
-            raise InvalidArgumentError(f"cannot split {shard_to_split} at {new_starting_hash_key}")
-        number = next_shard_number(self)
-        for offset, (low, high) in enumerate(((shard.starting_hash, boundary - 1), (boundary, shard.ending_hash))):
-            child = models.Shard(number + offset, low, high, parent=shard.shard_id)
-            self.shards[child.shard_id] = child
-        shard.is_open = False
-
-    def merge_shards(self: models.Stream, shard_to_merge: str, adjacent_shard_to_merge: str) -> None:
-        first, second = self.shards[shard_to_merge], self.shards[adjacent_shard_to_merge]
-        low, high = sorted((first, second), key=lambda shard: shard.starting_hash)
-        if low.ending_hash + 1 != high.starting_hash or not (first.is_open and second.is_open):
-            raise InvalidArgumentError(adjacent_shard_to_merge)
-        child = models.Shard(
-            next_shard_number(self), low.starting_hash, high.ending_hash, parent=first.shard_id,
-            adjacent_parent=second.shard_id,
-        )  # fmt: skip
-        self.shards[child.shard_id] = child
-        first.is_open = second.is_open = False
-
-    models.Stream.get_shard_for_key = open_shard_for_key
-    models.Stream.split_shard = split_shard
-    models.Stream.merge_shards = merge_shards
-
-
 def main(argv: list[str] | None = None) -> None:
-    """Run moto's server with faithful resharding and a constant-cost record store (the emulator's entry point)."""
+    """Run moto's server with its Kinesis model patched (the emulator process's entry point)."""
     from moto.server import main as moto_main
 
     from icestream import moto_kinesis
 
-    faithful_resharding()
     moto_kinesis.install()
     moto_main(argv)
 

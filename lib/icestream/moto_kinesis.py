@@ -1,5 +1,10 @@
-"""Make moto's Kinesis record store cost the same at any depth of a shard, and honour retention.
+"""moto's Kinesis model, patched to behave and scale like Kinesis Data Streams.
 
+Two sets of replacements, both installed by :func:`install` in the emulator process: resharding
+as Kinesis does it (:func:`faithful_resharding`), and a record store whose cost per call does not
+grow with the shard, with retention (below).
+
+**Record store.**
 moto 5.2.5 keeps a shard's records in an ``OrderedDict`` keyed by sequence number and finds its
 way in it by scanning: every PutRecords entry lists all keys to find the last one, every
 GetRecords walks the shard from its first record to the iterator's position, and
@@ -18,6 +23,7 @@ and the shape it replaces, so an upgrade fails loudly here rather than subtly in
 
 from __future__ import annotations
 
+import hashlib
 import time
 from typing import Any
 
@@ -82,15 +88,21 @@ def now() -> float:
 
 
 def install() -> None:
-    """Replace moto's per-shard record lookups with constant-cost ones and enforce retention.
+    """Install every replacement (idempotent).
 
     Raises:
         EmulatorError: If the installed moto is not a version these replacements were checked against.
     """
     models = _require_checked_moto()
-    if getattr(models, "_icestream_constant_cost", False):
+    if getattr(models, "_icestream_patched", False):
         return  # installed already: wrapping the wrappers would trim twice per call
-    models._icestream_constant_cost = True
+    models._icestream_patched = True
+    faithful_resharding()
+    constant_cost_records(models)
+
+
+def constant_cost_records(models: Any) -> None:
+    """Replace moto's per-shard record lookups with constant-cost ones and enforce retention."""
 
     def get_records(self: Any, last_sequence_id: str, limit: int | None) -> tuple[list[Any], int, int]:
         last = int(last_sequence_id)
@@ -156,3 +168,66 @@ def install() -> None:
     models.Shard.get_sequence_number_at = get_sequence_number_at
     models.Stream.put_record = stream_put_record
     models.KinesisBackend.get_records = backend_get_records
+
+
+def faithful_resharding() -> None:
+    """Make moto 5.2's SplitShard and MergeShards behave like Kinesis Data Streams.
+
+    moto (checked in 5.2.5) differs from Kinesis in three ways that matter to a reader of
+    resharded streams: it keeps routing new records to the closed parent (its key lookup ignores
+    whether a shard is open, and misses the last key of every range); on a split it moves the
+    parent's records into the children; on a merge it copies both parents' records into the child,
+    so they exist twice. In Kinesis a closed shard keeps its records (readable until retention ends),
+    receives nothing new, and children start empty. This replaces those three methods.
+    """
+    from moto.kinesis import models
+    from moto.kinesis.exceptions import InvalidArgumentError
+
+    def open_shard_for_key(self: models.Stream, partition_key: str, explicit_hash_key: str) -> models.Shard | None:
+        if not isinstance(partition_key, str) or len(partition_key) > 256:
+            raise InvalidArgumentError("partition_key")
+        if explicit_hash_key:
+            key = int(explicit_hash_key)
+            if key >= 2**128:
+                raise InvalidArgumentError("explicit_hash_key")
+        else:
+            # Kinesis maps a partition key to a shard by the MD5 hash of its UTF-8 bytes.
+            key = int(hashlib.md5(partition_key.encode("utf-8"), usedforsecurity=False).hexdigest(), 16)
+        return next(
+            (
+                shard
+                for shard in self.shards.values()
+                if shard.is_open and shard.starting_hash <= key <= shard.ending_hash
+            ),
+            None,
+        )
+
+    def next_shard_number(self: models.Stream) -> int:
+        return max(shard._shard_id for shard in self.shards.values()) + 1
+
+    def split_shard(self: models.Stream, shard_to_split: str, new_starting_hash_key: str) -> None:
+        shard = self.shards[shard_to_split]
+        boundary = int(new_starting_hash_key)
+        if not shard.starting_hash < boundary <= shard.ending_hash or not shard.is_open:
+            raise InvalidArgumentError(f"cannot split {shard_to_split} at {new_starting_hash_key}")
+        number = next_shard_number(self)
+        for offset, (low, high) in enumerate(((shard.starting_hash, boundary - 1), (boundary, shard.ending_hash))):
+            child = models.Shard(number + offset, low, high, parent=shard.shard_id)
+            self.shards[child.shard_id] = child
+        shard.is_open = False
+
+    def merge_shards(self: models.Stream, shard_to_merge: str, adjacent_shard_to_merge: str) -> None:
+        first, second = self.shards[shard_to_merge], self.shards[adjacent_shard_to_merge]
+        low, high = sorted((first, second), key=lambda shard: shard.starting_hash)
+        if low.ending_hash + 1 != high.starting_hash or not (first.is_open and second.is_open):
+            raise InvalidArgumentError(adjacent_shard_to_merge)
+        child = models.Shard(
+            next_shard_number(self), low.starting_hash, high.ending_hash, parent=first.shard_id,
+            adjacent_parent=second.shard_id,
+        )  # fmt: skip
+        self.shards[child.shard_id] = child
+        first.is_open = second.is_open = False
+
+    models.Stream.get_shard_for_key = open_shard_for_key
+    models.Stream.split_shard = split_shard
+    models.Stream.merge_shards = merge_shards
