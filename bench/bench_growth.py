@@ -31,14 +31,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import banner, bench_session, command_line, median_phases, run_ingest, summary, timed, write_results
 
 
-def counts(spark: Any, table: str) -> dict[str, int]:
-    """Snapshots, data files, manifests of the current snapshot, and rows."""
-    one = lambda sql: int(spark.sql(sql).first()[0])  # noqa: E731 - a local shorthand
+def counts(table: Any) -> dict[str, int]:
+    """Snapshots, data files, manifests of the current snapshot, and rows (a ``LakeTable``)."""
     return {
-        "snapshots": one(f"SELECT count(*) FROM {table}.snapshots"),
-        "data_files": one(f"SELECT count(*) FROM {table}.data_files"),
-        "manifests": one(f"SELECT count(*) FROM {table}.manifests"),
-        "rows": one(f"SELECT count(*) FROM {table}"),
+        "snapshots": len(table.inspect.snapshots()),
+        "data_files": len(table.inspect.data_files()),
+        "manifests": len(table.inspect.manifests()),
+        "rows": table.versions.row_count(),
     }
 
 
@@ -54,10 +53,11 @@ def main() -> None:
 
     facts = banner("growth: ingest batch cost and query time as snapshots and files accumulate", command_line())
     from icestream import duckdb as duck
-    from icestream import queries
+    from icestream import realtime
     from icestream.clients import ensure_stream
     from icestream.config import load_settings
     from icestream.ingest.bulk import load_payloads
+    from icestream.lake import LakeTable
     from icestream.producer.put import produce
     from icestream.synthetic.generator import backfill_config, generate
 
@@ -73,6 +73,7 @@ def main() -> None:
         live, _ = generate(backfill_config(hours=0.1, count=needed, end=end, seed=22, bad_rate=0.0))
         produce(stream, live, progress=False)
         table = stream.table_name
+        lake_table = LakeTable(spark, table)
         connection = duck.connect()
         appended = 0
         # Warm the JVM and the Python workers on the empty table, so checkpoint 1 is not the slowest by start-up.
@@ -90,13 +91,13 @@ def main() -> None:
                 spark, stream, dedupe=True, max_records_per_shard=args.records_per_shard,
                 max_batches=args.measure_batches, duration_seconds=300,
             )  # fmt: skip
-            location, snapshot_id = duck.metadata_location(spark, table)
-            spark_run = lambda snapshot_id=snapshot_id: queries.kpi_dashboard(spark, table, snapshot_id=snapshot_id)  # noqa: E731
+            location, snapshot_id = lake_table.inspect.metadata_location()
+            spark_run = lambda snapshot_id=snapshot_id: realtime.kpi_dashboard(lake_table, snapshot_id=snapshot_id)  # noqa: E731
             duck_run = lambda location=location: duck.kpi_dashboard(connection, location)  # noqa: E731
             spark_run(), duck_run()
             row = {
                 "batches_appended": checkpoint,
-                **counts(spark, table),
+                **counts(lake_table),
                 "growth_append_seconds_each": growth_seconds / max(1, len(chunk) / args.events_per_batch),
                 "ingest_batch_seconds": summary([batch["total"] for batch in ingest["phases"]]),
                 "ingest_query_seconds": ingest["seconds"],

@@ -8,7 +8,7 @@ batch, like the ingest's), all in one hour partition, and extrapolates linearly 
 commits: files/hour = files per commit × 3,600 (average file size as measured). The extrapolation
 is labelled as such in the output.
 
-Then ``rewrite_data_files`` (binpack, ``min-input-files`` 2, via ``icestream.health``) and
+Then ``rewrite_data_files`` (binpack, ``min-input-files`` 2, via ``LakeTable.maintenance``) and
 ``rewrite_manifests`` compact the table; both are timed. Reported: data files, average file size,
 manifests and snapshots before and after, and the dashboard query's time in Spark and DuckDB before
 and after (medians of ``--runs``; ratio after / before).
@@ -31,11 +31,11 @@ from common import banner, bench_session, command_line, summary, timed, write_re
 HOUR_OF_COMMITS = 3_600  # 1 s trigger
 
 
-def table_numbers(spark: Any, table: str) -> dict[str, Any]:
+def table_numbers(table: Any) -> dict[str, Any]:
     """Files, sizes, manifests and snapshots from the metadata tables (``icestream.health``)."""
     from icestream.health import collect_stats
 
-    stats = collect_stats(spark, table)
+    stats = collect_stats(table)
     return {
         "records": stats.records,
         "data_files": stats.data_files,
@@ -48,15 +48,15 @@ def table_numbers(spark: Any, table: str) -> dict[str, Any]:
     }
 
 
-def query_times(spark: Any, table: str, runs: int) -> dict[str, dict[str, float]]:
+def query_times(table: Any, runs: int) -> dict[str, dict[str, float]]:
     """Dashboard over the whole table, Spark and DuckDB, after one warm-up each."""
     from icestream import duckdb as duck
-    from icestream import queries
+    from icestream import realtime
 
-    location, snapshot_id = duck.metadata_location(spark, table)
+    location, snapshot_id = table.inspect.metadata_location()
     connection = duck.connect()
     engines = {
-        "spark": lambda: queries.kpi_dashboard(spark, table, snapshot_id=snapshot_id),
+        "spark": lambda: realtime.kpi_dashboard(table, snapshot_id=snapshot_id),
         "duckdb": lambda: duck.kpi_dashboard(connection, location),
     }
     times = {}
@@ -74,9 +74,10 @@ def main() -> None:
     args = parser.parse_args()
 
     facts = banner("small files and maintenance", command_line())
-    from icestream import health
     from icestream.config import load_settings
     from icestream.ingest.bulk import load_payloads
+    from icestream.lake import LakeTable
+    from icestream.lake.maintenance import default_rewrite_options
     from icestream.synthetic.generator import backfill_config, generate
     from icestream.tables import setup_tables
 
@@ -84,6 +85,7 @@ def main() -> None:
         settings = load_settings(table="small_files")
         setup_tables(spark, settings)
         table = settings.table_name
+        lake_table = LakeTable(spark, table)
         # One closed hour of event time, so every commit lands in the same hour partition.
         hour_end = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
         config = backfill_config(hours=1, count=args.commits * args.events_per_commit, end=hour_end, seed=11,
@@ -95,7 +97,7 @@ def main() -> None:
             )
         )
         commits = -(-counts["written"] // args.events_per_commit)
-        before = table_numbers(spark, table)
+        before = table_numbers(lake_table)
         files_per_commit = before["data_files"] / commits
         print(
             f"{commits} appends of {args.events_per_commit} events in {load_seconds:.1f} s "
@@ -115,13 +117,13 @@ def main() -> None:
             f"{hour['average_file_kib']:.1f} KiB ({hour['data_mib']:.0f} MiB) before compaction",
             flush=True,
         )
-        queries_before = query_times(spark, table, args.runs)
-        rewrite_seconds, rewritten = timed(
-            lambda: health.rewrite_data_files(spark, table, options=health.default_rewrite_options())
-        )
-        manifest_seconds, manifests = timed(lambda: health.rewrite_manifests(spark, table))
-        after = table_numbers(spark, table)
-        queries_after = query_times(spark, table, args.runs)
+        queries_before = query_times(lake_table, args.runs)
+        maintenance = lake_table.maintenance
+        rewrite_seconds, outcome = timed(lambda: maintenance.rewrite_data_files(options=default_rewrite_options()))
+        manifest_seconds, manifest_outcome = timed(maintenance.rewrite_manifests)
+        rewritten, manifests = outcome.counts, manifest_outcome.counts
+        after = table_numbers(lake_table)
+        queries_after = query_times(lake_table, args.runs)
         print(
             f"rewrite_data_files: {rewrite_seconds:.1f} s ({rewritten.get('rewritten_data_files_count')} files → "
             f"{rewritten.get('added_data_files_count')}); rewrite_manifests: {manifest_seconds:.1f} s "

@@ -72,9 +72,10 @@ def main() -> int:
 
     os.environ["ICESTREAM_WAREHOUSE"] = str(WAREHOUSE)
     from icestream import duckdb as duck
-    from icestream import queries, tables
+    from icestream import realtime, tables
     from icestream.config import load_settings
     from icestream.ingest.bulk import load_payloads
+    from icestream.lake import LakeTable
     from icestream.spark import get_spark
     from icestream.synthetic.generator import backfill_config, generate
 
@@ -98,19 +99,20 @@ def main() -> int:
         counts = load_payloads(spark, name, ((r.data, r.partition_key) for r in records), chunk_rows=250_000)
         load_seconds = round(time.perf_counter() - start, 1)
         built = f"built now: {counts['written']:,} events by load_payloads in {load_seconds} s"
-    location, snapshot_id = duck.metadata_location(spark, name)
-    files = spark.sql(f"SELECT count(*) AS n FROM {name}.data_files").first().n
+    table = LakeTable(spark, name)
+    location, snapshot_id = table.inspect.metadata_location()
+    files = len(table.inspect.data_files())
     print(f"table: {name} in {WAREHOUSE} ({files} data files, snapshot {snapshot_id}); {built}")
     print(f"table built with: icestream.ingest.bulk.load_payloads of backfill_config(hours=24, count={args.events}, "
           f"seed={args.seed}, bad_rate=0, duplicate_rate=0)")  # fmt: skip
 
     connection = duck.connect()
     results = {}
-    spark_dashboard = queries.kpi_dashboard(spark, name, snapshot_id=snapshot_id)
+    spark_dashboard = realtime.kpi_dashboard(table, snapshot_id=snapshot_id)
     duckdb_dashboard = duck.kpi_dashboard(connection, location)
     events = int(spark_dashboard.totals.iloc[0]["events"])
     assert events == int(duckdb_dashboard.totals.iloc[0]["events"]), "the engines disagree"
-    results["spark"] = timed(lambda: queries.kpi_dashboard(spark, name, snapshot_id=snapshot_id), args.runs)
+    results["spark"] = timed(lambda: realtime.kpi_dashboard(table, snapshot_id=snapshot_id), args.runs)
     results["duckdb"] = timed(lambda: duck.kpi_dashboard(connection, location), args.runs)
 
     info = machine()
@@ -131,7 +133,7 @@ def main() -> int:
         "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": info,
         "table": {"name": name, "events": events, "data_files": files, "built": built, "load_seconds": load_seconds},
-        "query": "KPI dashboard (icestream.queries.kpi_dashboard / icestream.duckdb.kpi_dashboard), whole table",
+        "query": "KPI dashboard (icestream.realtime.kpi_dashboard / icestream.duckdb.kpi_dashboard), whole table",
         "runs_seconds": results,
         "median_seconds": medians,
         "targets_seconds": TARGETS_S,

@@ -4,7 +4,7 @@
 workbook asks of the table, on the same table (``bench_queries.WAREHOUSE``, built by the same
 recipe: ``load_payloads`` of ``backfill_config(hours=24, count=N, seed=2026)``, reused while it exists):
 
-- **sessions**: ``icestream.queries.active_sessions`` (sessions active in the last 15 minutes, with
+- **sessions**: ``icestream.realtime.active_sessions`` (sessions active in the last 15 minutes, with
   their length over a 60-minute lookback; pruned to the last hours' files), and the same SQL in DuckDB;
 - **anomaly**: ``icestream.anomaly.window_counts`` over the whole table (5-minute windows sliding by 1
   minute, per event type), then ``score_windows`` (median/MAD in pandas); in DuckDB the same counts by SQL,
@@ -61,7 +61,7 @@ def ensure_table(spark: Any, events: int) -> str:
 
 
 def duckdb_sessions(connection: Any, location: str, now: datetime) -> Any:
-    """``queries.active_sessions`` in DuckDB SQL (same window, lookback and ordering)."""
+    """``realtime.active_sessions`` in DuckDB SQL (same window, lookback and ordering)."""
     from icestream.duckdb import _frame
     from icestream.timestamps import to_micros
 
@@ -121,21 +121,21 @@ def duckdb_detect(connection: Any, location: str, start: datetime, end: datetime
 
 def measure(spark: Any, events: int, runs: int) -> dict[str, Any]:
     """Both queries on both engines for one table size."""
-    from icestream import anomaly, queries
+    from icestream import anomaly, realtime
     from icestream import duckdb as duck
+    from icestream.lake import LakeTable
+    from icestream.lake.window import event_time_range
 
     name = ensure_table(spark, events)
-    location, snapshot_id = duck.metadata_location(spark, name)
+    table = LakeTable(spark, name)
+    location, snapshot_id = table.inspect.metadata_location()
     connection = duck.connect()
-    newest = queries.newest_event_ts(spark, name)
-    oldest = queries.from_micros(spark.sql(f"SELECT unix_micros(min(event_ts)) FROM {name}").first()[0])
+    oldest, newest = event_time_range(table)
     start = oldest.replace(second=0, microsecond=0) + timedelta(minutes=1)
     end = newest.replace(second=0, microsecond=0)
     workloads = {
         "sessions": (
-            lambda: queries.active_sessions(
-                spark, name, SESSION_MINUTES, now=newest, lookback_minutes=LOOKBACK_MINUTES
-            ),
+            lambda: realtime.active_sessions(table, SESSION_MINUTES, now=newest, lookback_minutes=LOOKBACK_MINUTES),
             lambda: duckdb_sessions(connection, location, newest),
         ),
         "anomaly": (

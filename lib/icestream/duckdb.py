@@ -3,16 +3,18 @@
 This is how Athena (or Trino, or any Iceberg reader) sees the table: no Spark, no catalog call at
 query time, only the table's current metadata file, from which the reader finds the snapshot, its
 manifests and the Parquet files. :func:`kpi_dashboard` is the dashboard of
-:func:`icestream.queries.kpi_dashboard` in DuckDB's dialect, returning the same :class:`Dashboard`.
+:func:`icestream.realtime.kpi_dashboard` in DuckDB's dialect (the same SQL,
+:func:`icestream.realtime.dashboard_sql`), returning the same :class:`~icestream.realtime.Dashboard`.
 
 DuckDB cannot download extensions here, so :func:`connect` loads them from the pinned wheels
 ``duckdb-extension-avro`` and ``duckdb-extension-iceberg`` by file path (avro first: iceberg reads
 its manifests with it), with automatic installing and loading turned off.
 
-Where the metadata file is: :func:`metadata_location` asks Iceberg's Java API through the Spark
-session, which works for every catalog. Without Spark, :func:`version_hint_location` reads the
-Hadoop catalog's ``version-hint.text``; a Glue table's metadata lives in S3, which this local
-set-up does not read (DuckDB would need its ``httpfs`` extension and AWS credentials).
+Where the metadata file is: ``LakeTable(spark, name).inspect.metadata_location()`` asks Iceberg's
+Java API through the Spark session, which works for every catalog. Without Spark,
+:func:`version_hint_location` reads the Hadoop catalog's ``version-hint.text``; a Glue table's
+metadata lives in S3, which this local set-up does not read (DuckDB would need its ``httpfs``
+extension and AWS credentials).
 """
 
 from __future__ import annotations
@@ -26,12 +28,11 @@ import duckdb
 
 from icestream.config import Settings, validate_identifier
 from icestream.errors import ConfigError, DuckDBError
-from icestream.queries import Dashboard, dashboard_from_parts, table_name
+from icestream.realtime import Dashboard, dashboard_from_parts, dashboard_sql
 from icestream.timestamps import to_micros
 
 if TYPE_CHECKING:
     import pandas as pd
-    from pyspark.sql import SparkSession
 
 EXTENSIONS = ("avro", "iceberg")  # load order matters: iceberg needs avro
 
@@ -77,23 +78,6 @@ def connect() -> duckdb.DuckDBPyConnection:
     return connection
 
 
-def metadata_location(spark: SparkSession, table: str) -> tuple[str, int | None]:
-    """The table's current metadata file and snapshot id, from Iceberg's Java API (any catalog).
-
-    The table is refreshed first: a writer in another process (the ingest) may have committed since
-    this session last loaded it.
-
-    Returns:
-        ``(metadata file location, current snapshot id or None for an empty table)``.
-    """
-    jvm = spark._jvm
-    iceberg_table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, table_name(table))
-    iceberg_table.refresh()
-    current = iceberg_table.operations().current()
-    snapshot = current.currentSnapshot()
-    return str(current.metadataFileLocation()), None if snapshot is None else int(snapshot.snapshotId())
-
-
 def version_hint_location(settings: Settings, table: str | None = None) -> str:
     """The current metadata file of a Hadoop-catalog table, from its ``version-hint.text`` (no Spark).
 
@@ -106,12 +90,12 @@ def version_hint_location(settings: Settings, table: str | None = None) -> str:
 
     Raises:
         ConfigError: For a Glue catalog (the metadata location lives in Glue; use
-            :func:`metadata_location`), or if the table has no version hint.
+            ``LakeTable.inspect.metadata_location``), or if the table has no version hint.
     """
     if settings.catalog_type != "hadoop" or "://" in settings.warehouse:
         raise ConfigError(
             "version-hint.text exists only for a local Hadoop-catalog warehouse; for Glue (or S3) use "
-            "icestream.duckdb.metadata_location(spark, table), which asks the catalog."
+            "LakeTable(spark, name).inspect.metadata_location(), which asks the catalog."
         )
     folder = (
         Path(settings.warehouse_uri)
@@ -147,11 +131,11 @@ def kpi_dashboard(
     minutes: float | None = None,
     now: datetime | None = None,
 ) -> Dashboard:
-    """The KPI dashboard of :func:`icestream.queries.kpi_dashboard`, computed by DuckDB.
+    """The KPI dashboard of :func:`icestream.realtime.kpi_dashboard`, computed by DuckDB.
 
     Args:
         connection: From :func:`connect`.
-        location: The table's metadata file (:func:`metadata_location`).
+        location: The table's metadata file (``LakeTable.inspect.metadata_location``).
         minutes: Window length; None reads every event.
         now: Window end (default: the newest event in the table, as on the Spark side).
 
@@ -175,26 +159,5 @@ def kpi_dashboard(
             end = to_micros(now)
         parameters |= {"start": end - round(minutes * 60_000_000), "end": end}
         where = "WHERE event_ts > make_timestamptz($start::BIGINT) AND event_ts <= make_timestamptz($end::BIGINT)"
-    totals = _frame(
-        connection,
-        f"""
-        SELECT count(*) AS events,
-               count(DISTINCT user_id) AS unique_users,
-               count(DISTINCT session_id) AS unique_sessions,
-               epoch_us(min(event_ts)) AS oldest_us,
-               epoch_us(max(event_ts)) AS newest_us,
-               avg(epoch_us(ingest_ts) - epoch_us(arrival_ts)) / 1e6 AS avg_ingest_latency_s
-        FROM iceberg_scan($location) {where}
-        """,
-        parameters,
-    )
-    counts = _frame(
-        connection,
-        f"""
-        SELECT event_type, device_info.device_type AS device_type, count(*) AS events
-        FROM iceberg_scan($location) {where}
-        GROUP BY ALL
-        """,
-        parameters,
-    )
-    return dashboard_from_parts(totals, counts)
+    totals, counts = dashboard_sql("iceberg_scan($location)", where, "epoch_us")
+    return dashboard_from_parts(_frame(connection, totals, parameters), _frame(connection, counts, parameters))

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from icestream.config import Settings, validate_identifier
+from icestream.errors import ConfigError
 from icestream.schema import EVENT_COLUMNS_DDL, METADATA_COLUMNS_DDL, REJECT_COLUMNS_DDL
 
 if TYPE_CHECKING:
@@ -39,6 +40,23 @@ TABLE_PROPERTIES = {
 def qualified_name(*parts: str) -> str:
     """Join validated identifiers into a dotted name (the one way table names reach SQL)."""
     return ".".join(validate_identifier(part, "table name part") for part in parts)
+
+
+def checked_table_name(name: str) -> str:
+    """Validate a dotted table name (``catalog.namespace.table``) part by part.
+
+    Args:
+        name: The table name as text.
+
+    Returns:
+        The same name, every part checked by :func:`icestream.config.validate_identifier`.
+
+    Raises:
+        ConfigError: If a part is not an identifier, or the name has no catalog part.
+    """
+    if not isinstance(name, str) or "." not in name:
+        raise ConfigError(f"table {name!r}: give a qualified name such as lake.streaming_analytics.user_events.")
+    return qualified_name(*name.split("."))
 
 
 def _ensure_properties(spark: SparkSession, name: str) -> None:
@@ -105,9 +123,9 @@ def setup_tables(spark: SparkSession, settings: Settings) -> list[str]:
 
 def show_create_table(spark: SparkSession, name: str) -> str:
     """The table's DDL as Iceberg reports it."""
-    return spark.sql(f"SHOW CREATE TABLE {qualified_name(*name.split('.'))}").first()[0]
+    return spark.sql(f"SHOW CREATE TABLE {checked_table_name(name)}").first()[0]
 
 
 def table_properties(spark: SparkSession, name: str) -> pd.DataFrame:
     """The table's properties as a small pandas table."""
-    return spark.sql(f"SHOW TBLPROPERTIES {qualified_name(*name.split('.'))}").toPandas()
+    return spark.sql(f"SHOW TBLPROPERTIES {checked_table_name(name)}").toPandas()

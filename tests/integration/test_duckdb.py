@@ -10,10 +10,11 @@ import pandas as pd
 import pytest
 
 from icestream import duckdb as duck
-from icestream import queries, tables
+from icestream import realtime, tables
 from icestream.config import load_settings
 from icestream.errors import ConfigError
 from icestream.ingest.bulk import load_payloads
+from icestream.lake import LakeTable
 from icestream.synthetic.generator import backfill_config, generate
 
 pytestmark = pytest.mark.integration
@@ -27,7 +28,7 @@ def table(spark, settings):
     end = datetime(2026, 11, 21, 6, 0, tzinfo=UTC)
     records, _ = generate(backfill_config(hours=2, count=5000, end=end, seed=5))
     load_payloads(spark, name, ((r.data, r.partition_key) for r in records), chunk_rows=2000)
-    yield local, name
+    yield local, LakeTable(spark, name)
     spark.sql(f"DROP TABLE IF EXISTS {name} PURGE")
 
 
@@ -38,26 +39,26 @@ def connection():
     con.close()
 
 
-def test_metadata_location_from_spark_and_from_version_hint_agree(spark, table) -> None:
-    local, name = table
-    location, snapshot_id = duck.metadata_location(spark, name)
+def test_metadata_location_from_spark_and_from_version_hint_agree(table) -> None:
+    local, events = table
+    location, snapshot_id = events.inspect.metadata_location()
     assert location.endswith(".metadata.json")
     assert location.removeprefix("file:") == duck.version_hint_location(local)
-    assert snapshot_id == queries.current_snapshot_id(spark, name)
+    assert snapshot_id == events.inspect.current_snapshot_id()
 
 
-def test_duckdb_sees_the_same_snapshots(spark, table, connection) -> None:
-    _, name = table
-    location, _ = duck.metadata_location(spark, name)
+def test_duckdb_sees_the_same_snapshots(table, connection) -> None:
+    _, events = table
+    location, _ = events.inspect.metadata_location()
     seen = duck.snapshots(connection, location)
-    assert sorted(seen["snapshot_id"].astype("int64")) == sorted(queries.snapshots(spark, name)["snapshot_id"])
+    assert sorted(seen["snapshot_id"].astype("int64")) == sorted(events.inspect.snapshots()["snapshot_id"])
 
 
 @pytest.mark.parametrize("minutes", [None, 20])
-def test_both_engines_give_the_same_dashboard(spark, table, connection, minutes) -> None:
-    _, name = table
-    location, snapshot_id = duck.metadata_location(spark, name)
-    from_spark = queries.kpi_dashboard(spark, name, minutes, snapshot_id=snapshot_id)
+def test_both_engines_give_the_same_dashboard(table, connection, minutes) -> None:
+    _, events = table
+    location, snapshot_id = events.inspect.metadata_location()
+    from_spark = realtime.kpi_dashboard(events, minutes, snapshot_id=snapshot_id)
     from_duckdb = duck.kpi_dashboard(connection, location, minutes)
     assert from_spark.totals.iloc[0]["events"] > 0
     pd.testing.assert_frame_equal(from_spark.totals, from_duckdb.totals, check_dtype=False, rtol=1e-9)

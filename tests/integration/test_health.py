@@ -9,6 +9,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from icestream import health, tables
@@ -16,6 +17,10 @@ from icestream.config import Settings, load_settings
 from icestream.errors import ConfigError
 from icestream.ingest import positions
 from icestream.ingest.bulk import load_payloads
+from icestream.lake import LakeTable
+from icestream.lake.inspect import DATA_CONTENT
+from icestream.lake.maintenance import default_rewrite_options
+from icestream.lake.summary import BATCH_KEY, POSITIONS_KEY, QUERY_KEY, STREAM_KEY
 from icestream.synthetic.generator import backfill_config, generate
 
 STREAM = "health-test-stream"
@@ -43,10 +48,10 @@ def _commit_batch(spark, name: str, batch_id: int) -> None:
     batch = spark.table(name).limit(5).withColumn("event_id", F.concat("event_id", F.lit(f"-batch-{batch_id}")))
     (
         batch.writeTo(name)
-        .option(f"snapshot-property.{positions.POSITIONS_KEY}", positions.encode_positions(POSITIONS))
-        .option(f"snapshot-property.{positions.STREAM_KEY}", STREAM)
-        .option(f"snapshot-property.{positions.BATCH_KEY}", str(batch_id))
-        .option(f"snapshot-property.{positions.QUERY_KEY}", "test-query")
+        .option(f"snapshot-property.{POSITIONS_KEY}", positions.encode_positions(POSITIONS))
+        .option(f"snapshot-property.{STREAM_KEY}", STREAM)
+        .option(f"snapshot-property.{BATCH_KEY}", str(batch_id))
+        .option(f"snapshot-property.{QUERY_KEY}", "test-query")
         .append()
     )
 
@@ -54,18 +59,20 @@ def _commit_batch(spark, name: str, batch_id: int) -> None:
 @pytest.mark.integration
 def test_metadata_tables_have_the_columns_used(spark, small_files_table: Settings) -> None:
     name = small_files_table.table_name
-    files = health.data_files(spark, name)
+    inspect = LakeTable(spark, name).inspect
+    files = inspect.files()
     assert len(files) >= 10
-    assert set(files["content"]) == {health.DATA}
+    assert set(files["content"]) == {DATA_CONTENT}
     assert files["partition"].str.match(r"^2026-11-19 \d\d:00$").all()
-    parts = health.partitions(spark, name)
+    pd.testing.assert_frame_equal(inspect.data_files(), files)  # no delete files: the same rows
+    parts = inspect.partitions()
     assert parts["file_count"].sum() == len(files)
     assert parts["record_count"].sum() == spark.table(name).count()
-    snaps = health.snapshots(spark, name)
+    snaps = inspect.snapshots()
     assert snaps["operation"].eq("append").all()
-    assert snaps["ingest_batch"].dropna().tolist() == [41]
-    assert len(health.manifests(spark, name)) >= 1
-    meta = health.metadata_files(spark, name)
+    assert snaps["batch_id"].dropna().tolist() == [41]
+    assert len(inspect.manifests()) >= 1
+    meta = inspect.metadata_files()
     assert set(meta["kind"]) == {"metadata.json", "previous metadata.json", "manifest list", "manifest"}
     assert (meta["kind"] == "metadata.json").sum() == 1
     assert meta["bytes"].notna().all()
@@ -73,36 +80,55 @@ def test_metadata_tables_have_the_columns_used(spark, small_files_table: Setting
 
 
 @pytest.mark.integration
+def test_dry_run_plans_maintenance_on_real_metadata_without_changing_the_table(spark, small_files_table) -> None:
+    planned = LakeTable(spark, small_files_table.table_name, dry_run=True)
+    snapshots = planned.inspect.snapshots()
+    outcomes = [
+        planned.maintenance.rewrite_data_files(options=default_rewrite_options()),
+        planned.maintenance.rewrite_manifests(),
+        planned.maintenance.expire_snapshots(older_than=datetime.now(UTC), keep_positions_of=STREAM),
+    ]
+    assert not any(outcome.ran for outcome in outcomes)
+    assert all(outcome.counts == {} for outcome in outcomes)
+    # The kept count was read from the real ancestry: the newest snapshot carries the positions.
+    assert outcomes[-1].statement.sql.endswith("retain_last => 1)")
+    assert [statement.writes for statement in planned.statements] == [False, True, True, True]
+    pd.testing.assert_frame_equal(planned.inspect.snapshots(), snapshots)
+
+
+@pytest.mark.integration
 def test_maintenance_fixes_small_files_and_keeps_rows_and_positions(spark, small_files_table: Settings) -> None:
     name = small_files_table.table_name
+    table = LakeTable(spark, name)
     thresholds = health.HealthThresholds(max_files_per_partition=3, max_snapshots=5)
-    before = health.collect_stats(spark, name)
+    before = health.collect_stats(table)
     report = health.health_report(before, thresholds).set_index("check")
     assert report.loc["small-file ratio", "status"] == "WARN"
     assert report.loc["files in the fullest partition", "status"] == "WARN"
     assert report.loc["snapshots", "status"] == "WARN"
     assert report.loc["delete files / data files", "status"] == "OK"
-    content = health.content_fingerprint(spark, name)
+    content = health.content_fingerprint(table)
     committed = positions.load_committed(spark, name, STREAM)
     assert committed.positions == POSITIONS
     assert committed.source == "snapshot"
 
-    compacted = health.rewrite_data_files(spark, name, options=health.default_rewrite_options())
+    compacted = table.maintenance.rewrite_data_files(options=default_rewrite_options()).counts
     assert compacted["rewritten_data_files_count"] == before.data_files
     assert compacted["added_data_files_count"] == before.partitions
-    assert health.rewrite_manifests(spark, name)["added_manifests_count"] >= 1
-    keep = health.retain_for_positions(spark, name, STREAM)
+    assert table.maintenance.rewrite_manifests().counts["added_manifests_count"] >= 1
+    keep = table.maintenance.retain_for_positions(STREAM)
     assert keep == 3  # the two maintenance snapshots and the one with the positions
-    expired = health.expire_snapshots(spark, name, older_than=datetime.now(UTC), retain_last=keep)
+    expired = table.maintenance.expire_snapshots(older_than=datetime.now(UTC), keep_positions_of=STREAM)
+    assert f"retain_last => {keep})" in expired.statement.sql
     # The snapshot with the positions still references the small files: they stay until the next batch.
-    assert expired["deleted_data_files_count"] == 0
-    assert expired["deleted_manifest_lists_count"] == before.snapshots - 1
+    assert expired.counts["deleted_data_files_count"] == 0
+    assert expired.counts["deleted_manifest_lists_count"] == before.snapshots - 1
 
-    after = health.collect_stats(spark, name)
+    after = health.collect_stats(table)
     assert after.data_files == before.partitions < before.data_files
     assert after.snapshots == keep
     assert after.records == before.records
-    assert health.content_fingerprint(spark, name) == content
+    assert health.content_fingerprint(table) == content
     report = health.health_report(after, thresholds).set_index("check")
     file_checks = ["small-file ratio", "average file size / achievable", "files in the fullest partition"]
     assert (report.loc[file_checks, "status"] == "OK").all(), report
@@ -113,12 +139,11 @@ def test_maintenance_fixes_small_files_and_keeps_rows_and_positions(spark, small
 
     # The ingest's next batch carries the positions forward; the next expiry frees the small files.
     _commit_batch(spark, name, batch_id=42)
-    keep = health.retain_for_positions(spark, name, STREAM)
-    assert keep == 1
-    expired = health.expire_snapshots(spark, name, older_than=datetime.now(UTC), retain_last=keep)
-    assert expired["deleted_data_files_count"] == before.data_files
+    assert table.maintenance.retain_for_positions(STREAM) == 1
+    expired = table.maintenance.expire_snapshots(older_than=datetime.now(UTC), keep_positions_of=STREAM)
+    assert expired.counts["deleted_data_files_count"] == before.data_files
     assert positions.load_committed(spark, name, STREAM).batch_id == 42
-    final = health.collect_stats(spark, name)
+    final = health.collect_stats(table)
     assert final.snapshots == 1
     assert final.metadata_bytes < after.metadata_bytes
 
@@ -126,23 +151,22 @@ def test_maintenance_fixes_small_files_and_keeps_rows_and_positions(spark, small
 @pytest.mark.integration
 def test_sort_rewrite_of_closed_hours_keeps_content(spark, small_files_table: Settings) -> None:
     name = small_files_table.table_name
-    content = health.content_fingerprint(spark, name)
-    result = health.rewrite_data_files(
-        spark,
-        name,
+    table = LakeTable(spark, name)
+    content = health.content_fingerprint(table)
+    result = table.maintenance.rewrite_data_files(
         strategy="sort",
         sort_order="event_type ASC, event_ts ASC NULLS LAST",
         options={"rewrite-all": "true"},
         before=datetime(2026, 11, 19, 11, 0, tzinfo=UTC),
     )
-    assert result["rewritten_data_files_count"] >= 1
-    assert health.content_fingerprint(spark, name) == content
+    assert result.counts["rewritten_data_files_count"] >= 1
+    assert health.content_fingerprint(table) == content
     assert positions.load_committed(spark, name, STREAM).positions == POSITIONS
 
 
 @pytest.mark.integration
 def test_remove_orphan_files_only_touches_old_unreferenced_files(spark, small_files_table: Settings) -> None:
-    name = small_files_table.table_name
+    table = LakeTable(spark, small_files_table.table_name)
     table_settings = small_files_table
     data_folder = Path(table_settings.warehouse_uri) / table_settings.namespace / table_settings.table / "data"
     orphan = data_folder / "orphan-from-a-crashed-writer.parquet"
@@ -153,38 +177,12 @@ def test_remove_orphan_files_only_touches_old_unreferenced_files(spark, small_fi
     fresh.write_bytes(b"a running writer's file, not committed yet")
     cutoff = datetime.now(UTC) - timedelta(hours=25)
 
-    listed = health.remove_orphan_files(spark, name, older_than=cutoff, dry_run=True)
+    listed = table.maintenance.remove_orphan_files(older_than=cutoff).values("orphan_file_location")
     assert [Path(location.removeprefix("file:")).name for location in listed] == [orphan.name]
     assert orphan.exists()
-    health.remove_orphan_files(spark, name, older_than=cutoff, dry_run=False)
+    table.maintenance.remove_orphan_files(older_than=cutoff, delete=True)
     assert not orphan.exists()
     assert fresh.exists()
     with pytest.raises(ConfigError):
-        health.remove_orphan_files(spark, name, older_than=datetime.now(UTC) - timedelta(hours=1))
+        table.maintenance.remove_orphan_files(older_than=datetime.now(UTC) - timedelta(hours=1))
     fresh.unlink()
-
-
-@pytest.mark.parametrize(
-    "bad",
-    [
-        {"sort_order": "event_type; DROP TABLE x"},
-        {"sort_order": "event_type ASC, 1x DESC"},
-        {"options": {"min-input-files": "2'); --"}},
-        {"strategy": "zorder"},
-    ],
-)
-def test_procedure_arguments_are_validated(bad: dict) -> None:
-    arguments = {"strategy": "sort", "sort_order": "event_ts ASC", **bad}
-    with pytest.raises(ConfigError):
-        health.rewrite_data_files(None, "lake.ns.t", **arguments)  # type: ignore[arg-type]
-
-
-def test_literals() -> None:
-    moment = datetime(2026, 11, 19, 13, 5, 7, tzinfo=UTC)
-    assert health.timestamp_literal(moment) == "TIMESTAMP '2026-11-19 13:05:07+00:00'"
-    with pytest.raises(ConfigError):
-        health.timestamp_literal(datetime(2026, 11, 19))
-    assert health.sort_order_literal("event_type,event_ts desc nulls first") == (
-        "event_type ASC, event_ts DESC NULLS FIRST"
-    )
-    assert health.partition_label({"event_ts_hour": 498677}) == "2026-11-21 05:00"

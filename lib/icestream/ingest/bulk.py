@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from icestream.ingest.parse import ParsedEvent, parse_payload
 from icestream.schema import table_columns
-from icestream.tables import qualified_name
+from icestream.tables import checked_table_name
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -43,7 +43,7 @@ def load_payloads(
     """
     import pandas as pd
 
-    table = qualified_name(*table.split("."))
+    table = checked_table_name(table)
     schema = spark.table(table).select(*table_columns()).schema
     ingest_ts = datetime.now(UTC)
     counts = {"written": 0, "skipped": 0, "deduplicated": 0}

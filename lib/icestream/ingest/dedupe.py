@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from icestream.ingest.positions import QUERY_KEY, ancestry
+from icestream.lake.inspect import ancestry
+from icestream.lake.summary import QUERY_KEY
 from icestream.timestamps import from_micros, to_micros
 
 if TYPE_CHECKING:

@@ -33,21 +33,20 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from icestream.tables import qualified_name
+from icestream.lake.inspect import ancestry
+
+# QUERY_KEY is not used here: ingest/query.py still reads it as pos.QUERY_KEY (until its split lands).
+from icestream.lake.summary import BATCH_KEY, CREATED_KEY, POSITIONS_KEY, QUERY_KEY, STREAM_KEY  # noqa: F401
+from icestream.tables import checked_table_name
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-POSITIONS_KEY = "icestream.positions"
-STREAM_KEY = "icestream.stream"
-BATCH_KEY = "icestream.batch-id"
-QUERY_KEY = "icestream.query-id"
-CREATED_KEY = "icestream.stream-created"  # which incarnation of the stream the positions belong to
 SOURCE_PROPERTY = "icestream.source-stream"
 SOURCE_CREATED_PROPERTY = "icestream.source-stream-created"
 
@@ -117,27 +116,6 @@ def encode_positions(positions: Mapping[str, str]) -> str:
     return json.dumps(dict(sorted(positions.items())), separators=(",", ":"))
 
 
-def ancestry(spark: SparkSession, table: str) -> Iterator[Any]:
-    """The table's snapshots (Iceberg Java objects), freshly loaded, from the current one back.
-
-    For walks that stop early (the ingest's own commit, the dedupe index's snapshot): no query of
-    the whole ``snapshots`` metadata table.
-    """
-    jvm = spark.sparkContext._jvm
-    iceberg = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, table)
-    iceberg.refresh()
-    snapshot = iceberg.currentSnapshot()
-    while snapshot is not None:
-        yield snapshot
-        parent = snapshot.parentId()
-        snapshot = iceberg.snapshot(parent) if parent is not None else None
-
-
-def _current_snapshot(spark: SparkSession, table: str) -> int | None:
-    row = spark.sql(f"SELECT snapshot_id FROM {table}.refs WHERE name = 'main'").first()
-    return None if row is None else int(row.snapshot_id)
-
-
 def load_committed(spark: SparkSession, table: str, stream_name: str, stream_created: str | None = None) -> Committed:
     """Find the positions a table has committed for a stream (see the module docstring).
 
@@ -151,23 +129,19 @@ def load_committed(spark: SparkSession, table: str, stream_name: str, stream_cre
     Returns:
         The committed positions, the last batch id and where they came from.
     """
-    table = qualified_name(*table.split("."))
-    current = _current_snapshot(spark, table)
+    table = checked_table_name(table)
+    current = None
+    for snapshot in ancestry(spark, table):
+        snapshot_id, summary = int(snapshot.snapshotId()), snapshot.summary()
+        current = snapshot_id if current is None else current
+        positions = summary.get(POSITIONS_KEY)
+        if positions is not None and summary.get(STREAM_KEY) == stream_name:
+            batch_id = int(summary.get(BATCH_KEY))
+            if _other_incarnation(summary.get(CREATED_KEY), stream_created):
+                return Committed({}, batch_id, snapshot_id, "stream recreated")
+            return Committed(json.loads(positions), batch_id, snapshot_id, "snapshot")
     if current is None:
         return Committed({}, -1, None, "none")
-    rows = spark.sql(
-        f"SELECT snapshot_id, parent_id, summary['{STREAM_KEY}'] AS stream, summary['{CREATED_KEY}'] AS created, "
-        f"summary['{POSITIONS_KEY}'] AS positions, summary['{BATCH_KEY}'] AS batch_id FROM {table}.snapshots"
-    ).collect()
-    by_id = {row.snapshot_id: row for row in rows}
-    snapshot_id: int | None = current
-    while snapshot_id is not None and snapshot_id in by_id:
-        row = by_id[snapshot_id]
-        if row.positions is not None and row.stream == stream_name:
-            if _other_incarnation(row.created, stream_created):
-                return Committed({}, int(row.batch_id), row.snapshot_id, "stream recreated")
-            return Committed(json.loads(row.positions), int(row.batch_id), row.snapshot_id, "snapshot")
-        snapshot_id = row.parent_id
     return _derive_from_data(spark, table, stream_name, current, stream_created)
 
 
@@ -203,7 +177,7 @@ def _derive_from_data(
 
 def mark_source_stream(spark: SparkSession, table: str, stream_name: str, stream_created: str | None = None) -> None:
     """Record which stream (and incarnation) feeds the table: table properties survive maintenance."""
-    table = qualified_name(*table.split("."))
+    table = checked_table_name(table)
     properties = {row.key: row.value for row in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
     wanted = {SOURCE_PROPERTY: stream_name}
     if stream_created is not None:

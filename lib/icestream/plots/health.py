@@ -18,7 +18,7 @@ def file_size_histogram(files: pd.DataFrame, target_bytes: int, small_bytes: int
     """Histogram of data file sizes on a log axis, with the target (and small-file) size marked.
 
     Args:
-        files: ``icestream.health.data_files`` (only ``content == 0`` rows are drawn).
+        files: ``LakeTable.inspect.files()`` (only ``content == 0`` rows are drawn).
         target_bytes: The table's target file size.
         small_bytes: The small-file size, if it differs from the target.
 
@@ -44,7 +44,7 @@ def files_per_partition(partitions: pd.DataFrame, limit: int | None = None) -> F
     """Bar chart of data files per partition (from the ``partitions`` metadata table).
 
     Args:
-        partitions: ``icestream.health.partitions``.
+        partitions: ``LakeTable.inspect.partitions()``.
         limit: The health report's files-per-partition limit, drawn as a line.
 
     Returns:
@@ -65,7 +65,7 @@ def snapshot_timeline(snapshots: pd.DataFrame) -> Figure:
     """Snapshots over commit time: total data files after each, coloured by operation.
 
     Args:
-        snapshots: ``icestream.health.snapshots``.
+        snapshots: ``LakeTable.inspect.snapshots()``.
 
     Returns:
         The figure.

@@ -13,7 +13,7 @@ def table_growth(snapshots: pd.DataFrame, title: str = "Rows in the table, snaps
     """Total rows after each snapshot over commit time, marked by operation.
 
     Args:
-        snapshots: ``committed_at``, ``total_records``, ``operation`` (``queries.snapshots``).
+        snapshots: ``committed_at``, ``total_records``, ``operation`` (``LakeTable.inspect.snapshots()``).
         title: Chart title.
 
     Returns:
@@ -37,7 +37,7 @@ def counts_compared(compared: pd.DataFrame, before_label: str, after_label: str,
     """Grouped bars of events by type at two points in time.
 
     Args:
-        compared: ``event_type``, ``before``, ``after`` (``queries.compare_counts_by_type``).
+        compared: ``event_type``, ``before``, ``after`` (``LakeTable.versions.compare_counts_by_type``).
         before_label: Legend label of the earlier point.
         after_label: Legend label of the later point.
         title: Chart title.

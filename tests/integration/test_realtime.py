@@ -1,4 +1,4 @@
-"""icestream.queries against a bulk-loaded table, checked by pandas over the same generated events."""
+"""icestream.realtime against a bulk-loaded table, checked by pandas over the same generated events."""
 
 from __future__ import annotations
 
@@ -9,11 +9,13 @@ from datetime import UTC, datetime, timedelta
 import pandas as pd
 import pytest
 
-from icestream import queries, tables
+from icestream import realtime, tables
 from icestream.config import load_settings
 from icestream.errors import ConfigError
 from icestream.ingest.bulk import load_payloads
+from icestream.lake import LakeTable
 from icestream.synthetic.generator import backfill_config, generate
+from icestream.timestamps import to_micros
 
 pytestmark = pytest.mark.integration
 
@@ -33,7 +35,7 @@ def loaded(spark, settings):
     events["event_ts"] = pd.to_datetime(events["event_ts"], utc=True, format="ISO8601")
     events["device_type"] = events["device_info"].map(lambda device: device["device_type"])
     events["duration_ms"] = events["properties"].map(lambda props: float(props.get("duration_ms", "nan")))
-    yield name, events, counts, (before, after)
+    yield LakeTable(spark, name), events, counts, (before, after)
     spark.sql(f"DROP TABLE IF EXISTS {name} PURGE")
 
 
@@ -48,15 +50,15 @@ def test_every_event_loaded(loaded) -> None:
 
 
 def test_now_defaults_to_the_newest_event(spark, loaded) -> None:
-    name, events, _, _ = loaded
-    assert queries.resolve_now(spark, name) == events["event_ts"].max().to_pydatetime()
+    table, events, _, _ = loaded
+    assert realtime.resolve_now(table) == events["event_ts"].max().to_pydatetime()
     given = datetime(2026, 1, 1, tzinfo=UTC)
-    assert queries.resolve_now(spark, name, given) == given
+    assert realtime.resolve_now(table, given) == given
 
 
 def test_events_by_type_matches_pandas(spark, loaded) -> None:
-    name, events, _, _ = loaded
-    result = queries.events_by_type(spark, name, 15).set_index("event_type")
+    table, events, _, _ = loaded
+    result = realtime.events_by_type(table, 15).set_index("event_type")
     expected = (
         in_window(events, 15)
         .groupby("event_type")
@@ -69,8 +71,8 @@ def test_events_by_type_matches_pandas(spark, loaded) -> None:
 
 
 def test_active_sessions_match_pandas(spark, loaded) -> None:
-    name, events, _, _ = loaded
-    result = queries.active_sessions(spark, name, 5, lookback_minutes=60).set_index("session_id")
+    table, events, _, _ = loaded
+    result = realtime.active_sessions(table, 5, lookback_minutes=60).set_index("session_id")
     recent = in_window(events, 60)
     active = set(in_window(events, 5)["session_id"])
     expected = recent[recent["session_id"].isin(active)].groupby("session_id")["event_ts"].agg(["min", "max", "size"])
@@ -82,9 +84,9 @@ def test_active_sessions_match_pandas(spark, loaded) -> None:
 
 @pytest.mark.parametrize("minutes", [None, 30])
 def test_dashboard_matches_pandas(spark, loaded, minutes) -> None:
-    name, events, _, (before, after) = loaded
+    table, events, _, (before, after) = loaded
     expected = events if minutes is None else in_window(events, minutes)
-    dashboard = queries.kpi_dashboard(spark, name, minutes)
+    dashboard = realtime.kpi_dashboard(table, minutes)
     totals = dashboard.totals.iloc[0]
     assert totals["events"] == len(expected)
     assert totals["unique_users"] == expected["user_id"].nunique()
@@ -106,8 +108,8 @@ def test_dashboard_matches_pandas(spark, loaded, minutes) -> None:
 
 
 def test_minute_view_matches_pandas(spark, loaded) -> None:
-    name, events, _, _ = loaded
-    view = queries.minute_metrics_view(spark, name, 20, view="q_test_minutes")
+    table, events, _, _ = loaded
+    view = realtime.minute_metrics_view(table, 20, view="q_test_minutes")
     result = spark.sql(f"SELECT minute, event_type, events FROM {view}").toPandas()
     result["minute"] = pd.to_datetime(result["minute"]).dt.tz_localize("UTC")
     expected = in_window(events, 20).groupby([events["event_ts"].dt.floor("min"), "event_type"]).size()
@@ -117,8 +119,8 @@ def test_minute_view_matches_pandas(spark, loaded) -> None:
 
 
 def test_narrow_window_prunes_files(spark, loaded) -> None:
-    name, events, _, _ = loaded
-    report = queries.pruning_report(spark, name, 15).iloc[0]
+    table, events, _, _ = loaded
+    report = realtime.pruning_report(table, 15).iloc[0]
     assert report["rows_in_window"] == len(in_window(events, 15))
     assert report["data_files_in_table"] >= 4  # three hours in 3,000-row appends
     assert 1 <= report["data_files_scanned"] < report["data_files_in_table"]
@@ -127,28 +129,37 @@ def test_narrow_window_prunes_files(spark, loaded) -> None:
 
 
 def test_whole_table_scan_reads_every_file(spark, loaded) -> None:
-    name, events, _, _ = loaded
-    metrics = queries.scan_metrics(spark.table(name).groupBy("event_type").count())
-    files = spark.sql(f"SELECT count(*) AS n FROM {name}.data_files").first().n
+    table, events, _, _ = loaded
+    metrics = realtime.scan_metrics(spark.table(table.name).groupBy("event_type").count())
+    files = len(table.inspect.data_files())
     assert metrics["resultDataFiles"] == files
     assert metrics["numOutputRows"] == len(events)
 
 
 def test_window_before_the_data_is_empty(spark, loaded) -> None:
-    name, events, _, _ = loaded
+    table, events, _, _ = loaded
     long_ago = events["event_ts"].min().to_pydatetime() - timedelta(hours=1)
-    assert queries.events_by_type(spark, name, 15, now=long_ago).empty
+    assert realtime.events_by_type(table, 15, now=long_ago).empty
 
 
-def test_names_and_ids_are_checked_before_reaching_sql(loaded) -> None:
-    name, _, _, _ = loaded
+def test_each_answer_records_the_statement_it_ran(loaded) -> None:
+    table, events, _, _ = loaded
+    realtime.events_by_type(table, 15)
+    statement = table.last_statement
+    assert statement.sql.startswith("SELECT event_type,")
+    assert f"FROM {table.name}" in statement.sql
+    assert "event_ts > timestamp_micros(:start)" in statement.sql  # the window is bound, not text
+    newest = events["event_ts"].max().to_pydatetime()
+    assert statement.args["end"] - statement.args["start"] == 15 * 60_000_000
+    assert statement.args["end"] == to_micros(newest)
+    realtime.kpi_dashboard(table, 30)
+    totals, counts = list(table.statements)[-2:]
+    assert "count(DISTINCT session_id) AS unique_sessions" in totals.sql
+    assert "GROUP BY ALL" in counts.sql
+    assert totals.args == counts.args == statement.args | {"start": statement.args["end"] - 30 * 60_000_000}
+
+
+def test_window_minutes_are_checked(loaded) -> None:
+    table, _, _, _ = loaded
     with pytest.raises(ConfigError):
-        queries.table_name("lake.ns.t; DROP TABLE x")
-    with pytest.raises(ConfigError):
-        queries.as_of(name, "main' OR '1'='1")
-    with pytest.raises(ConfigError):
-        queries.snapshot_id_literal("1 OR 1=1")
-    assert queries.as_of(name, 42).endswith("VERSION AS OF 42")
-    assert queries.as_of(name, "audit").endswith("VERSION AS OF 'audit'")
-    with pytest.raises(ConfigError):
-        queries.window(None, name, 0)
+        realtime.window(table, 0)

@@ -1,0 +1,40 @@
+"""The lake layer: an Iceberg table as one object, in the style of pyiceberg's ``Table``.
+
+``LakeTable(spark, "lake.streaming_analytics.user_events")`` checks the name once and offers:
+
+- ``table.inspect``: the metadata tables (snapshots, files, data files, manifests, partitions,
+  history, refs, the metadata log and metadata files), properties, the current metadata file, and
+  the one walk of the snapshot ancestry (:func:`icestream.lake.inspect.ancestry`) that the ingest's
+  positions, its dedupe index and the position-keeping snapshot expiry all use;
+- ``table.maintenance``: ``rewrite_data_files``, ``rewrite_manifests``, ``expire_snapshots`` (which
+  can keep the ingest's positions) and ``remove_orphan_files``;
+- ``table.versions``: ``VERSION AS OF`` / ``TIMESTAMP AS OF`` reads, counts at a version,
+  incremental reads, tags, branches, write-audit-publish, rollback, adding a column, and
+  ``append_window``.
+
+**Statements.** Every operation that runs SQL builds a :class:`Statement`: the SQL text (names in
+it validated, values bound as ``:name`` markers wherever Spark can bind them) and its arguments.
+The table runs it and records it: ``table.statements`` holds the recent ones, oldest first, and
+``table.last_statement`` the newest, so a reader can see (``print(table.last_statement)``) and
+re-run exactly what an answer came from. Statements that read run through ``table.run`` and return
+a Spark DataFrame; statements that change the table (``writes=True``: DDL, procedures) run through
+``table.apply`` and return an :class:`Outcome` carrying the statement and the output rows.
+
+**Dry run.** ``LakeTable(spark, name, dry_run=True)`` records the statements that would change the
+table without running them: each returns an :class:`Outcome` whose ``output`` is None, and
+``table.statements`` lists the plan. Reads still run, so decisions that depend on the table (how
+many snapshots to keep for the ingest's positions) are made on real metadata. Writes through the
+DataFrame API (``append_window``) are not SQL and record nothing.
+
+The summary keys the ingest writes into its snapshots live in :mod:`icestream.lake.summary`; the rule
+that fills a column added to the table from ``properties`` is
+:func:`icestream.lake.evolution.align_columns`.
+"""
+
+from __future__ import annotations
+
+from icestream.lake.statement import Outcome, Statement
+from icestream.lake.table import LakeTable
+from icestream.lake.window import Window
+
+__all__ = ["LakeTable", "Outcome", "Statement", "Window"]

@@ -1,0 +1,303 @@
+"""A table's metadata: Iceberg's metadata tables, its properties, and its snapshot ancestry.
+
+Every query uses the metadata tables' real columns on Iceberg 1.10 (``DESCRIBE
+lake.<ns>.<table>.<metadata table>``): ``snapshots`` (committed_at, snapshot_id, parent_id,
+operation, manifest_list, summary), ``files`` / ``data_files`` (content, file_path, file_format,
+spec_id, partition, record_count, file_size_in_bytes ...), ``manifests`` / ``all_manifests``
+(content, path, length, partition_spec_id, added_snapshot_id, added/existing/deleted_data_files_count
+...), ``partitions`` (partition, spec_id, record_count, file_count, total_data_file_size_in_bytes
+...), ``history``, ``refs`` and ``metadata_log_entries`` (timestamp, file, latest_snapshot_id ...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from icestream.config import validate_identifier
+from icestream.lake.statement import Statement
+from icestream.lake.summary import BATCH_KEY
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from pyspark.sql import SparkSession
+
+    from icestream.lake.table import LakeTable
+
+METADATA_TABLES = ("snapshots", "files", "manifests", "partitions", "metadata_log_entries", "refs", "history")
+DATA_CONTENT = 0  # files.content: 0 data, 1 position deletes, 2 equality deletes
+FILE_COLUMNS = "content, file_path, file_format, spec_id, partition, record_count, file_size_in_bytes"
+
+
+def load_iceberg_table(spark: SparkSession, name: str) -> Any:
+    """Iceberg's Java ``Table`` for a validated name, refreshed: another process may have committed."""
+    jvm = spark.sparkContext._jvm
+    table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, name)
+    table.refresh()
+    return table
+
+
+def ancestry(spark: SparkSession, name: str) -> Iterator[Any]:
+    """The table's snapshots from the current one back through its parents: the one ancestry walk.
+
+    It yields Iceberg's own ``org.apache.iceberg.Snapshot`` objects (through py4j:
+    ``snapshotId()``, ``parentId()``, ``operation()``, ``summary().get(key)``) one at a time, so a
+    walk that stops early (the ingest's own commit, the dedupe index's snapshot, the newest snapshot
+    with positions) reads only what it needs, and no query of the whole ``snapshots`` table runs.
+    It ends at the first snapshot, or where expiry removed a parent.
+
+    Args:
+        spark: The session.
+        name: A validated table name (:attr:`icestream.lake.LakeTable.name`).
+    """
+    iceberg = load_iceberg_table(spark, name)
+    snapshot = iceberg.currentSnapshot()
+    while snapshot is not None:
+        yield snapshot
+        parent = snapshot.parentId()
+        snapshot = iceberg.snapshot(parent) if parent is not None else None
+
+
+def partition_label(partition: Mapping[str, Any] | None) -> str:
+    """A readable partition: ``event_ts_hour=498677`` becomes ``2026-11-21 05:00``.
+
+    Args:
+        partition: The ``partition`` struct of a metadata table row, as a dict.
+
+    Returns:
+        The label (``unpartitioned`` for an empty struct).
+    """
+    if not partition:
+        return "unpartitioned"
+    labels = []
+    for name, value in partition.items():
+        if name.endswith("_hour") and value is not None:
+            labels.append(datetime.fromtimestamp(int(value) * 3600, UTC).strftime("%Y-%m-%d %H:%M"))
+        elif name.endswith("_day") and value is not None:
+            labels.append(str(value)[:10])
+        else:
+            labels.append(f"{name}={value}")
+    return ", ".join(labels)
+
+
+def _exact_ids(frame: pd.DataFrame, column: str) -> pd.DataFrame:
+    """Snapshot ids selected as text → nullable ``Int64``: a null would make pandas use float64,
+    which cannot hold a 64-bit id exactly."""
+    import pandas as pd
+
+    frame[column] = pd.array([None if pd.isna(value) else int(value) for value in frame[column]], dtype="Int64")
+    return frame
+
+
+def _as_dict(value: Any) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if hasattr(value, "asDict"):
+        return value.asDict()
+    return dict(value)
+
+
+def name_of(path: str) -> str:
+    """The file name of a location (``.../metadata/v3.metadata.json`` → ``v3.metadata.json``)."""
+    return path.rsplit("/", 1)[-1]
+
+
+def _list_sizes(spark: SparkSession, folder: str) -> dict[str, int]:
+    """File name → size of the files in one folder, through the JVM's Hadoop FileSystem."""
+    jvm = spark.sparkContext._jvm
+    path = jvm.org.apache.hadoop.fs.Path(folder)
+    try:
+        statuses = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).listStatus(path)
+    except Exception:  # noqa: BLE001 - py4j wraps any Java I/O error; sizes are then unknown
+        return {}
+    return {status.getPath().getName(): int(status.getLen()) for status in statuses}
+
+
+class Inspect:
+    """Read a table's metadata (``table.inspect``); every query is recorded in ``table.statements``."""
+
+    def __init__(self, table: LakeTable) -> None:
+        self._table = table
+
+    def _frame(self, sql: str, **args: Any) -> pd.DataFrame:
+        return self._table.run(Statement(sql, args)).toPandas()
+
+    def snapshots(self) -> pd.DataFrame:
+        """The ``snapshots`` metadata table with the summary fields worth reading, oldest first.
+
+        Returns:
+            ``committed_at``, ``snapshot_id``, ``parent_id``, ``operation``, ``added_records``,
+            ``total_records``, ``added_data_files``, ``total_data_files`` and ``batch_id`` (the
+            ingest's batch id, null for snapshots other writers made).
+        """
+        frame = self._frame(
+            f"""
+            SELECT committed_at, snapshot_id, CAST(parent_id AS STRING) AS parent_id, operation,
+                   CAST(summary['added-records'] AS BIGINT) AS added_records,
+                   CAST(summary['total-records'] AS BIGINT) AS total_records,
+                   CAST(summary['added-data-files'] AS BIGINT) AS added_data_files,
+                   CAST(summary['total-data-files'] AS BIGINT) AS total_data_files,
+                   CAST(summary['{BATCH_KEY}'] AS BIGINT) AS batch_id
+            FROM {self._table.name}.snapshots
+            ORDER BY committed_at, snapshot_id
+            """
+        )
+        return _exact_ids(frame, "parent_id")
+
+    def files(self) -> pd.DataFrame:
+        """Data and delete files of the current snapshot (the ``files`` metadata table).
+
+        Returns:
+            ``content`` (:data:`DATA_CONTENT` for data, 1 position deletes, 2 equality deletes),
+            ``file_path``, ``file_format``, ``spec_id``, ``partition`` (a readable label),
+            ``record_count``, ``file_size_in_bytes``; by path.
+        """
+        return self._files("files")
+
+    def data_files(self) -> pd.DataFrame:
+        """Data files of the current snapshot (``data_files``): the columns of :meth:`files`."""
+        return self._files("data_files")
+
+    def _files(self, metadata_table: str) -> pd.DataFrame:
+        frame = self._frame(f"SELECT {FILE_COLUMNS} FROM {self._table.name}.{metadata_table} ORDER BY file_path")
+        frame["partition"] = [partition_label(_as_dict(value)) for value in frame["partition"]]
+        return frame
+
+    def manifests(self) -> pd.DataFrame:
+        """The manifests of the current snapshot (the ``manifests`` metadata table).
+
+        Returns:
+            ``content``, ``path``, ``length`` (bytes), ``partition_spec_id``, ``added_snapshot_id``,
+            ``added_data_files_count``, ``existing_data_files_count``, ``deleted_data_files_count``,
+            ``added_delete_files_count``, ``existing_delete_files_count``.
+        """
+        return self._frame(
+            f"""
+            SELECT content, path, length, partition_spec_id, added_snapshot_id, added_data_files_count,
+                   existing_data_files_count, deleted_data_files_count, added_delete_files_count,
+                   existing_delete_files_count
+            FROM {self._table.name}.manifests
+            """
+        )
+
+    def partitions(self) -> pd.DataFrame:
+        """The ``partitions`` metadata table, one row per partition, oldest first.
+
+        Returns:
+            ``partition`` (a readable label), ``spec_id``, ``record_count``, ``file_count``,
+            ``total_data_file_size_in_bytes``, ``position_delete_file_count``,
+            ``equality_delete_file_count``, ``last_updated_at``.
+        """
+        frame = self._frame(
+            f"""
+            SELECT partition, spec_id, record_count, file_count, total_data_file_size_in_bytes,
+                   position_delete_file_count, equality_delete_file_count, last_updated_at
+            FROM {self._table.name}.partitions
+            """
+        )
+        frame["partition"] = [partition_label(_as_dict(value)) for value in frame["partition"]]
+        return frame.sort_values("partition").reset_index(drop=True)
+
+    def history(self) -> pd.DataFrame:
+        """Which snapshot was current when (a rollback adds a row).
+
+        Returns:
+            ``made_current_at``, ``snapshot_id``, ``parent_id``, ``is_current_ancestor``.
+        """
+        frame = self._frame(
+            "SELECT made_current_at, snapshot_id, CAST(parent_id AS STRING) AS parent_id, is_current_ancestor "
+            f"FROM {self._table.name}.history ORDER BY made_current_at"
+        )
+        return _exact_ids(frame, "parent_id")
+
+    def refs(self) -> pd.DataFrame:
+        """The table's branches and tags (``name``, ``type``, ``snapshot_id``)."""
+        return self._frame(f"SELECT name, type, snapshot_id FROM {self._table.name}.refs ORDER BY type, name")
+
+    def current_snapshot_id(self, branch: str = "main") -> int | None:
+        """The snapshot a branch points at (``main``: the table's current snapshot), None if absent."""
+        row = self._table.run(
+            Statement(f"SELECT snapshot_id FROM {self._table.name}.refs WHERE name = :branch", {"branch": branch})
+        ).first()
+        return None if row is None else int(row.snapshot_id)
+
+    def metadata_log(self) -> pd.DataFrame:
+        """The table's metadata files, oldest first (``metadata_log_entries``).
+
+        Returns:
+            ``timestamp``, ``file``, ``latest_snapshot_id``, ``latest_schema_id``,
+            ``latest_sequence_number``.
+        """
+        frame = self._frame(
+            "SELECT timestamp, file, CAST(latest_snapshot_id AS STRING) AS latest_snapshot_id, latest_schema_id, "
+            f"latest_sequence_number FROM {self._table.name}.metadata_log_entries ORDER BY timestamp"
+        )
+        return _exact_ids(frame, "latest_snapshot_id")
+
+    def metadata_files(self) -> pd.DataFrame:
+        """Every metadata file the table references, with its size: the table's metadata footprint.
+
+        Metadata JSON files come from ``metadata_log_entries``, manifest lists from ``snapshots``,
+        manifests (with their ``length``) from ``all_manifests``. JSON files and manifest lists have
+        no size column, so their sizes come from one listing of the metadata folder through Hadoop's
+        FileSystem (the same code path for a local folder and for S3A).
+
+        Returns:
+            ``kind`` (``metadata.json``, ``previous metadata.json``, ``manifest list`` or
+            ``manifest``), ``path``, ``bytes`` (missing when the file could not be listed). Previous
+            metadata files are history only; commits delete the oldest beyond
+            ``write.metadata.previous-versions-max``.
+        """
+        import pandas as pd
+
+        name = self._table.name
+        json_files = list(self.metadata_log()["file"])
+        lists = self._frame(f"SELECT manifest_list FROM {name}.snapshots")["manifest_list"]
+        manifests = self._frame(f"SELECT DISTINCT path, length FROM {name}.all_manifests")
+        sizes = _list_sizes(self._table.spark, json_files[-1].rsplit("/", 1)[0]) if json_files else {}
+        newest = len(json_files) - 1
+        rows = [
+            ("metadata.json" if index == newest else "previous metadata.json", path, sizes.get(name_of(path)))
+            for index, path in enumerate(json_files)
+        ]
+        rows += [("manifest list", path, sizes.get(name_of(path))) for path in lists if path]
+        rows += list(zip(["manifest"] * len(manifests), manifests["path"], manifests["length"], strict=True))
+        return pd.DataFrame(rows, columns=["kind", "path", "bytes"])
+
+    def metadata_columns(self, names: tuple[str, ...] = METADATA_TABLES) -> pd.DataFrame:
+        """The columns of Iceberg's metadata tables, as ``DESCRIBE`` reports them for this table.
+
+        Returns:
+            One row per metadata table: ``metadata table``, ``columns`` (comma-separated, in order).
+        """
+        import pandas as pd
+
+        rows = []
+        for metadata_table in names:
+            validate_identifier(metadata_table, "metadata table")
+            described = self._frame(f"DESCRIBE {self._table.name}.{metadata_table}")
+            columns = [name for name in described["col_name"] if name and not name.startswith("#")]
+            rows.append({"metadata table": metadata_table, "columns": ", ".join(columns)})
+        return pd.DataFrame(rows)
+
+    def properties(self) -> dict[str, str]:
+        """The table's properties (``SHOW TBLPROPERTIES``)."""
+        rows = self._table.run(Statement(f"SHOW TBLPROPERTIES {self._table.name}")).collect()
+        return {row.key: row.value for row in rows}
+
+    def metadata_location(self) -> tuple[str, int | None]:
+        """The current metadata file and snapshot id, from Iceberg's Java API (works for any catalog).
+
+        This is where another engine (DuckDB, Athena) starts reading the table.
+
+        Returns:
+            ``(metadata file location, current snapshot id or None for an empty table)``.
+        """
+        current = load_iceberg_table(self._table.spark, self._table.name).operations().current()
+        snapshot = current.currentSnapshot()
+        return str(current.metadataFileLocation()), None if snapshot is None else int(snapshot.snapshotId())
+
+    def ancestry(self) -> Iterator[Any]:
+        """The snapshots from the current one back (see :func:`ancestry`)."""
+        return ancestry(self._table.spark, self._table.name)

@@ -1,0 +1,106 @@
+"""A SQL statement as a value: its text and bound arguments, run and recorded by a table.
+
+See the package docstring (:mod:`icestream.lake`) for how statements are recorded and dry-run.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from icestream.errors import ConfigError
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from pyspark.sql import DataFrame, SparkSession
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One SQL statement: text with ``:name`` markers, and the values bound to them.
+
+    Attributes:
+        sql: The statement (indentation removed). Names in it were validated; values that SQL can
+            bind are ``:name`` markers, never text.
+        args: Values bound to the markers.
+        writes: True if it changes a table (DDL, DML, a procedure): a dry run records it without
+            running it.
+    """
+
+    sql: str
+    args: Mapping[str, Any] = field(default_factory=dict)
+    writes: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sql", textwrap.dedent(self.sql).strip())
+
+    def run(self, spark: SparkSession) -> DataFrame:
+        """Run the statement in ``spark`` and return its result."""
+        return spark.sql(self.sql, args=dict(self.args) if self.args else None)
+
+    def __str__(self) -> str:
+        """The text a reader would run: the SQL, then the bound values as a comment."""
+        if not self.args:
+            return self.sql
+        bound = ", ".join(f":{name} = {value!r}" for name, value in self.args.items())
+        return f"{self.sql}\n-- bound: {bound}"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a statement that changes a table did, or would do in a dry run.
+
+    Attributes:
+        statement: The statement that ran (or would run).
+        output: Its result rows, or None when it did not run (dry run).
+    """
+
+    statement: Statement
+    output: pd.DataFrame | None
+
+    @property
+    def ran(self) -> bool:
+        """Whether the statement ran (False in a dry run)."""
+        return self.output is not None
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """The numeric columns of the first output row as integers (a procedure's counts); empty if it did not run."""
+        if self.output is None or self.output.empty:
+            return {}
+        numeric = [column for column in self.output.columns if self.output[column].dtype.kind in "iub"]
+        return {column: int(self.output[column].iloc[0]) for column in numeric}
+
+    def values(self, column: str) -> list[Any]:
+        """One output column as a list (empty if it did not run or has no such column)."""
+        if self.output is None or column not in self.output:
+            return []
+        return list(self.output[column])
+
+
+def snapshot_id_literal(snapshot_id: Any) -> int:
+    """Check that a snapshot id is an integer (``VERSION AS OF`` cannot bind it, so it is text).
+
+    Raises:
+        ConfigError: If ``snapshot_id`` is not an integer.
+    """
+    if isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int):
+        try:
+            return int(str(snapshot_id), 10)
+        except ValueError:
+            raise ConfigError(f"snapshot id {snapshot_id!r} is not an integer.") from None
+    return snapshot_id
+
+
+def timestamp_literal(moment: datetime) -> str:
+    """A Spark SQL ``TIMESTAMP`` literal in UTC (procedure arguments must be literals).
+
+    Raises:
+        ConfigError: If ``moment`` is naive (its time zone would be a guess).
+    """
+    if not isinstance(moment, datetime) or moment.tzinfo is None:
+        raise ConfigError(f"{moment!r}: give a timezone-aware datetime, e.g. datetime.now(UTC).")
+    return f"TIMESTAMP '{moment.astimezone(UTC).strftime('%Y-%m-%d %H:%M:%S')}+00:00'"

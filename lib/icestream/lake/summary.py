@@ -1,0 +1,15 @@
+"""Keys the ingest writes into the summary of each snapshot it commits.
+
+They live with the table layer because more than the ingest reads them: the ingest finds its
+Kinesis positions again from them (:mod:`icestream.ingest.positions`), the dedupe index recognises
+its own commits by the query id, and snapshot expiry keeps the newest snapshot that carries the
+positions (:meth:`icestream.lake.maintenance.Maintenance.retain_for_positions`).
+"""
+
+from __future__ import annotations
+
+POSITIONS_KEY = "icestream.positions"  # per-shard Kinesis positions, compact JSON
+STREAM_KEY = "icestream.stream"  # the stream those positions belong to
+BATCH_KEY = "icestream.batch-id"  # the ingest's batch number
+QUERY_KEY = "icestream.query-id"  # the ingest query (one run of the ingest) that committed
+CREATED_KEY = "icestream.stream-created"  # which incarnation of the stream the positions belong to

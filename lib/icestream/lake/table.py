@@ -1,0 +1,100 @@
+"""``LakeTable``: one Iceberg table, its name checked once, and every statement run on it recorded."""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING
+
+from icestream.config import validate_identifier
+from icestream.lake.inspect import Inspect
+from icestream.lake.maintenance import Maintenance
+from icestream.lake.statement import Outcome, Statement
+from icestream.lake.versions import Versions
+from icestream.tables import checked_table_name
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+STATEMENTS_KEPT = 100  # a long-lived table object (the ingest's) must not grow without bound
+
+
+class LakeTable:
+    """An Iceberg table in the Spark session, in the style of pyiceberg's ``Table``.
+
+    Attributes:
+        spark: The session.
+        name: The validated qualified name (``catalog.namespace.table``), the only form of the
+            name that reaches SQL.
+        catalog: The catalog part, which runs the table's procedures (``CALL <catalog>.system...``).
+        identifier: The name inside the catalog (``namespace.table``), the procedures' table argument.
+        dry_run: Statements that change the table are recorded, not run.
+        statements: The statements run (or, in a dry run, planned) through this object, oldest first.
+        inspect: Metadata tables, properties and the snapshot ancestry (:class:`~icestream.lake.inspect.Inspect`).
+        maintenance: Iceberg's maintenance procedures (:class:`~icestream.lake.maintenance.Maintenance`).
+        versions: Time travel, refs and history-changing writes (:class:`~icestream.lake.versions.Versions`).
+    """
+
+    def __init__(self, spark: SparkSession, name: str, *, dry_run: bool = False) -> None:
+        """Open a table by name (nothing is read until a method asks).
+
+        Args:
+            spark: The session.
+            name: ``catalog.namespace.table``.
+            dry_run: Record statements that change the table instead of running them.
+
+        Raises:
+            ConfigError: If a part of the name is not a plain identifier.
+        """
+        self.spark = spark
+        self.name = checked_table_name(name)
+        self.catalog, self.identifier = self.name.split(".", 1)
+        self.dry_run = dry_run
+        self.statements: deque[Statement] = deque(maxlen=STATEMENTS_KEPT)
+        self.inspect = Inspect(self)
+        self.maintenance = Maintenance(self)
+        self.versions = Versions(self)
+
+    def __repr__(self) -> str:
+        return f"LakeTable({self.name!r}{', dry_run=True' if self.dry_run else ''})"
+
+    @property
+    def last_statement(self) -> Statement | None:
+        """The statement run (or planned) most recently through this object."""
+        return self.statements[-1] if self.statements else None
+
+    def run(self, statement: Statement) -> DataFrame:
+        """Record and run a statement that reads (it runs in a dry run too).
+
+        Raises:
+            ValueError: If the statement changes the table (use :meth:`apply`).
+        """
+        if statement.writes:
+            raise ValueError("run() is for statements that read; apply() runs those that change the table")
+        self.statements.append(statement)
+        return statement.run(self.spark)
+
+    def apply(self, statement: Statement) -> Outcome:
+        """Record a statement that changes the table, and run it unless this is a dry run."""
+        self.statements.append(statement)
+        if self.dry_run:
+            return Outcome(statement, None)
+        return Outcome(statement, statement.run(self.spark).toPandas())
+
+    def procedure(self, procedure: str, **arguments: str) -> Statement:
+        """``CALL <catalog>.system.<procedure>(table => '<identifier>', name => value, ...)``.
+
+        Args:
+            procedure: The Iceberg procedure.
+            **arguments: Argument name → SQL literal text; callers validate every value first
+                (procedure arguments cannot be bound parameters).
+        """
+        listed = [f"table => '{self.identifier}'"]
+        listed += [f"{validate_identifier(key, 'procedure argument')} => {value}" for key, value in arguments.items()]
+        return Statement(
+            f"CALL {self.catalog}.system.{validate_identifier(procedure, 'procedure')}({', '.join(listed)})",
+            writes=True,
+        )
+
+    def branch(self, branch: str) -> str:
+        """The name that reads or writes a branch: ``<table>.branch_<branch>``."""
+        return f"{self.name}.branch_{validate_identifier(branch, 'branch')}"

@@ -1,0 +1,348 @@
+"""Real-time questions asked of the events table, and how many files they read (Spark SQL).
+
+Every function takes a :class:`~icestream.lake.LakeTable`, whose name was checked once; each SQL
+statement runs through it, so ``table.last_statement`` shows the query behind an answer.
+
+**What "now" means.** Windows ("the last 15 minutes") end at ``now``, which defaults to the table's
+newest ``event_ts``, not the wall clock: the backfill spreads event time over the hours before the
+run and the ingest stops when the stream is drained, so a wall-clock window would be empty (or
+shrink) a few minutes later. Anchoring at the newest event makes a result reproducible for a table
+that stopped growing; pass ``now=datetime.now(UTC)`` for a live dashboard.
+
+**Pruning.** Window bounds go into SQL as bound parameters wrapped in ``timestamp_micros(...)``,
+which Spark folds into a literal before planning, so Iceberg receives ``event_ts > <literal>``,
+maps it onto the hidden ``hours(event_ts)`` partition, and skips the other hours' files. A bound
+computed by a subquery (``max(event_ts) - INTERVAL ...``) would not be pushed down: every file
+would be read. :func:`scan_metrics` reads the scan's own counters to show it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from icestream.config import validate_identifier
+from icestream.errors import ConfigError
+from icestream.lake import Statement, Window
+from icestream.lake.window import WINDOW_SQL, event_time_range
+from icestream.timestamps import as_utc, from_micros, to_micros
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from pyspark.sql import DataFrame
+
+    from icestream.lake import LakeTable
+
+# Counters of Iceberg's BatchScan node (SparkScan.supportedCustomMetrics in Iceberg 1.10).
+SCAN_METRICS = (
+    "resultDataFiles",
+    "skippedDataFiles",
+    "scannedDataManifests",
+    "skippedDataManifests",
+    "totalDataManifest",
+    "totalDataFileSize",
+    "numOutputRows",
+)
+
+
+# -- windows ------------------------------------------------------------------------------------
+def resolve_now(table: LakeTable, now: datetime | None = None) -> datetime:
+    """The end of a window: ``now`` if given, else the newest event (see the module docstring).
+
+    Raises:
+        ConfigError: If ``now`` is not given and the table is empty.
+    """
+    if now is not None:
+        return as_utc(now)
+    _, newest = event_time_range(table)
+    if newest is None:
+        raise ConfigError(f"{table.name} has no events yet: run the ingest (02_stream_ingest) first, or pass now=.")
+    return newest
+
+
+def window(table: LakeTable, minutes: float, now: datetime | None = None) -> Window:
+    """The window of the last ``minutes`` before ``now`` (default: the newest event).
+
+    Raises:
+        ConfigError: If ``minutes`` is not positive.
+    """
+    if not minutes > 0:
+        raise ConfigError(f"window minutes: {minutes} must be positive.")
+    end = resolve_now(table, now)
+    return Window(end - timedelta(minutes=minutes), end)
+
+
+# -- real-time questions ----------------------------------------------------------------------
+def events_by_type(table: LakeTable, minutes: float, now: datetime | None = None) -> pd.DataFrame:
+    """Events of the last ``minutes`` by type: count, unique users, average duration.
+
+    ``duration_ms`` is a string property (only page views have it); ``try_cast`` turns a bad value
+    into null instead of failing the query.
+
+    Returns:
+        Columns ``event_type``, ``events``, ``unique_users``, ``avg_duration_ms``, most events first.
+    """
+    span = window(table, minutes, now)
+    statement = Statement(
+        f"""
+        SELECT event_type,
+               count(*) AS events,
+               count(DISTINCT user_id) AS unique_users,
+               avg(try_cast(properties['duration_ms'] AS DOUBLE)) AS avg_duration_ms
+        FROM {table.name}
+        WHERE {WINDOW_SQL}
+        GROUP BY event_type
+        ORDER BY events DESC, event_type
+        """,
+        span.args,
+    )
+    return table.run(statement).toPandas()
+
+
+def active_sessions(
+    table: LakeTable, minutes: float, now: datetime | None = None, lookback_minutes: float = 60.0
+) -> pd.DataFrame:
+    """Sessions with an event in the last ``minutes``, with their length so far.
+
+    A session's length is ``max(event_ts) - min(event_ts)`` over its events in the
+    ``lookback_minutes`` before ``now``, so a session that started before the window counts
+    from its real start, and the query still reads only the last hours' files.
+
+    Returns:
+        Columns ``session_id``, ``user_id``, ``events``, ``first_event``, ``last_event``,
+        ``length_s``; longest first.
+    """
+    span = window(table, minutes, now)
+    lookback = Window(span.end - timedelta(minutes=max(lookback_minutes, minutes)), span.end)
+    statement = Statement(
+        f"""
+        SELECT session_id,
+               first(user_id) AS user_id,
+               count(*) AS events,
+               min(event_ts) AS first_event,
+               max(event_ts) AS last_event,
+               (unix_micros(max(event_ts)) - unix_micros(min(event_ts))) / 1e6 AS length_s
+        FROM {table.name}
+        WHERE {WINDOW_SQL} AND session_id IS NOT NULL
+        GROUP BY session_id
+        HAVING max(event_ts) > timestamp_micros(:window_start)
+        ORDER BY length_s DESC, session_id
+        """,
+        {**lookback.args, "window_start": to_micros(span.start)},
+    )
+    return table.run(statement).toPandas()
+
+
+# -- the KPI dashboard ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Dashboard:
+    """The KPI dashboard, the same shape from every engine.
+
+    Attributes:
+        totals: One row: ``events``, ``unique_users``, ``unique_sessions``, ``oldest_event``,
+            ``newest_event`` (UTC), ``avg_ingest_latency_s`` (ingest_ts - Kinesis arrival).
+        by_type: ``event_type``, ``events``, most first.
+        by_device: ``device_type``, ``events``, ``share`` (of all events), most first.
+    """
+
+    totals: pd.DataFrame
+    by_type: pd.DataFrame
+    by_device: pd.DataFrame
+
+
+def dashboard_sql(source: str, where: str, micros: str) -> tuple[str, str]:
+    """The dashboard's two queries in one engine's dialect (Spark here, DuckDB in :mod:`icestream.duckdb`).
+
+    Args:
+        source: What to read (a table, with a version clause, or ``iceberg_scan(...)``).
+        where: A ``WHERE`` clause with the engine's parameter markers, or empty.
+        micros: The engine's timestamp → epoch microseconds function (``unix_micros``, ``epoch_us``).
+
+    Returns:
+        ``(totals, counts)``: one row of totals (``oldest_us``/``newest_us`` in epoch microseconds),
+        and events by ``event_type`` and ``device_type`` (one scan serves both splits).
+    """
+    totals = f"""
+        SELECT count(*) AS events,
+               count(DISTINCT user_id) AS unique_users,
+               count(DISTINCT session_id) AS unique_sessions,
+               {micros}(min(event_ts)) AS oldest_us,
+               {micros}(max(event_ts)) AS newest_us,
+               avg({micros}(ingest_ts) - {micros}(arrival_ts)) / 1e6 AS avg_ingest_latency_s
+        FROM {source} {where}
+        """
+    counts = f"""
+        SELECT event_type, device_info.device_type AS device_type, count(*) AS events
+        FROM {source} {where}
+        GROUP BY ALL
+        """
+    return totals, counts
+
+
+def dashboard_from_parts(totals: pd.DataFrame, counts: pd.DataFrame) -> Dashboard:
+    """Assemble a :class:`Dashboard` from an engine's two result sets (see :func:`dashboard_sql`).
+
+    Returns:
+        The dashboard; null types or devices show as ``(none)``.
+    """
+    import pandas as pd
+
+    row = totals.iloc[0]
+    shown = pd.DataFrame(
+        {
+            "events": [int(row["events"])],
+            "unique_users": [int(row["unique_users"])],
+            "unique_sessions": [int(row["unique_sessions"])],
+            "oldest_event": [None if pd.isna(row["oldest_us"]) else from_micros(row["oldest_us"])],
+            "newest_event": [None if pd.isna(row["newest_us"]) else from_micros(row["newest_us"])],
+            "avg_ingest_latency_s": [
+                None if pd.isna(row["avg_ingest_latency_s"]) else float(row["avg_ingest_latency_s"])
+            ],
+        }
+    )
+    counts = counts.astype({"events": "int64"}).fillna({"event_type": "(none)", "device_type": "(none)"})
+
+    def split(column: str) -> pd.DataFrame:
+        frame = counts.groupby(column, as_index=False)["events"].sum()
+        return frame.sort_values(["events", column], ascending=[False, True], ignore_index=True)
+
+    by_device = split("device_type")
+    total = by_device["events"].sum()
+    by_device["share"] = by_device["events"] / total if total else 0.0
+    return Dashboard(shown, split("event_type"), by_device)
+
+
+def kpi_dashboard(
+    table: LakeTable, minutes: float | None = None, now: datetime | None = None, snapshot_id: int | None = None
+) -> Dashboard:
+    """The KPI dashboard over the last ``minutes`` (None: the whole table).
+
+    Args:
+        table: The events table.
+        minutes: Window length; None reads every event.
+        now: Window end (default: the newest event).
+        snapshot_id: Read this snapshot (so another engine can be compared on the same one).
+
+    Returns:
+        The dashboard.
+    """
+    source = table.versions.as_of(snapshot_id)
+    where, args = "", {}
+    if minutes is not None:
+        span = window(table, minutes, now)
+        where, args = f"WHERE {WINDOW_SQL}", span.args
+    totals, counts = dashboard_sql(source, where, "unix_micros")
+    return dashboard_from_parts(
+        table.run(Statement(totals, args)).toPandas(), table.run(Statement(counts, args)).toPandas()
+    )
+
+
+def minute_metrics_view(
+    table: LakeTable, minutes: float, now: datetime | None = None, view: str = "events_per_minute"
+) -> str:
+    """Create (or replace) a temporary view of per-minute metrics over the last ``minutes``.
+
+    The window is part of the view (built with Column expressions, so no statement is recorded): a
+    filter on the view's ``minute`` column would reach Iceberg as ``date_trunc(...)``, which it
+    cannot prune on.
+
+    Returns:
+        The view name. Columns: ``minute``, ``event_type``, ``events``, ``unique_users``,
+        ``avg_duration_ms``.
+    """
+    from pyspark.sql import functions as F  # noqa: N812 - the usual alias
+
+    span = window(table, minutes, now)
+    frame = (
+        table.spark.table(table.name)
+        .where(span.condition())
+        .groupBy(F.date_trunc("minute", "event_ts").alias("minute"), "event_type")
+        .agg(
+            F.count(F.lit(1)).alias("events"),
+            F.countDistinct("user_id").alias("unique_users"),
+            F.avg(F.expr("try_cast(properties['duration_ms'] AS DOUBLE)")).alias("avg_duration_ms"),
+        )
+    )
+    frame.createOrReplaceTempView(validate_identifier(view, "view"))
+    return view
+
+
+# -- pruning ----------------------------------------------------------------------------------
+def _scala_map(metrics: Any) -> dict[str, Any]:
+    out, items = {}, metrics.iterator()
+    while items.hasNext():
+        pair = items.next()
+        out[pair._1()] = pair._2()
+    return out
+
+
+def _plan_nodes(plan: Any) -> list[Any]:
+    """Every node of an executed physical plan, looking inside adaptive plans and query stages."""
+    nodes, pending = [], [plan]
+    while pending:
+        node = pending.pop()
+        name = node.nodeName()
+        if name == "AdaptiveSparkPlan":
+            pending.append(node.executedPlan())
+            continue
+        if "QueryStage" in name:  # ShuffleQueryStage, BroadcastQueryStage, TableCacheQueryStage
+            pending.append(node.plan())
+            continue
+        nodes.append(node)
+        children = node.children()
+        pending.extend(children.apply(index) for index in range(children.size()))
+    return nodes
+
+
+def scan_metrics(frame: DataFrame) -> dict[str, int]:
+    """Run ``frame`` and return the Iceberg scan counters of its plan (summed over its scans).
+
+    Reads the metrics of the executed plan's ``BatchScan`` nodes (the numbers the Spark UI shows):
+    ``resultDataFiles`` are the files the scan opens, ``skippedDataFiles`` those pruned inside the
+    manifests it read; ``skippedDataManifests`` are whole manifests pruned by partition ranges.
+
+    Returns:
+        Counter name → value, for the names in :data:`SCAN_METRICS` (0 when absent).
+    """
+    frame.collect()  # the same QueryExecution the metrics are read from
+    totals = dict.fromkeys(SCAN_METRICS, 0)
+    for node in _plan_nodes(frame._jdf.queryExecution().executedPlan()):
+        if node.nodeName().startswith("BatchScan"):
+            for name, metric in _scala_map(node.metrics()).items():
+                if name in totals:
+                    totals[name] += int(metric.value())
+    return totals
+
+
+def pruning_report(table: LakeTable, minutes: float, now: datetime | None = None) -> pd.DataFrame:
+    """How many data files a windowed query opens, against how many the table has.
+
+    Returns:
+        One row: ``window_minutes``, ``data_files_in_table``, ``data_files_scanned``,
+        ``data_files_skipped`` (table files not scanned), ``manifests_scanned``, ``manifests_total``,
+        ``rows_read``, ``rows_in_window``.
+    """
+    import pandas as pd
+
+    span = window(table, minutes, now)
+    files = len(table.inspect.data_files())
+    # Grouped, so Iceberg cannot answer it from file statistics alone (aggregate push-down). Run last,
+    # so that it is the table's last_statement.
+    grouped = f"SELECT event_type, count(*) AS events FROM {table.name} WHERE {WINDOW_SQL} GROUP BY event_type"
+    query = table.run(Statement(grouped, span.args))
+    metrics = scan_metrics(query)
+    return pd.DataFrame(
+        [
+            {
+                "window_minutes": minutes,
+                "data_files_in_table": files,
+                "data_files_scanned": metrics["resultDataFiles"],
+                "data_files_skipped": files - metrics["resultDataFiles"],
+                "manifests_scanned": metrics["scannedDataManifests"],
+                "manifests_total": metrics["totalDataManifest"],
+                "rows_read": metrics["numOutputRows"],
+                "rows_in_window": sum(row.events for row in query.collect()),
+            }
+        ]
+    )

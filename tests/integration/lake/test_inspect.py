@@ -1,0 +1,79 @@
+"""LakeTable.inspect on a table of a few appends: metadata tables, the ancestry walk, recorded statements."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+import pytest
+
+from icestream import tables
+from icestream.config import load_settings
+from icestream.ingest.bulk import load_payloads
+from icestream.lake import LakeTable
+from icestream.synthetic.generator import backfill_config, generate
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def loaded(spark, settings):
+    """Appends of 200 clean events (about 600 in all), and how many appends (snapshots) that made."""
+    local = load_settings(table=f"i_{uuid.uuid4().hex[:10]}")
+    name = tables.setup_tables(spark, local)[0]
+    end = datetime(2026, 11, 21, 6, 0, tzinfo=UTC)
+    records, _ = generate(backfill_config(hours=1, count=600, end=end, seed=7, bad_rate=0.0, duplicate_rate=0.0))
+    written = load_payloads(spark, name, ((r.data, r.partition_key) for r in records), chunk_rows=200)["written"]
+    yield LakeTable(spark, name), -(-written // 200)
+    spark.sql(f"DROP TABLE IF EXISTS {name} PURGE")
+
+
+def test_ancestry_walks_from_the_current_snapshot_back(loaded) -> None:
+    table, appends = loaded
+    walked = [int(snapshot.snapshotId()) for snapshot in table.inspect.ancestry()]
+    assert len(walked) == appends >= 3
+    assert walked[0] == table.inspect.current_snapshot_id()
+    assert walked[::-1] == table.inspect.snapshots()["snapshot_id"].tolist()
+    assert walked[::-1] == table.inspect.history()["snapshot_id"].tolist()
+
+
+def test_snapshots_carry_the_columns_notebooks_and_plots_read(loaded) -> None:
+    table, _ = loaded
+    snaps = table.inspect.snapshots()
+    assert list(snaps.columns) == [
+        "committed_at", "snapshot_id", "parent_id", "operation", "added_records", "total_records",
+        "added_data_files", "total_data_files", "batch_id",
+    ]  # fmt: skip
+    assert snaps["added_records"].cumsum().tolist() == snaps["total_records"].tolist()
+    assert snaps["total_data_files"].iloc[-1] == len(table.inspect.data_files())
+    assert snaps["batch_id"].isna().all()  # not written by the ingest
+    assert snaps["parent_id"].iloc[1:].tolist() == snaps["snapshot_id"].iloc[:-1].tolist()  # exact 64-bit ids
+    assert snaps["parent_id"].isna().tolist() == [True] + [False] * (len(snaps) - 1)
+
+
+def test_metadata_log_ends_at_the_current_metadata_file(loaded) -> None:
+    table, appends = loaded
+    location, snapshot_id = table.inspect.metadata_location()
+    log = table.inspect.metadata_log()
+    assert log["file"].iloc[-1] == location
+    assert log["latest_snapshot_id"].iloc[-1] == snapshot_id
+    assert snapshot_id == table.inspect.current_snapshot_id()
+    files = table.inspect.metadata_files()
+    assert (files["kind"] == "manifest list").sum() == appends
+
+
+def test_properties_and_metadata_columns(loaded) -> None:
+    table, _ = loaded
+    assert table.inspect.properties()["write.target-file-size-bytes"] == str(128 * 1024 * 1024)
+    described = table.inspect.metadata_columns(("snapshots", "refs")).set_index("metadata table")["columns"]
+    assert described["snapshots"].startswith("committed_at, snapshot_id, parent_id, operation")
+    assert described["refs"].startswith("name, type, snapshot_id")
+
+
+def test_every_query_is_recorded_with_its_arguments(loaded) -> None:
+    table, _ = loaded
+    table.inspect.refs()
+    assert table.last_statement.sql == f"SELECT name, type, snapshot_id FROM {table.name}.refs ORDER BY type, name"
+    table.inspect.current_snapshot_id("main")
+    assert table.last_statement.args == {"branch": "main"}
+    assert str(table.last_statement).endswith("-- bound: :branch = 'main'")

@@ -1,0 +1,55 @@
+"""Statements and outcomes: the SQL text and bound values a learner sees, and the literal checks."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pandas as pd
+import pytest
+
+from icestream.errors import ConfigError
+from icestream.lake.statement import Outcome, Statement, snapshot_id_literal, timestamp_literal
+
+pytestmark = pytest.mark.unit
+
+
+def test_statement_text_is_dedented_and_shows_bound_values() -> None:
+    statement = Statement(
+        """
+        SELECT count(*) AS n
+        FROM lake.ns.t
+        WHERE event_ts > timestamp_micros(:start)
+        """,
+        {"start": 5},
+    )
+    assert statement.sql == "SELECT count(*) AS n\nFROM lake.ns.t\nWHERE event_ts > timestamp_micros(:start)"
+    assert str(statement).splitlines()[-1] == "-- bound: :start = 5"
+    assert not statement.writes
+    assert str(Statement("SHOW TBLPROPERTIES lake.ns.t")) == "SHOW TBLPROPERTIES lake.ns.t"
+
+
+def test_outcome_of_a_dry_run_has_no_output() -> None:
+    outcome = Outcome(Statement("CALL lake.system.rewrite_manifests(table => 'ns.t')", writes=True), None)
+    assert not outcome.ran
+    assert outcome.counts == {}
+    assert outcome.values("orphan_file_location") == []
+
+
+def test_outcome_counts_are_the_numeric_columns_of_the_first_row() -> None:
+    output = pd.DataFrame({"branch_updated": ["main"], "previous_ref": [1], "updated_ref": [2]})
+    outcome = Outcome(Statement("CALL x.system.fast_forward(table => 'a.b')", writes=True), output)
+    assert outcome.ran
+    assert outcome.counts == {"previous_ref": 1, "updated_ref": 2}
+    assert outcome.values("branch_updated") == ["main"]
+
+
+def test_literals_that_sql_cannot_bind_are_checked() -> None:
+    assert snapshot_id_literal(42) == 42
+    assert snapshot_id_literal("-7") == -7
+    for bad in ("1 OR 1=1", "0x10", 1.5, True):
+        with pytest.raises(ConfigError):
+            snapshot_id_literal(bad)
+    moment = datetime(2026, 11, 19, 13, 5, 7, tzinfo=UTC)
+    assert timestamp_literal(moment) == "TIMESTAMP '2026-11-19 13:05:07+00:00'"
+    with pytest.raises(ConfigError):
+        timestamp_literal(datetime(2026, 11, 19))

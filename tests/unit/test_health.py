@@ -1,0 +1,47 @@
+"""The health report judges numbers against limits; no table needed."""
+
+from __future__ import annotations
+
+import pytest
+
+from icestream.health import HealthThresholds, TableStats, health_report
+
+pytestmark = pytest.mark.unit
+
+MIB = 2**20
+
+
+def stats(**changes: float) -> TableStats:
+    values = {
+        "records": 1000, "data_files": 4, "delete_files": 0, "data_bytes": 8 * MIB, "partitions": 4,
+        "max_files_per_partition": 1, "small_files": 0, "average_file_bytes": 2 * MIB,
+        "achievable_average_bytes": 2 * MIB, "target_file_bytes": 128 * MIB, "snapshots": 3, "manifests": 2,
+        "metadata_bytes": MIB, "previous_metadata_bytes": 0,
+    }  # fmt: skip
+    return TableStats(**(values | changes))
+
+
+def test_a_compacted_table_is_ok_everywhere() -> None:
+    report = health_report(stats())
+    assert report["status"].eq("OK").all(), report
+    assert list(report.columns) == ["check", "value", "limit", "status", "detail"]
+
+
+def test_each_limit_warns_on_its_own_number() -> None:
+    streamed = stats(data_files=400, small_files=396, max_files_per_partition=100, average_file_bytes=20_000,
+                     snapshots=500, metadata_bytes=16 * MIB, delete_files=50)  # fmt: skip
+    report = health_report(streamed, HealthThresholds()).set_index("check")
+    assert report["status"].eq("WARN").all(), report
+    assert report.loc["snapshots", "limit"] == "≤ 100"
+    assert report.loc["average file size / achievable", "limit"] == "≥ 0.5"
+    assert (
+        health_report(streamed, HealthThresholds(max_snapshots=1000)).set_index("check").loc["snapshots", "status"]
+        == "OK"
+    )
+
+
+def test_sizes_are_shown_in_mib() -> None:
+    row = stats().table()
+    assert row["data_MiB"] == 8.0
+    assert row["target_file_MiB"] == 128.0
+    assert "data_bytes" not in row

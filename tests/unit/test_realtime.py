@@ -1,0 +1,41 @@
+"""The dashboard's SQL in both dialects, and its assembly from an engine's result sets."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pandas as pd
+import pytest
+
+from icestream.realtime import dashboard_from_parts, dashboard_sql
+from icestream.timestamps import to_micros
+
+pytestmark = pytest.mark.unit
+
+
+def test_one_dashboard_query_in_two_dialects() -> None:
+    spark_totals, spark_counts = dashboard_sql("lake.ns.t", "", "unix_micros")
+    duck_totals, duck_counts = dashboard_sql("iceberg_scan($location)", "", "epoch_us")
+    assert spark_totals.replace("unix_micros", "epoch_us").replace("lake.ns.t", "iceberg_scan($location)") == (
+        duck_totals
+    )
+    assert "avg(unix_micros(ingest_ts) - unix_micros(arrival_ts)) / 1e6 AS avg_ingest_latency_s" in spark_totals
+    assert spark_counts.replace("lake.ns.t", "iceberg_scan($location)") == duck_counts
+
+
+def test_dashboard_from_parts() -> None:
+    oldest, newest = datetime(2026, 11, 21, 5, tzinfo=UTC), datetime(2026, 11, 21, 6, tzinfo=UTC)
+    totals = pd.DataFrame(
+        {"events": [6], "unique_users": [2], "unique_sessions": [3], "oldest_us": [to_micros(oldest)],
+         "newest_us": [to_micros(newest)], "avg_ingest_latency_s": [1.5]}
+    )  # fmt: skip
+    counts = pd.DataFrame(
+        {"event_type": ["click", "click", "view", None], "device_type": ["web", "ios", "web", "web"],
+         "events": [2, 1, 2, 1]}
+    )  # fmt: skip
+    dashboard = dashboard_from_parts(totals, counts)
+    assert dashboard.totals.iloc[0]["oldest_event"] == oldest
+    assert dashboard.totals.iloc[0]["newest_event"] == newest
+    assert dashboard.by_type.to_dict("list") == {"event_type": ["click", "view", "(none)"], "events": [3, 2, 1]}
+    assert dashboard.by_device["device_type"].tolist() == ["web", "ios"]
+    assert dashboard.by_device["share"].tolist() == [5 / 6, 1 / 6]
