@@ -94,6 +94,19 @@ class IndexStats:
 
 
 @dataclass
+class PhaseSeconds:
+    """Seconds each phase of a batch took (reported in milliseconds, as ``duration_ms``)."""
+
+    plan: float = 0.0  # ListShards and the shard plans (0 for a read done ahead)
+    read: float = 0.0  # the read job: GetRecords, parsing, caching the rows
+    parse: float = 0.0  # of which parsing, summed over the read tasks
+    dedupe: float = 0.0
+    write_rejects: float = 0.0
+    write_events: float = 0.0
+    total: float = 0.0
+
+
+@dataclass
 class BatchProgress:
     """One batch, filled in as it runs: read by the source, written by the sink, timed by the query."""
 
@@ -108,7 +121,7 @@ class BatchProgress:
     transform_dropped: int = 0  # events the transform removed
     events_snapshot_id: int | None = None
     rejects_snapshot_id: int | None = None
-    durations: dict[str, float] = field(default_factory=dict)  # seconds per phase, in order
+    durations: PhaseSeconds = field(default_factory=PhaseSeconds)
     dedupe_index: IndexStats | None = None
     prefetched: bool = False  # its read ran while the previous batch committed
     ingest_ts: datetime | None = None  # every row's ingest_ts (report.freshness finds rows by it)
@@ -159,7 +172,7 @@ class BatchProgress:
             "deduplicated": self.deduplicated,
             "replayed": self.replayed,
             "transform_dropped": self.transform_dropped,
-            "duration_ms": {phase: round(seconds * 1000, 1) for phase, seconds in self.durations.items()},
+            "duration_ms": {phase: round(seconds * 1000, 1) for phase, seconds in asdict(self.durations).items()},
             "millis_behind_latest": self.millis_behind_latest,
             "caught_up": self.caught_up,
             "events_snapshot_id": self.events_snapshot_id,

@@ -207,11 +207,8 @@ class IngestQuery:
         try:
             progress.shards, progress.capped, progress.prefetched = read.shards, read.capped, read.prefetched
             progress.ingest_ts = read.ingest_ts  # the rows' ingest_ts (report.freshness)
-            progress.durations.update(
-                plan=read.plan_seconds,
-                read=read.read_seconds,
-                parse=sum(stats.parse_seconds for stats in read.shards),
-            )
+            progress.durations.plan, progress.durations.read = read.plan_seconds, read.read_seconds
+            progress.durations.parse = sum(stats.parse_seconds for stats in read.shards)
             new_positions = read.advance(self.processed.events)
             if read.records == 0 and not read.any_finished:
                 self.source.keep_iterators(read, new_positions)
@@ -226,7 +223,7 @@ class IngestQuery:
         self.next_batch_id = batch_id + 1
         self._batches_run += 1
         now = time.monotonic()
-        progress.durations["total"] = now - began
+        progress.durations.total = now - began
         interval = now - (self._last_batch_began if self._last_batch_began is not None else began)
         progress.input_rows_per_second = round(progress.num_input_rows / max(interval, 1e-6), 1)
         progress.processed_rows_per_second = round(progress.num_input_rows / max(now - began, 1e-6), 1)

@@ -148,20 +148,20 @@ class TableSink:
             events = self._transformed(events.select(*table_columns()))
         events = self._aligned(events)
         progress.dropped.update(key.rsplit(":", 1)[0] for key in drop)
-        progress.durations["dedupe"] = time.monotonic() - mark
+        progress.durations.dedupe = time.monotonic() - mark
 
         new_rejects = sum(stats.rejected - stats.replayed_rejects for stats in read.shards)
         new_events = sum(stats.good - stats.replayed_events - stats.deduplicated for stats in read.shards) - len(drop)
         mark = time.monotonic()
         rejects = self._append(self.rejects, read.kept("reject").select(*REJECT_COLUMNS), new_rejects, new_positions,
                                read.batch_id)  # fmt: skip
-        progress.durations["write_rejects"] = time.monotonic() - mark
+        progress.durations.write_rejects = time.monotonic() - mark
         fault("between_commits", read.batch_id)
         mark = time.monotonic()
         written = self._append(self.events, events, new_events, new_positions, read.batch_id)
         if written is not None and batch is not None and dropped is not None:
             self._learn(batch, dropped)
-        progress.durations["write_events"] = time.monotonic() - mark
+        progress.durations.write_events = time.monotonic() - mark
         fault("after_commit", read.batch_id)
 
         if rejects is not None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from icestream.ingest.progress import BatchProgress, IndexStats, ProgressLog, ReadStats
+from icestream.ingest.progress import BatchProgress, IndexStats, PhaseSeconds, ProgressLog, ReadStats
 
 pytestmark = pytest.mark.unit
 
@@ -26,7 +26,7 @@ def two_shards() -> BatchProgress:
     return BatchProgress(
         "q-1", 3, STARTED, shards=[first, second], dropped=Counter({"shardId-000000000001": 2}), written=8,
         rejected=2, events_snapshot_id=11, rejects_snapshot_id=10, ingest_ts=STARTED,
-        durations={"plan": 0.01, "read": 0.5, "total": 1.25}, dedupe_index=IndexStats(40, 1, 30),
+        durations=PhaseSeconds(plan=0.01, read=0.5, total=1.25), dedupe_index=IndexStats(40, 1, 30),
     )  # fmt: skip
 
 
@@ -46,7 +46,10 @@ def test_the_reported_dict_keeps_its_keys_and_totals() -> None:
     assert reported["num_input_rows"] == 15
     assert reported["deduplicated"] == 3, "one in a read task, two on the driver"
     assert reported["replayed"] == 1
-    assert reported["duration_ms"] == {"plan": 10.0, "read": 500.0, "total": 1250.0}
+    assert reported["duration_ms"] == {
+        "plan": 10.0, "read": 500.0, "parse": 0.0, "dedupe": 0.0, "write_rejects": 0.0, "write_events": 0.0,
+        "total": 1250.0,
+    }  # fmt: skip
     assert reported["millis_behind_latest"] == 1500
     assert reported["caught_up"] is False
     assert (reported["first_arrival"], reported["last_arrival"]) == (99.0, 104.0)
