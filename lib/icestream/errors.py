@@ -50,6 +50,10 @@ class ShardReadError(IcestreamError):
     """A shard could not be read after the allowed retries (raised inside a read task)."""
 
 
+class InjectedFaultError(IngestError):
+    """A test's fault hook raised at a phase of a batch: a simulated crash, retried as a transient one."""
+
+
 class NotebookFailedError(IcestreamError):
     """A notebook raised an error; the message names the notebook and the cell."""
 

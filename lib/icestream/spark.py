@@ -113,7 +113,7 @@ def session_conf(settings: Settings) -> dict[str, str]:
         # Notebooks that cache large frames for long can turn it back on.
         "spark.sql.inMemoryColumnarStorage.compressed": "false",
         # Concurrent jobs share the cores instead of queueing: the ingest's read-ahead and its
-        # writes, and a notebook's queries while an ingest runs (see ingest.query.SCHEDULER_POOLS).
+        # writes, and a notebook's queries while an ingest runs (see ingest.source.SCHEDULER_POOLS).
         **({"spark.scheduler.mode": "FAIR"} if local else {}),
         # A few shuffle partitions suit one machine; a cluster keeps Spark's default.
         **({"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "4"} if local else {}),

@@ -16,9 +16,9 @@ import pytest
 
 from icestream.clients import ensure_stream, kinesis_client, list_shards
 from icestream.config import Settings, load_settings, project_home
-from icestream.errors import ConfigError
-from icestream.ingest import IngestError, start_ingest
-from icestream.ingest.query import PHASES
+from icestream.errors import ConfigError, IngestError
+from icestream.ingest import start_ingest
+from icestream.ingest.options import PHASES
 from icestream.tables import setup_tables
 
 pytestmark = pytest.mark.integration
@@ -311,6 +311,37 @@ def test_transform_runs_on_each_batch(spark, fresh) -> None:
     put(settings, [(event_payload(50, "u1"), "u1")])
     with pytest.raises(ConfigError, match="dropped device_info"):
         drain(spark, settings, transform=lambda frame: frame.drop("device_info"), batch_retries=0)
+
+
+def test_a_read_task_that_gives_up_is_retried_as_a_whole_batch(spark, fresh, emulator: str) -> None:
+    """A ShardReadError inside a Spark task reaches the driver as Spark's error text: still transient."""
+    from tests.reliability.faultproxy import FaultProxy
+
+    settings = fresh(shards=1)
+    put(settings, [(event_payload(i, "u1"), "u1") for i in range(5)])
+    phases: list[str] = []
+    # One 5xx answer to GetRecords, and a task that gives up at its first failure.
+    with FaultProxy(emulator, "server_error", every=1, budget=1, operations=("GetRecords",)) as proxy:
+        via_proxy = load_settings(kinesis_endpoint=proxy.endpoint, stream_name=settings.stream_name,
+                                  table=settings.table)  # fmt: skip
+        drain(spark, via_proxy, batch_retries=1, fault_hook=lambda phase, _: phases.append(phase),
+              read_options={"max_attempts": 1})  # fmt: skip
+    assert sum(proxy.injected.values()) == 1
+    assert phases.count("before_read") == 2, "the batch ran again after its read task gave up"
+    assert set(table_state(spark, settings)[0]) == {f"ev-{i}" for i in range(5)}
+
+
+def test_an_error_a_retry_cannot_fix_stops_the_query_at_once(spark, fresh) -> None:
+    from pyspark.sql import functions as F  # noqa: N812
+
+    settings = fresh(shards=1)
+    put(settings, [(event_payload(i, "u1"), "u1") for i in range(5)])
+    phases: list[str] = []
+    with pytest.raises(IngestError, match=r"AnalysisException.*not retried"):
+        drain(spark, settings, batch_retries=3, fault_hook=lambda phase, _: phases.append(phase),
+              transform=lambda frame: frame.withColumn("user_id", F.col("no_such_column")))  # fmt: skip
+    assert phases.count("before_read") == 1
+    assert spark.table(settings.table_name).count() == 0
 
 
 def test_graceful_stop_while_waiting_for_data(spark, fresh) -> None:

@@ -95,7 +95,7 @@ def _through_the_pipeline(spark, fresh, payloads: list[bytes], tmp_path: Path) -
             rejected.add(place)
     query = start_ingest(spark, stream, available_now=True, trigger_seconds=0, batch_retries=0,
                          progress_file=tmp_path / f"{uuid.uuid4().hex}.jsonl")  # fmt: skip
-    query.await_termination(timeout=300)  # raises if the query died
+    assert query.await_termination(timeout=300), "the drain did not end"  # and it raises if the query died
     progress = list(query.recent_progress)
     events = Counter(row.event_id for row in spark.table(stream.table_name).select("event_id").collect())
     rejects = Counter(

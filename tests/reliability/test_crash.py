@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from icestream.ingest import start_ingest
-from icestream.ingest.query import PHASES
+from icestream.ingest.options import PHASES
 from tests.reliability import figures
 from tests.reliability.figures import size
 from tests.reliability.workload import Workload, verify

@@ -54,9 +54,9 @@ def test_endpoint_fault_is_ridden_out(spark, fresh, emulator: str, tmp_path: Pat
                                   table=settings.table)  # fmt: skip
         query = start_ingest(spark, via_proxy, available_now=True, trigger_seconds=0, max_records_per_shard=60,
                              progress_file=tmp_path / "p.jsonl")  # fmt: skip
-        error = None
+        error, terminated = None, False
         try:
-            query.await_termination(timeout=600)
+            terminated = query.await_termination(timeout=600)
         except IcestreamError as failure:
             error = failure
     verdict = verify(spark, settings, workload.ledger)
@@ -69,6 +69,7 @@ def test_endpoint_fault_is_ridden_out(spark, fresh, emulator: str, tmp_path: Pat
         error=type(error).__name__ if error else "-",
     )  # fmt: skip
     assert error is None, error
+    assert terminated, "the drain did not end within 600 s: a hung query, not lost records"
     assert injected >= 1, proxy.requests  # the drain may finish before the whole budget is spent
     assert verdict.exact, verdict
     if fault == "expired_iterator":
@@ -139,7 +140,7 @@ def test_emulator_restart_fails_clearly_then_recovers(spark, tmp_path: Path) -> 
         after._prefix = "after-restart"
         after.send(120)
         resumed = start_ingest(spark, settings, available_now=True, trigger_seconds=0, progress_file=tmp_path / "q")
-        resumed.await_termination(timeout=300)
+        assert resumed.await_termination(timeout=300), "the drain after the restart did not end"
         verdict_before = verify(spark, settings, before.ledger)
         verdict_after = verify(spark, settings, after.ledger)
     finally:
@@ -182,11 +183,11 @@ def test_commits_conflict_with_a_concurrent_compaction(spark, fresh, tmp_path: P
     finally:
         workload.stop()
     query.stop()
-    query.await_termination(timeout=120)
+    assert query.await_termination(timeout=120), "the ingest did not stop"
     for table in (settings.table_name, settings.rejects_table_name):
         spark.catalog.refreshTable(table)
     drain = start_ingest(spark, settings, available_now=True, trigger_seconds=0, progress_file=tmp_path / "p.jsonl")
-    drain.await_termination(timeout=300)
+    assert drain.await_termination(timeout=300), "the drain did not end"
     verdict = verify(spark, settings, workload.ledger)
     replaces = spark.sql(f"SELECT count(*) FROM {settings.table_name}.snapshots WHERE operation = 'replace'").first()[0]
     figures.record(

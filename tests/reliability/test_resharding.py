@@ -60,9 +60,9 @@ def test_splits_and_merges_under_load_keep_order_and_exactly_once(spark, fresh, 
     finally:
         workload.stop()
     query.stop()
-    query.await_termination(timeout=120)
+    assert query.await_termination(timeout=120), "the ingest did not stop"
     drain = start_ingest(spark, settings, available_now=True, trigger_seconds=0, progress_file=tmp_path / "p.jsonl")
-    drain.await_termination(timeout=300)
+    assert drain.await_termination(timeout=300), "the drain did not end"
     verdict = verify(spark, settings, workload.ledger)
     shards_read = spark.table(settings.table_name).select("shard_id").distinct().count()
     figures.record(

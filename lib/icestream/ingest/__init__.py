@@ -1,5 +1,6 @@
 """The streaming ingest: Kinesis → Spark → Iceberg, exactly once (see ``query`` for the design)."""
 
-from icestream.ingest.query import IngestError, IngestOptions, IngestQuery, ingest_options, parse_trigger, start_ingest
+from icestream.ingest.options import IngestOptions, ingest_options, parse_trigger
+from icestream.ingest.query import IngestQuery, start_ingest
 
-__all__ = ["IngestError", "IngestOptions", "IngestQuery", "ingest_options", "parse_trigger", "start_ingest"]
+__all__ = ["IngestOptions", "IngestQuery", "ingest_options", "parse_trigger", "start_ingest"]

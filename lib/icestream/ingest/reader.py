@@ -18,7 +18,7 @@ import json
 import random
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -27,14 +27,10 @@ from icestream.errors import ShardReadError
 from icestream.ingest.dedupe import Packer
 from icestream.ingest.parse import ParsedEvent, parse_payload
 from icestream.ingest.positions import ShardPlan, sequence_key
-from icestream.limits import DEFAULT_MAX_EVENT_BYTES, MAX_RECORDS_PER_GET
+from icestream.ingest.progress import ReadStats
+from icestream.ingest.retry import THROTTLE_CODES, error_code, is_transient_call
+from icestream.limits import DEFAULT_MAX_EVENT_BYTES, GET_CALLS_PER_SECOND, MAX_RECORDS_PER_GET
 from icestream.schema import DEVICE_FIELDS
-
-RETRYABLE_CODES = frozenset(
-    ("ProvisionedThroughputExceededException", "LimitExceededException", "InternalFailure", "ServiceUnavailable",
-     "InternalServerError", "ThrottlingException", "KMSThrottlingException")
-)  # fmt: skip
-THROTTLE_CODES = frozenset(("ProvisionedThroughputExceededException", "LimitExceededException", "ThrottlingException"))
 
 # Columns of the rows a read task yields (see row_schema()).
 ROW_FIELDS = (
@@ -55,43 +51,17 @@ class ReadOptions:
 
     connection: KinesisConnection
     stream_name: str
-    max_records: int = 10_000  # per shard per batch
+    max_records: int = MAX_RECORDS_PER_GET  # per shard per batch: one full GetRecords answer
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
     dedupe: bool = True
     batch_id: int | None = None  # written to every row (BATCH_FIELDS)
     ingest_ts: datetime | None = None  # when the batch's read began, written to every row
-    min_call_interval: float = 0.2  # Kinesis allows 5 GetRecords calls per second per shard
+    min_call_interval: float = 1 / GET_CALLS_PER_SECOND  # per shard and API
     max_calls: int = 100  # per shard per batch, so a batch always ends
     max_attempts: int = 8  # consecutive failures before the task gives up
     read_timeout: float = 10.0  # seconds per call: a hung endpoint must not hold a batch for minutes
     base_backoff: float = 0.1
     max_backoff: float = 5.0
-
-
-@dataclass
-class ReadStats:
-    """What a read task reports in its meta row."""
-
-    shard_id: str
-    read: int = 0
-    good: int = 0
-    rejected: int = 0
-    deduplicated: int = 0
-    replayed_events: int = 0
-    replayed_rejects: int = 0
-    last_sequence: str | None = None
-    finished: bool = False
-    millis_behind: int | None = None
-    calls: int = 0
-    throttled: int = 0
-    retried: int = 0
-    iterator_renewals: int = 0
-    read_seconds: float = 0.0
-    parse_seconds: float = 0.0
-    first_arrival: float | None = None
-    last_arrival: float | None = None
-    next_iterator: str | None = None  # continues after last_sequence; the next batch may reuse it
-    reasons: dict[str, int] = field(default_factory=dict)
 
 
 def row_schema() -> Any:
@@ -119,21 +89,6 @@ def row_schema() -> Any:
         "ingest_ts": TimestampType(),
     }
     return StructType([StructField(name, types.get(name, StringType())) for name in ROW_FIELDS + BATCH_FIELDS])
-
-
-def _error_code(error: Exception) -> str:
-    response = getattr(error, "response", None) or {}
-    return str(response.get("Error", {}).get("Code", ""))
-
-
-def _is_transient(error: Exception) -> bool:
-    from botocore.exceptions import ConnectionError as BotoConnectionError
-    from botocore.exceptions import HTTPClientError, ReadTimeoutError
-
-    if isinstance(error, BotoConnectionError | HTTPClientError | ReadTimeoutError | ConnectionError | TimeoutError):
-        return True
-    status = (getattr(error, "response", None) or {}).get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
-    return _error_code(error) in RETRYABLE_CODES or status >= 500
 
 
 def _iterator_arguments(position: str) -> dict[str, Any]:
@@ -186,9 +141,9 @@ class _ShardReader:
                 )
                 return answer["ShardIterator"]
             except Exception as error:
-                if not _is_transient(error):
+                if not is_transient_call(error):
                     raise
-                self.stats.throttled += _error_code(error) in THROTTLE_CODES
+                self.stats.throttled += error_code(error) in THROTTLE_CODES
                 self.stats.retried += 1
                 self._backoff(error)
 
@@ -206,13 +161,13 @@ class _ShardReader:
                     ShardIterator=iterator, Limit=min(MAX_RECORDS_PER_GET, self.options.max_records - self.stats.read)
                 )
             except Exception as error:
-                if _error_code(error) == "ExpiredIteratorException":
+                if error_code(error) == "ExpiredIteratorException":
                     self.stats.iterator_renewals += 1
                     iterator = self._new_iterator()
                     continue
-                if not _is_transient(error):
+                if not is_transient_call(error):
                     raise
-                self.stats.throttled += _error_code(error) in THROTTLE_CODES
+                self.stats.throttled += error_code(error) in THROTTLE_CODES
                 self.stats.retried += 1
                 self._backoff(error)
                 continue
@@ -284,7 +239,7 @@ def _meta_row(stats: ReadStats, digests: bytes | None) -> tuple:
     values = dict.fromkeys(ROW_FIELDS)
     values.update(
         kind="meta", shard_id=stats.shard_id, sequence_number=stats.last_sequence, raw_data=digests,
-        meta=json.dumps(stats.__dict__, separators=(",", ":")),
+        meta=stats.to_json(),
     )  # fmt: skip
     return tuple(values[name] for name in ROW_FIELDS)
 
@@ -297,8 +252,9 @@ def _worker_client(options: ReadOptions) -> Any:
     client (loading its service model) costs more than a small batch's whole read."""
     key = (options.connection, options.read_timeout)
     if key not in _CLIENTS:
-        # Retries are ours, with pacing and backoff: botocore's own are off.
-        _CLIENTS[key] = options.connection.client(read_timeout=options.read_timeout, max_attempts=1)
+        # Retries are ours, with pacing and backoff: botocore's own are off (its max_attempts counts
+        # retries after the first call, so 1 would still repeat every failed call once, unpaced).
+        _CLIENTS[key] = options.connection.client(read_timeout=options.read_timeout, max_attempts=0)
     return _CLIENTS[key]
 
 

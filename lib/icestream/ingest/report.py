@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from icestream.config import Settings
-from icestream.ingest.query import PROGRESS_FILE
+from icestream.ingest.progress import PROGRESS_FILE
 
 if TYPE_CHECKING:
     import pandas as pd

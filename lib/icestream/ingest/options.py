@@ -1,0 +1,132 @@
+"""How an ingest query runs: :class:`IngestOptions`, built with :func:`ingest_options`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from icestream.config import Settings
+from icestream.errors import ConfigError
+from icestream.limits import DEFAULT_MAX_EVENT_BYTES, DEFAULT_START_POSITION, START_POSITIONS
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+# The moments of a batch where ``fault_hook`` is called (tests raise there to simulate a crash).
+PHASES = ("before_read", "after_read", "between_commits", "after_commit")
+
+
+@dataclass(frozen=True)
+class IngestOptions:
+    """How the ingest query runs. Every field is validated by :meth:`validated`."""
+
+    trigger_seconds: float = 5.0  # processing-time trigger: a batch starts at most this often
+    available_now: bool = False  # read what the stream holds now, commit, stop
+    max_batches: int | None = None  # stop after this many batches
+    duration_seconds: float | None = None  # stop after this long
+    max_records_per_shard: int = 10_000
+    starting_position: str = DEFAULT_START_POSITION  # for shards with no committed position
+    starting_timestamp: datetime | None = None  # with starting_position "at_timestamp"
+    dedupe: bool = True
+    dedupe_lookback: timedelta = timedelta(hours=1)  # of event time, against committed rows
+    max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
+    transform: Callable[[DataFrame], DataFrame] | None = None  # a Firehose-Lambda-like step
+    position_commit_seconds: float = 30.0  # commit positions to a table with no new rows this often
+    batch_retries: int = 3  # a batch failed by a transient error is retried from the committed state
+    # During a backlog, read the next batch while this one dedupes and commits. Off by default: on
+    # 2 cores it measured 0.99x and 1.05x (two sets of 5 paired runs, bench/bench_ingest.py): everything
+    # is CPU-bound there; it is meant for clusters, whose executors idle while the driver commits.
+    prefetch: bool = False
+    # Tests: called at each of PHASES; what it raises counts as a crash there (a transient failure).
+    fault_hook: Callable[[str, int], None] | None = None
+    on_progress: Callable[[dict[str, Any]], None] | None = None  # called after every batch
+    progress_file: Path | None = None  # default <run_dir>/ingest_progress.jsonl
+    read_options: dict[str, Any] = field(default_factory=dict)  # ReadOptions overrides (tests)
+
+    def validated(self) -> IngestOptions:
+        """Check every value.
+
+        Returns:
+            The options themselves.
+
+        Raises:
+            ConfigError: Naming the first invalid option.
+        """
+        checks = [
+            (self.trigger_seconds >= 0, "trigger_seconds", "must be 0 or more seconds"),
+            (self.max_batches is None or self.max_batches >= 1, "max_batches", "must be at least 1"),
+            (self.duration_seconds is None or self.duration_seconds > 0, "duration_seconds", "must be positive"),
+            (1 <= self.max_records_per_shard <= 1_000_000, "max_records_per_shard", "must be 1..1,000,000"),
+            (
+                self.starting_position in START_POSITIONS,
+                "starting_position",
+                "choose trim_horizon, latest or at_timestamp",
+            ),
+            (
+                self.starting_position != "at_timestamp" or self.starting_timestamp is not None,
+                "starting_timestamp",
+                "is required with starting_position at_timestamp",
+            ),
+            (self.dedupe_lookback >= timedelta(0), "dedupe_lookback", "must not be negative"),
+            (self.max_event_bytes >= 1, "max_event_bytes", "must be positive"),
+            (self.batch_retries >= 0, "batch_retries", "must not be negative"),
+        ]
+        for ok, name, message in checks:
+            if not ok:
+                raise ConfigError(f"ingest option {name}: {message}.")
+        return self
+
+
+def parse_trigger(text: str) -> float:
+    """Parse a trigger interval such as ``5s``, ``500ms``, ``1m`` or ``2`` (seconds).
+
+    Args:
+        text: The interval as a user typed it.
+
+    Returns:
+        Seconds.
+
+    Raises:
+        ConfigError: For anything else.
+    """
+    value = text.strip().lower()
+    for suffix, scale in (("ms", 0.001), ("s", 1.0), ("m", 60.0)):
+        if value.endswith(suffix):
+            value, factor = value[: -len(suffix)], scale
+            break
+    else:
+        factor = 1.0
+    try:
+        seconds = float(value) * factor
+    except ValueError:
+        raise ConfigError(f"trigger {text!r}: use a time such as 5s, 500ms or 1m.") from None
+    if seconds < 0:
+        raise ConfigError(f"trigger {text!r}: must not be negative.")
+    return seconds
+
+
+def ingest_options(settings: Settings, **options: Any) -> IngestOptions:
+    """Build :class:`IngestOptions` from keyword options, with the defaults the settings give.
+
+    Args:
+        settings: Where ``starting_position`` comes from when it is not given
+            (``ICESTREAM_START_POSITION``).
+        **options: Fields of :class:`IngestOptions`; ``dedupe_lookback`` may be seconds.
+
+    Returns:
+        The options (not yet validated: the query validates them when it is created).
+
+    Raises:
+        ConfigError: For an option that does not exist.
+    """
+    unknown = set(options) - set(IngestOptions.__dataclass_fields__)
+    if unknown:
+        raise ConfigError(f"unknown ingest option(s): {', '.join(sorted(unknown))}.")
+    if options.get("starting_position") is None:
+        options["starting_position"] = settings.start_position
+    if "dedupe_lookback" in options and not isinstance(options["dedupe_lookback"], timedelta):
+        options["dedupe_lookback"] = timedelta(seconds=float(options["dedupe_lookback"]))
+    return IngestOptions(**options)

@@ -1,0 +1,211 @@
+"""What one batch did, typed: :class:`ReadStats` per shard, :class:`BatchProgress` per batch.
+
+The engine fills these objects; only at the edge, when a batch is reported, does a batch become
+the dict that ``IngestQuery.recent_progress``, the ``on_progress`` callback and the JSON-lines file
+``<run_dir>/ingest_progress.jsonl`` carry (:meth:`BatchProgress.as_dict`). Those keys follow
+Spark's ``StreamingQueryProgress`` where one exists (``num_input_rows``, ``duration_ms``...) and
+are read by the notebooks, ``ingest.report``, the CLI and the benchmarks: they do not change.
+
+:class:`ReadStats` also travels from each read task to the driver, as JSON in the task's meta
+row, so this module imports nothing heavier than the standard library.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections import Counter, deque
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+PROGRESS_FILE = "ingest_progress.jsonl"
+RECENT_BATCHES = 100  # how many batches ``recent_progress`` keeps (Spark keeps 100 too)
+
+
+@dataclass
+class ReadStats:
+    """What one read task did to one shard in one batch (its meta row)."""
+
+    shard_id: str
+    # Records: read = good + rejected; of the good ones, replayed and deduplicated are not new.
+    read: int = 0
+    good: int = 0
+    rejected: int = 0
+    replayed_events: int = 0  # at or before the events table's committed position
+    replayed_rejects: int = 0
+    deduplicated: int = 0  # a repeat of an event_id seen earlier in this task
+    reasons: dict[str, int] = field(default_factory=dict)  # rejected records per reason
+    # Where the read ended, and how far behind the tip that is.
+    last_sequence: str | None = None
+    finished: bool = False  # a closed shard read to its end
+    millis_behind: int | None = None
+    next_iterator: str | None = None  # continues after last_sequence; the next batch may reuse it
+    first_arrival: float | None = None  # epoch seconds of Kinesis arrival
+    last_arrival: float | None = None
+    # The calls it took.
+    calls: int = 0
+    throttled: int = 0
+    retried: int = 0
+    iterator_renewals: int = 0
+    read_seconds: float = 0.0
+    parse_seconds: float = 0.0
+
+    def to_json(self) -> str:
+        """The stats as compact JSON (the meta row's ``meta`` column)."""
+        return json.dumps(asdict(self), separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> ReadStats:
+        """The stats a read task sent (see :meth:`to_json`)."""
+        return cls(**json.loads(text))
+
+    def shard_report(self, dropped: int) -> dict[str, Any]:
+        """This shard's entry under ``shards`` in the progress dict.
+
+        Args:
+            dropped: Its events the driver found to be duplicates (across shards, or committed).
+        """
+        return {
+            "read": self.read,
+            "good": self.good,
+            "rejected": self.rejected,
+            "deduplicated": self.deduplicated + dropped,
+            "replayed": self.replayed_events + self.replayed_rejects,
+            "last_sequence": self.last_sequence,
+            "finished": self.finished,
+            "millis_behind_latest": self.millis_behind,
+            "calls": self.calls,
+            "throttled": self.throttled,
+            "retried": self.retried,
+            "iterator_renewals": self.iterator_renewals,
+        }
+
+
+@dataclass(frozen=True)
+class IndexStats:
+    """The dedupe index after a batch (see :class:`icestream.ingest.dedupe.CommittedIndex`)."""
+
+    ids: int  # committed ids it holds
+    loads: int  # times it read rows from the table
+    loaded_rows: int
+
+
+@dataclass
+class PhaseSeconds:
+    """Seconds each phase of a batch took (reported in milliseconds, as ``duration_ms``)."""
+
+    plan: float = 0.0  # ListShards and the shard plans (0 for a read done ahead)
+    read: float = 0.0  # the read job: GetRecords, parsing, caching the rows
+    parse: float = 0.0  # of which parsing, summed over the read tasks
+    dedupe: float = 0.0
+    write_rejects: float = 0.0
+    write_events: float = 0.0
+    total: float = 0.0
+
+
+@dataclass
+class BatchProgress:
+    """One batch, filled in as it runs: read by the source, written by the sink, timed by the query."""
+
+    query_id: str
+    batch_id: int
+    started: datetime
+    shards: list[ReadStats] = field(default_factory=list)
+    capped: bool = False  # some shard hit max_records_per_shard: more data is waiting
+    dropped: Counter[str] = field(default_factory=Counter)  # per shard: duplicates found on the driver
+    written: int = 0  # events committed
+    rejected: int = 0  # rejects committed
+    transform_dropped: int = 0  # events the transform removed
+    events_snapshot_id: int | None = None
+    rejects_snapshot_id: int | None = None
+    durations: PhaseSeconds = field(default_factory=PhaseSeconds)
+    dedupe_index: IndexStats | None = None
+    prefetched: bool = False  # its read ran while the previous batch committed
+    ingest_ts: datetime | None = None  # every row's ingest_ts (report.freshness finds rows by it)
+    input_rows_per_second: float = 0.0
+    processed_rows_per_second: float = 0.0
+
+    @property
+    def num_input_rows(self) -> int:
+        """Records read from Kinesis."""
+        return sum(stats.read for stats in self.shards)
+
+    @property
+    def deduplicated(self) -> int:
+        """Events dropped as repeats, in the read tasks and on the driver."""
+        return sum(stats.deduplicated for stats in self.shards) + sum(self.dropped.values())
+
+    @property
+    def replayed(self) -> int:
+        """Records read again that their table already held."""
+        return sum(stats.replayed_events + stats.replayed_rejects for stats in self.shards)
+
+    @property
+    def millis_behind_latest(self) -> int | None:
+        """The largest lag any shard reported (None when none did)."""
+        behind = [stats.millis_behind for stats in self.shards if stats.millis_behind is not None]
+        return max(behind) if behind else None
+
+    @property
+    def caught_up(self) -> bool:
+        """Every shard is at its tip and nothing more is known to wait."""
+        # A shard that just ended makes its children readable: that is more data, not the end.
+        at_tip = all(stats.millis_behind == 0 for stats in self.shards if stats.millis_behind is not None)
+        return not self.capped and at_tip and not any(stats.finished for stats in self.shards)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The progress as reported: the keys of ``recent_progress`` and the JSON-lines file."""
+        reasons: Counter[str] = Counter()
+        for stats in self.shards:
+            reasons.update(stats.reasons)
+        arrivals = [moment for stats in self.shards for moment in (stats.first_arrival, stats.last_arrival) if moment]
+        progress: dict[str, Any] = {
+            "id": self.query_id,
+            "batch_id": self.batch_id,
+            "timestamp": self.started.isoformat(),
+            "num_input_rows": self.num_input_rows,
+            "written": self.written,
+            "rejected": self.rejected,
+            "deduplicated": self.deduplicated,
+            "replayed": self.replayed,
+            "transform_dropped": self.transform_dropped,
+            "duration_ms": {phase: round(seconds * 1000, 1) for phase, seconds in asdict(self.durations).items()},
+            "millis_behind_latest": self.millis_behind_latest,
+            "caught_up": self.caught_up,
+            "events_snapshot_id": self.events_snapshot_id,
+            "rejects_snapshot_id": self.rejects_snapshot_id,
+            "reject_reasons": dict(reasons),
+            "first_arrival": min(arrivals) if arrivals else None,
+            "last_arrival": max(arrivals) if arrivals else None,
+            "shards": {stats.shard_id: stats.shard_report(self.dropped[stats.shard_id]) for stats in self.shards},
+        }
+        if self.dedupe_index is not None:
+            progress["dedupe_index"] = asdict(self.dedupe_index)
+        progress["prefetched"] = self.prefetched
+        progress["ingest_ts"] = self.ingest_ts.isoformat() if self.ingest_ts is not None else None
+        progress["input_rows_per_second"] = self.input_rows_per_second
+        progress["processed_rows_per_second"] = self.processed_rows_per_second
+        return progress
+
+
+class ProgressLog:
+    """Where reported batches go: the recent ones in memory, a JSON-lines file, a callback."""
+
+    def __init__(self, path: Path, on_progress: Callable[[dict[str, Any]], None] | None = None) -> None:
+        self.path = path
+        self.on_progress = on_progress
+        self.recent: deque[dict[str, Any]] = deque(maxlen=RECENT_BATCHES)
+
+    def record(self, progress: BatchProgress) -> None:
+        """Report one finished batch."""
+        reported = progress.as_dict()
+        self.recent.append(reported)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a") as sink:
+            sink.write(json.dumps(reported, separators=(",", ":")) + "\n")
+        if self.on_progress is not None:
+            with contextlib.suppress(Exception):  # a display callback must never stop the ingest
+                self.on_progress(reported)

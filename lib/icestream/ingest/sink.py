@@ -1,0 +1,257 @@
+"""The ingest's sink side: dedupe, align and commit a batch's rows together with its positions.
+
+For each batch :class:`TableSink` drops the events already seen (across shards of the batch, and
+against rows committed within ``dedupe_lookback``, from the driver's index of committed ids: see
+:mod:`icestream.ingest.dedupe`), runs the user's transform, aligns the events with the table's
+current columns, then appends the rejects and then the events, each with
+``writeTo(...).append()``. The new per-shard positions ride in the snapshot summary of that same
+commit, so a table's data and its position can never disagree. A restart (or a batch retry)
+reloads both tables' positions (:meth:`TableSink.recover`), re-reads from the earlier of the two,
+and each table skips what it already holds: nothing is lost or written twice, whichever moment a
+crash hits.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from icestream.config import Settings
+from icestream.errors import ConfigError
+from icestream.ingest import dedupe
+from icestream.ingest import positions as pos
+from icestream.ingest.options import IngestOptions
+from icestream.ingest.progress import BatchProgress, IndexStats
+from icestream.ingest.source import ReadBatch, TablePositions
+from icestream.schema import REJECT_COLUMNS_DDL, table_columns
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+# Rows one write task takes: a batch at the default cap (10,000 per shard) is one task per table.
+# A hash shuffle first (the tables' own write.distribution-mode) cost about 0.2 s per batch here.
+WRITE_ROWS_PER_TASK = 250_000
+REJECT_COLUMNS = tuple(column.split()[0] for column in REJECT_COLUMNS_DDL)
+
+
+@dataclass
+class _Table:
+    """One table the sink writes, and what it knows of the table's commits."""
+
+    name: str
+    committed: dict[str, str] = field(default_factory=dict)  # the positions its last commit carried
+    last_commit: float = 0.0  # time.monotonic() of this query's last commit to it
+
+
+@dataclass(frozen=True)
+class Appended:
+    """One commit of this query: its snapshot (None if it cannot be found) and the rows it added."""
+
+    snapshot_id: int | None
+    rows: int
+
+
+@dataclass(frozen=True)
+class Recovered:
+    """What both tables say after a (re)start: where to read from, and the next batch id."""
+
+    processed: TablePositions
+    sources: dict[str, str]  # per table ("events", "rejects"): snapshot, data, none or stream recreated
+    next_batch_id: int
+
+
+class TableSink:
+    """Writes batches to the events and rejects tables (see the module docstring)."""
+
+    def __init__(
+        self, spark: SparkSession, settings: Settings, options: IngestOptions, query_id: str, stream_created: str
+    ) -> None:
+        """Check both tables exist.
+
+        Args:
+            spark: The session.
+            settings: Name the tables and the stream.
+            options: The query's options.
+            query_id: Written into every commit, to find this query's own snapshots.
+            stream_created: The stream's creation time, written into every commit.
+
+        Raises:
+            ConfigError: If a table does not exist.
+        """
+        self.spark = spark
+        self.settings = settings
+        self.options = options
+        self.query_id = query_id
+        self.stream_created = stream_created
+        self.events = _Table(settings.table_name)
+        self.rejects = _Table(settings.rejects_table_name)
+        for table in (self.events, self.rejects):
+            if not spark.catalog.tableExists(table.name):
+                raise ConfigError(
+                    f"Table {table.name} does not exist. Create it with `icestream setup` (or notebook 00)."
+                )
+        lookback = options.dedupe_lookback // timedelta(microseconds=1)
+        self.index = dedupe.CommittedIndex(settings.table_name, query_id, lookback)
+
+    @property
+    def committed(self) -> TablePositions:
+        """The positions each table's last commit carried."""
+        return TablePositions(self.events.committed, self.rejects.committed)
+
+    def recover(self) -> Recovered:
+        """Load what both tables committed: the start path, also used before a batch retry."""
+        name, created = self.settings.stream_name, self.stream_created
+        events = pos.load_committed(self.spark, self.events.name, name, created)
+        rejects = pos.load_committed(self.spark, self.rejects.name, name, created)
+        self.events.committed, self.rejects.committed = dict(events.positions), dict(rejects.positions)
+        self.index.reset()  # it is filled from the table again when the next batch needs it
+        return Recovered(
+            TablePositions(dict(events.positions), dict(rejects.positions)),
+            {"events": events.source, "rejects": rejects.source},
+            max(events.batch_id, rejects.batch_id) + 1,
+        )
+
+    def mark_source(self) -> None:
+        """Record in both tables which stream (and incarnation) feeds them."""
+        for table in (self.events, self.rejects):
+            pos.mark_source_stream(self.spark, table.name, self.settings.stream_name, self.stream_created)
+
+    def commit(
+        self,
+        read: ReadBatch,
+        new_positions: dict[str, str],
+        progress: BatchProgress,
+        fault: Callable[[str, int], None],
+    ) -> None:
+        """Dedupe, align and commit one batch: rejects first, then events, each with its positions.
+
+        Args:
+            read: The batch's cached rows and per-shard stats.
+            new_positions: Where every shard stands once this batch is committed.
+            progress: Filled in: counts, snapshots, dedupe and write durations.
+            fault: Called with ``("between_commits" | "after_commit", batch_id)``.
+        """
+        from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
+
+        mark = time.monotonic()
+        events = read.kept("event")
+        batch, dropped = self._duplicates(read.packed) if self.options.dedupe else (None, None)
+        drop = batch.keys(dropped) if batch is not None and dropped is not None else set()
+        if drop:
+            events = events.where(~F.concat_ws(":", "shard_id", "ordinal").isin(sorted(drop)))
+        if self.options.transform is not None:
+            events = self._transformed(events.select(*table_columns()))
+        events = self._aligned(events)
+        progress.dropped.update(key.rsplit(":", 1)[0] for key in drop)
+        progress.durations.dedupe = time.monotonic() - mark
+
+        new_rejects = sum(stats.rejected - stats.replayed_rejects for stats in read.shards)
+        new_events = sum(stats.good - stats.replayed_events - stats.deduplicated for stats in read.shards) - len(drop)
+        mark = time.monotonic()
+        rejects = self._append(self.rejects, read.kept("reject").select(*REJECT_COLUMNS), new_rejects, new_positions,
+                               read.batch_id)  # fmt: skip
+        progress.durations.write_rejects = time.monotonic() - mark
+        fault("between_commits", read.batch_id)
+        mark = time.monotonic()
+        written = self._append(self.events, events, new_events, new_positions, read.batch_id)
+        if written is not None and batch is not None and dropped is not None:
+            self._learn(batch, dropped)
+        progress.durations.write_events = time.monotonic() - mark
+        fault("after_commit", read.batch_id)
+
+        if rejects is not None:
+            progress.rejects_snapshot_id, progress.rejected = rejects.snapshot_id, rejects.rows
+        if written is not None:
+            progress.events_snapshot_id, progress.written = written.snapshot_id, written.rows
+            if written.snapshot_id is not None:
+                progress.transform_dropped = max(0, new_events - written.rows)
+        if self.options.dedupe:
+            progress.dedupe_index = IndexStats(len(self.index), self.index.loads, self.index.loaded_rows)
+
+    def _append(
+        self, table: _Table, frame: DataFrame, new_rows: int, positions: dict[str, str], batch_id: int
+    ) -> Appended | None:
+        """Commit ``frame`` with ``positions``; or nothing, if it has no new rows and no position is due.
+
+        A table that gets no rows (e.g. the rejects table of a clean stream) still commits its
+        positions every ``position_commit_seconds``, so a restart does not re-read far back.
+        """
+        due = time.monotonic() - table.last_commit >= self.options.position_commit_seconds
+        if new_rows <= 0 and not (due and positions != table.committed):
+            return None
+        properties = {
+            f"snapshot-property.{pos.POSITIONS_KEY}": pos.encode_positions(positions),
+            f"snapshot-property.{pos.STREAM_KEY}": self.settings.stream_name,
+            f"snapshot-property.{pos.BATCH_KEY}": str(batch_id),
+            f"snapshot-property.{pos.QUERY_KEY}": self.query_id,
+            f"snapshot-property.{pos.CREATED_KEY}": self.stream_created,
+            # No shuffle before the write: the cached rows go straight to the writers, one task per
+            # WRITE_ROWS_PER_TASK rows, and fanout writers give one file per partition a task
+            # touches (a batch's events are a few hours at most; its rejects one day).
+            "distribution-mode": "none",
+        }
+        tasks = max(1, -(-new_rows // WRITE_ROWS_PER_TASK))
+        frame.coalesce(tasks).writeTo(table.name).options(**properties).append()
+        table.last_commit = time.monotonic()
+        table.committed = dict(positions)
+        return self._committed_snapshot(table.name, batch_id)
+
+    def _committed_snapshot(self, table: str, batch_id: int) -> Appended:
+        """Our snapshot's id and added-records (another writer may have committed after us)."""
+        for snapshot in pos.ancestry(self.spark, table):
+            summary = snapshot.summary()
+            if summary.get(pos.QUERY_KEY) == self.query_id and summary.get(pos.BATCH_KEY) == str(batch_id):
+                return Appended(int(snapshot.snapshotId()), int(summary.get("added-records") or 0))
+        return Appended(None, 0)
+
+    def _duplicates(self, packed: dict[str, bytes]) -> tuple[dedupe.Batch, np.ndarray]:
+        """The batch's new events and which of them to drop (first copy wins).
+
+        Within a shard the read task already dropped repeats; this catches repeats across shards
+        and against rows committed within the lookback, from the index of committed ids: no Spark
+        job unless the index must read the table.
+        """
+        batch = dedupe.Batch.unpack(packed)
+        return batch, dedupe.duplicates(self.index, batch, self.spark)
+
+    def _learn(self, batch: dedupe.Batch, dropped: np.ndarray) -> None:
+        """Tell the index which ids the events commit just added."""
+        if self.options.transform is not None:
+            # A transform may drop or change rows: only the table knows what was written.
+            self.index.reset()
+            return
+        kept = np.setdiff1d(np.arange(len(batch), dtype=np.int64), dropped, assume_unique=True)
+        self.index.add(batch, kept)
+
+    def _transformed(self, events: DataFrame) -> DataFrame:
+        result = self.options.transform(events)  # type: ignore[misc]
+        missing = [column for column in table_columns() if column not in result.columns]
+        if missing:
+            raise ConfigError(f"the ingest transform must keep the table's columns; it dropped {', '.join(missing)}.")
+        return result.select(*table_columns())
+
+    def _aligned(self, events: DataFrame) -> DataFrame:
+        """Match the table's current columns: schema evolution while streaming.
+
+        A column added to the table after the base schema (``ALTER TABLE ... ADD COLUMN coupon``)
+        is filled from ``properties['coupon']``, where the parser keeps unknown top-level fields,
+        cast to the column's type (null when absent or not castable). So a new optional field
+        that starts arriving becomes a column with one DDL statement and no change here.
+        """
+        from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
+
+        fields = self.spark.table(self.events.name).schema.fields  # one catalog lookup per batch
+        present = set(events.columns)
+        return events.select(  # one select: each DataFrame step is analysed again on the driver
+            *(
+                F.col(column.name)
+                if column.name in present
+                else F.col("properties").getItem(column.name).cast(column.dataType).alias(column.name)
+                for column in fields
+            )
+        )

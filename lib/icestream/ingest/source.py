@@ -1,0 +1,348 @@
+"""The ingest's source side: which shards to read and from where, and the Spark read job.
+
+:class:`ShardSource` plans a batch (``positions.plan_shards``: a child shard waits until its
+parents are read to the end), runs one Spark job with one read task per shard
+(:func:`~icestream.ingest.reader.read_arrow`), keeps the rows in Spark's cache and collects one
+small meta row per shard (:class:`~icestream.ingest.progress.ReadStats`). Everything after works
+on the cached rows, restricted to the sequence range the first read reported
+(:meth:`ReadBatch.kept`), so a batch's records are read from Kinesis once and a recomputed stage
+sees exactly the same records.
+
+It also carries shard iterators from one batch to the next (each saves a GetShardIterator call)
+and, during a backlog, reads the next batch ahead while this one commits (``prefetch``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from icestream.clients import kinesis_connection, list_shards
+from icestream.config import Settings
+from icestream.errors import ConfigError, IngestError, ServiceUnavailableError
+from icestream.ingest import positions as pos
+from icestream.ingest.options import IngestOptions
+from icestream.ingest.progress import ReadStats
+from icestream.ingest.reader import ReadOptions, read_arrow, row_schema
+from icestream.limits import ITERATOR_LIFETIME_SECONDS
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+# Spark scheduler pools (they matter under spark.scheduler.mode FAIR, which local sessions use):
+# a free task slot goes to the pool with the fewest running tasks, so a batch's one-task writes
+# start as soon as a slot frees instead of queueing behind every task of the next batch's read.
+SCHEDULER_POOLS = {"batch": "icestream-ingest", "read_ahead": "icestream-read-ahead"}
+ITERATOR_REUSE_SECONDS = ITERATOR_LIFETIME_SECONDS - 60.0  # a margin for the batch that uses it
+SHARD_ID = re.compile(r"shardId-\d{12}")
+
+
+@dataclass
+class TablePositions:
+    """Per-shard positions of the two tables the ingest writes (after a crash they may differ)."""
+
+    events: dict[str, str] = field(default_factory=dict)
+    rejects: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def same(cls, positions: dict[str, str]) -> TablePositions:
+        """Both tables at ``positions`` (after a batch that committed, or skipped, both)."""
+        return cls(dict(positions), dict(positions))
+
+
+def _sequence_at_most(column: str, last: str) -> str:
+    """A SQL predicate: sequence-number string ``column`` <= ``last`` in numeric order."""
+    if not last.isdigit():
+        raise ValueError(f"not a sequence number: {last!r}")
+    return f"(length({column}) < {len(last)} OR (length({column}) = {len(last)} AND {column} <= '{last}'))"
+
+
+@dataclass(frozen=True)
+class ReadBatch:
+    """A finished read phase: the cached rows and what each shard's task reported."""
+
+    batch_id: int
+    listing: list[dict[str, Any]]  # the ListShards records it was planned from
+    plans: list[pos.ShardPlan]
+    rows: Any  # a persisted DataFrame: event, reject and meta rows
+    shards: list[ReadStats]
+    packed: dict[str, bytes]  # shard -> its new events' digests (dedupe.Packer), when dedupe is on
+    ingest_ts: datetime  # when the read began: every row's ingest_ts
+    max_records: int  # the per-shard cap it read with
+    read_seconds: float
+    plan_seconds: float = 0.0
+    prefetched: bool = False  # read while the previous batch committed
+
+    @property
+    def records(self) -> int:
+        """Records read, over all shards."""
+        return sum(stats.read for stats in self.shards)
+
+    @property
+    def any_finished(self) -> bool:
+        """Some shard was read to its end (its children become readable)."""
+        return any(stats.finished for stats in self.shards)
+
+    @property
+    def capped(self) -> bool:
+        """Some shard hit the cap: a backlog is known to wait."""
+        return any(stats.read >= self.max_records for stats in self.shards)
+
+    def advance(self, positions: dict[str, str]) -> dict[str, str]:
+        """``positions`` moved past what this read covered."""
+        advanced = dict(positions)
+        by_shard = {stats.shard_id: stats for stats in self.shards}
+        for plan in self.plans:
+            stats = by_shard[plan.shard_id]
+            if stats.finished:
+                advanced[plan.shard_id] = pos.ended(stats.last_sequence or pos.last_sequence(plan.start))
+            elif stats.last_sequence:
+                advanced[plan.shard_id] = pos.after(stats.last_sequence)
+            else:
+                advanced.setdefault(plan.shard_id, plan.start)
+        return advanced
+
+    def kept(self, kind: str) -> DataFrame:
+        """The cached ``event`` or ``reject`` rows, within what the first read reported.
+
+        A recomputed task (a lost cache block) may read further than the first run did; the
+        range predicate makes it yield exactly the records the meta rows describe.
+        """
+        for stats in self.shards:
+            # Shard ids come from ListShards; they reach SQL text only in Kinesis's own format.
+            if not SHARD_ID.fullmatch(stats.shard_id):
+                raise IngestError(f"unexpected shard id {stats.shard_id!r} from ListShards")
+        clauses = [
+            f"(shard_id = '{stats.shard_id}' AND {_sequence_at_most('sequence_number', stats.last_sequence)})"
+            for stats in self.shards
+            if stats.last_sequence
+        ]
+        in_range = " OR ".join(clauses) if clauses else "false"
+        return self.rows.where(f"kind = '{kind}' AND ({in_range})")
+
+    def unpersist(self) -> None:
+        """Free the cached rows."""
+        self.rows.unpersist()
+
+
+class ShardSource:
+    """Plans and reads batches from one Kinesis stream (see the module docstring)."""
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        settings: Settings,
+        options: IngestOptions,
+        stop: threading.Event,
+        fault: Callable[[str, int], None],
+    ) -> None:
+        """Describe the stream and fix where shards without a position start.
+
+        Args:
+            spark: The session.
+            settings: Name the stream and its endpoint.
+            options: The query's options.
+            stop: Set when the query stops (no read-ahead is started then).
+            fault: Called with ``("before_read", batch_id)`` (tests simulate crashes there).
+
+        Raises:
+            ConfigError: If the stream does not exist.
+            ServiceUnavailableError: If Kinesis does not answer.
+        """
+        self.spark = spark
+        self.settings = settings
+        self.options = options
+        self._stop = stop
+        self._fault = fault
+        self._connection = kinesis_connection(settings)
+        self._client = self._connection.client()
+        self.stream_created = self._describe_stream()
+        self.start_position = self._resolve_start(datetime.now(UTC))
+        self._iterators: dict[str, tuple[str, str, float]] = {}  # shard -> (iterator, its position, when)
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="icestream-prefetch")
+        self._prefetched: Future[ReadBatch] | None = None
+
+    def _describe_stream(self) -> str:
+        """The stream's creation time (epoch seconds as text): it tells one incarnation from another."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            summary = self._client.describe_stream_summary(StreamName=self.settings.stream_name)
+        except ClientError as error:
+            if "ResourceNotFound" in str(error):
+                raise ConfigError(
+                    f"Stream {self.settings.stream_name} does not exist. Create it with `icestream setup`."
+                ) from None
+            raise ServiceUnavailableError(f"Kinesis did not describe {self.settings.stream_name}: {error}") from None
+        except BotoCoreError as error:
+            raise ServiceUnavailableError(f"Kinesis does not answer ({error}). Check `icestream doctor`.") from None
+        return f"{summary['StreamDescriptionSummary']['StreamCreationTimestamp'].timestamp():.3f}"
+
+    def _resolve_start(self, started_at: datetime) -> str:
+        if self.options.starting_position == "trim_horizon":
+            return pos.TRIM_HORIZON
+        if self.options.starting_position == "latest":
+            # LATEST is fixed once, as the query's start time, so every batch means the same place.
+            return pos.at_timestamp(started_at)
+        return pos.at_timestamp(self.options.starting_timestamp)  # type: ignore[arg-type]
+
+    # -- planning and reading -----------------------------------------------------------------------
+
+    def plan(
+        self,
+        listing: list[dict[str, Any]],
+        processed: TablePositions,
+        committed: TablePositions,
+        iterators: dict[str, tuple[str, str]],
+    ) -> list[pos.ShardPlan]:
+        """Shard plans from both tables' positions, with thresholds and any iterator that fits.
+
+        Args:
+            listing: ListShards records.
+            processed: Where each table's reading has got to.
+            committed: What each table committed (records up to there are replayed, not written).
+            iterators: Shard → (iterator, the position it continues from); used only when that
+                position is exactly where the plan starts.
+
+        Returns:
+            One plan per shard to read now.
+        """
+        plans = pos.plan_shards(listing, processed.events, processed.rejects, self.start_position)
+        return [
+            replace(
+                plan,
+                events_committed=pos.last_sequence(committed.events.get(plan.shard_id)),
+                rejects_committed=pos.last_sequence(committed.rejects.get(plan.shard_id)),
+                iterator=iterators[plan.shard_id][0]
+                if plan.shard_id in iterators and iterators[plan.shard_id][1] == plan.start
+                else None,
+            )
+            for plan in plans
+        ]
+
+    def next_read(self, batch_id: int, processed: TablePositions, committed: TablePositions) -> ReadBatch | None:
+        """Batch ``batch_id``'s read: the one read ahead if it still fits, else plan and read now.
+
+        Returns:
+            The read, or None when no shard is readable (all finished, or waiting for parents).
+        """
+        began = time.monotonic()
+        ahead = self._take_prefetched(batch_id, processed)
+        if ahead is not None:
+            return ahead
+        listing = list_shards(self._client, self.settings.stream_name)
+        now = time.monotonic()
+        iterators = {
+            shard: (iterator, position)
+            for shard, (iterator, position, when) in self._iterators.items()
+            if now - when < ITERATOR_REUSE_SECONDS
+        }
+        plans = self.plan(listing, processed, committed, iterators)
+        plan_seconds = time.monotonic() - began
+        if not plans:
+            return None
+        return replace(self._read(listing, plans, batch_id), plan_seconds=plan_seconds)
+
+    def _read(self, listing: list[dict[str, Any]], plans: list[pos.ShardPlan], batch_id: int) -> ReadBatch:
+        """The read phase: one Spark job, rows cached, one meta row per shard collected."""
+        from pyspark import StorageLevel
+
+        self._fault("before_read", batch_id)
+        began = time.monotonic()
+        ingest_ts = datetime.now(UTC)
+        read_options = ReadOptions(
+            connection=self._connection,
+            stream_name=self.settings.stream_name,
+            max_records=self.options.max_records_per_shard,
+            max_event_bytes=self.options.max_event_bytes,
+            dedupe=self.options.dedupe,
+            batch_id=batch_id,
+            ingest_ts=ingest_ts,
+            **self.options.read_options,
+        )
+        # One partition per shard plan, so one read task per shard.
+        encoded = self.spark.sparkContext.parallelize([(json.dumps(asdict(plan)),) for plan in plans], len(plans))
+        plan_frame = self.spark.createDataFrame(encoded, "plan string")
+        rows = plan_frame.mapInArrow(read_arrow(read_options), row_schema()).persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            collected = rows.where("kind = 'meta'").select("meta", "raw_data").collect()
+        except BaseException:
+            rows.unpersist()
+            raise
+        shards = [ReadStats.from_json(row.meta) for row in collected]
+        packed = {stats.shard_id: bytes(row.raw_data or b"") for stats, row in zip(shards, collected, strict=True)}
+        return ReadBatch(
+            batch_id, listing, plans, rows, shards, packed, ingest_ts, read_options.max_records,
+            read_seconds=time.monotonic() - began,
+        )  # fmt: skip
+
+    def keep_iterators(self, read: ReadBatch, positions: dict[str, str]) -> None:
+        """Remember where each shard's iterator continues, for the next batch."""
+        now = time.monotonic()
+        for stats in read.shards:
+            if stats.next_iterator and not stats.finished:
+                self._iterators[stats.shard_id] = (stats.next_iterator, positions[stats.shard_id], now)
+            else:
+                self._iterators.pop(stats.shard_id, None)
+
+    # -- reading ahead ------------------------------------------------------------------------------
+
+    def prefetch(self, done: ReadBatch, positions: dict[str, str], committed: TablePositions) -> None:
+        """Start the next batch's read while this batch dedupes and commits, when more data waits.
+
+        Only after a batch that hit ``max_records_per_shard`` (a backlog is known to be there) and
+        in which no shard ended (that would change which shards are readable): a caught-up stream
+        keeps the processing-time trigger exactly. Nothing is committed by a prefetch; if this batch
+        fails, the prefetched read is thrown away and the next batch plans from the tables.
+        """
+        if not self.options.prefetch or not done.capped or done.any_finished or self._stop.is_set():
+            return
+        iterators = {
+            stats.shard_id: (stats.next_iterator, positions[stats.shard_id])
+            for stats in done.shards
+            if stats.next_iterator
+        }
+        plans = self.plan(done.listing, TablePositions.same(positions), committed, iterators)
+        if plans:
+            self._prefetched = self._pool.submit(self._read_ahead, done.listing, plans, done.batch_id + 1)
+
+    def _read_ahead(self, listing: list[dict[str, Any]], plans: list[pos.ShardPlan], batch_id: int) -> ReadBatch:
+        """The prefetch thread's read, in its own scheduler pool (see SCHEDULER_POOLS)."""
+        self.spark.sparkContext.setLocalProperty("spark.scheduler.pool", SCHEDULER_POOLS["read_ahead"])
+        return self._read(listing, plans, batch_id)
+
+    def _take_prefetched(self, batch_id: int, processed: TablePositions) -> ReadBatch | None:
+        if self._prefetched is None:
+            return None
+        future, self._prefetched = self._prefetched, None
+        read = future.result()  # a failure of the prefetched read is this batch's failure
+        planned = pos.plan_shards(read.listing, processed.events, processed.rejects, self.start_position)
+        expected = {plan.shard_id: plan.start for plan in planned}
+        if read.batch_id != batch_id or {plan.shard_id: plan.start for plan in read.plans} != expected:
+            read.unpersist()  # planned from positions that did not hold: read again
+            return None
+        return replace(read, prefetched=True)
+
+    def _discard_prefetched(self) -> None:
+        if self._prefetched is not None:
+            future, self._prefetched = self._prefetched, None
+            with contextlib.suppress(BaseException):
+                future.result().unpersist()
+
+    def reset(self) -> None:
+        """Forget iterators and any read ahead: after a failure only what the tables say counts."""
+        self._iterators.clear()
+        self._discard_prefetched()
+
+    def close(self) -> None:
+        """Drop any read ahead and end the prefetch thread."""
+        self._discard_prefetched()
+        self._pool.shutdown(wait=True)

@@ -1,0 +1,56 @@
+"""A finished read: how it moves positions and which cached rows it keeps (no JVM)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from icestream.errors import IngestError
+from icestream.ingest.positions import TRIM_HORIZON, ShardPlan, after
+from icestream.ingest.progress import ReadStats
+from icestream.ingest.source import ReadBatch
+
+pytestmark = pytest.mark.unit
+
+
+class FakeRows:
+    """Records the predicate a DataFrame would be filtered with."""
+
+    def where(self, predicate: str) -> str:
+        return predicate
+
+
+def read_of(*stats: ReadStats, closed: bool = False) -> ReadBatch:
+    plans = [ShardPlan(shard.shard_id, TRIM_HORIZON, closed, None, None) for shard in stats]
+    return ReadBatch(1, [], plans, FakeRows(), list(stats), {}, datetime.now(UTC), 100, read_seconds=0.1)
+
+
+def test_positions_advance_past_what_was_read() -> None:
+    read = read_of(
+        ReadStats("shardId-000000000000", read=3, last_sequence="1002"),
+        ReadStats("shardId-000000000001"),  # nothing new: keeps where it was planned to start
+        ReadStats("shardId-000000000002", read=1, last_sequence="3000", finished=True),
+    )
+    assert read.advance({"shardId-000000000001": after("2000")}) == {
+        "shardId-000000000000": after("1002"),
+        "shardId-000000000001": after("2000"),
+        "shardId-000000000002": "END:3000",
+    }
+    assert read.records == 4
+    assert read.any_finished
+    assert not read.capped
+
+
+def test_kept_rows_are_those_the_first_read_reported() -> None:
+    read = read_of(ReadStats("shardId-000000000000", read=2, last_sequence="1001"), ReadStats("shardId-000000000001"))
+    assert read.kept("event") == (
+        "kind = 'event' AND ((shard_id = 'shardId-000000000000' AND (length(sequence_number) < 4 OR "
+        "(length(sequence_number) = 4 AND sequence_number <= '1001'))))"
+    )
+    assert read_of(ReadStats("shardId-000000000001")).kept("reject") == "kind = 'reject' AND (false)"
+
+
+def test_a_shard_id_not_in_kinesis_format_never_reaches_sql() -> None:
+    with pytest.raises(IngestError, match="unexpected shard id"):
+        read_of(ReadStats("x' OR '1'='1", read=1, last_sequence="1")).kept("event")
