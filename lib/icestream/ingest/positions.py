@@ -39,9 +39,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from icestream.lake.inspect import ancestry
-
-# QUERY_KEY is not used here: ingest/query.py still reads it as pos.QUERY_KEY (until its split lands).
-from icestream.lake.summary import BATCH_KEY, CREATED_KEY, POSITIONS_KEY, QUERY_KEY, STREAM_KEY  # noqa: F401
+from icestream.lake.summary import BATCH_KEY, CREATED_KEY, POSITIONS_KEY, STREAM_KEY
 from icestream.tables import checked_table_name
 
 if TYPE_CHECKING:

@@ -28,6 +28,9 @@ from icestream.ingest import positions as pos
 from icestream.ingest.options import IngestOptions
 from icestream.ingest.progress import BatchProgress, IndexStats
 from icestream.ingest.source import ReadBatch, TablePositions
+from icestream.lake.evolution import align_columns
+from icestream.lake.inspect import ancestry
+from icestream.lake.summary import BATCH_KEY, CREATED_KEY, POSITIONS_KEY, QUERY_KEY, STREAM_KEY
 from icestream.schema import REJECT_COLUMNS_DDL, table_columns
 
 if TYPE_CHECKING:
@@ -185,11 +188,11 @@ class TableSink:
         if new_rows <= 0 and not (due and positions != table.committed):
             return None
         properties = {
-            f"snapshot-property.{pos.POSITIONS_KEY}": pos.encode_positions(positions),
-            f"snapshot-property.{pos.STREAM_KEY}": self.settings.stream_name,
-            f"snapshot-property.{pos.BATCH_KEY}": str(batch_id),
-            f"snapshot-property.{pos.QUERY_KEY}": self.query_id,
-            f"snapshot-property.{pos.CREATED_KEY}": self.stream_created,
+            f"snapshot-property.{POSITIONS_KEY}": pos.encode_positions(positions),
+            f"snapshot-property.{STREAM_KEY}": self.settings.stream_name,
+            f"snapshot-property.{BATCH_KEY}": str(batch_id),
+            f"snapshot-property.{QUERY_KEY}": self.query_id,
+            f"snapshot-property.{CREATED_KEY}": self.stream_created,
             # No shuffle before the write: the cached rows go straight to the writers, one task per
             # WRITE_ROWS_PER_TASK rows, and fanout writers give one file per partition a task
             # touches (a batch's events are a few hours at most; its rejects one day).
@@ -203,9 +206,9 @@ class TableSink:
 
     def _committed_snapshot(self, table: str, batch_id: int) -> Appended:
         """Our snapshot's id and added-records (another writer may have committed after us)."""
-        for snapshot in pos.ancestry(self.spark, table):
+        for snapshot in ancestry(self.spark, table):
             summary = snapshot.summary()
-            if summary.get(pos.QUERY_KEY) == self.query_id and summary.get(pos.BATCH_KEY) == str(batch_id):
+            if summary.get(QUERY_KEY) == self.query_id and summary.get(BATCH_KEY) == str(batch_id):
                 return Appended(int(snapshot.snapshotId()), int(summary.get("added-records") or 0))
         return Appended(None, 0)
 
@@ -236,22 +239,5 @@ class TableSink:
         return result.select(*table_columns())
 
     def _aligned(self, events: DataFrame) -> DataFrame:
-        """Match the table's current columns: schema evolution while streaming.
-
-        A column added to the table after the base schema (``ALTER TABLE ... ADD COLUMN coupon``)
-        is filled from ``properties['coupon']``, where the parser keeps unknown top-level fields,
-        cast to the column's type (null when absent or not castable). So a new optional field
-        that starts arriving becomes a column with one DDL statement and no change here.
-        """
-        from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
-
-        fields = self.spark.table(self.events.name).schema.fields  # one catalog lookup per batch
-        present = set(events.columns)
-        return events.select(  # one select: each DataFrame step is analysed again on the driver
-            *(
-                F.col(column.name)
-                if column.name in present
-                else F.col("properties").getItem(column.name).cast(column.dataType).alias(column.name)
-                for column in fields
-            )
-        )
+        """Match the table's current columns: schema evolution while streaming (see lake.evolution)."""
+        return align_columns(events, self.spark.table(self.events.name).schema.fields)  # one catalog lookup
