@@ -10,9 +10,10 @@ DuckDB cannot download extensions here, so :func:`connect` loads them from the p
 its manifests with it), with automatic installing and loading turned off.
 
 Where the metadata file is: :func:`metadata_location` asks Iceberg's Java API through the Spark
-session, which works for every catalog. Without Spark, :func:`version_hint_location` reads the
-Hadoop catalog's ``version-hint.text``; a Glue table's metadata lives in S3, which this local
-set-up does not read (DuckDB would need its ``httpfs`` extension and AWS credentials).
+session, which works for every catalog. Without Spark,
+:func:`icestream.catalog.current_metadata_location` reads it from the JDBC catalog's SQLite file
+(or the Hadoop catalog's ``version-hint.text``); a Glue table's metadata lives in S3, which this
+local set-up does not read (DuckDB would need its ``httpfs`` extension and AWS credentials).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
-from icestream.config import Settings, validate_identifier
+from icestream.catalog import load_table
 from icestream.errors import ConfigError, DuckDBError
 from icestream.queries import Dashboard, dashboard_from_parts, table_name
 from icestream.timestamps import to_micros
@@ -80,49 +81,12 @@ def connect() -> duckdb.DuckDBPyConnection:
 def metadata_location(spark: SparkSession, table: str) -> tuple[str, int | None]:
     """The table's current metadata file and snapshot id, from Iceberg's Java API (any catalog).
 
-    The table is refreshed first: a writer in another process (the ingest) may have committed since
-    this session last loaded it.
-
     Returns:
         ``(metadata file location, current snapshot id or None for an empty table)``.
     """
-    jvm = spark._jvm
-    iceberg_table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, table_name(table))
-    iceberg_table.refresh()
-    current = iceberg_table.operations().current()
+    current = load_table(spark, table_name(table)).operations().current()
     snapshot = current.currentSnapshot()
     return str(current.metadataFileLocation()), None if snapshot is None else int(snapshot.snapshotId())
-
-
-def version_hint_location(settings: Settings, table: str | None = None) -> str:
-    """The current metadata file of a Hadoop-catalog table, from its ``version-hint.text`` (no Spark).
-
-    Args:
-        settings: The settings (warehouse, namespace).
-        table: Table name in the namespace (default: the events table).
-
-    Returns:
-        The path of ``v<N>.metadata.json``.
-
-    Raises:
-        ConfigError: For a Glue catalog (the metadata location lives in Glue; use
-            :func:`metadata_location`), or if the table has no version hint.
-    """
-    if settings.catalog_type != "hadoop" or "://" in settings.warehouse:
-        raise ConfigError(
-            "version-hint.text exists only for a local Hadoop-catalog warehouse; for Glue (or S3) use "
-            "icestream.duckdb.metadata_location(spark, table), which asks the catalog."
-        )
-    folder = (
-        Path(settings.warehouse_uri)
-        / validate_identifier(settings.namespace, "namespace")
-        / validate_identifier(table or settings.table, "table")
-        / "metadata"
-    )
-    hint = folder / "version-hint.text"
-    if not hint.is_file():
-        raise ConfigError(f"{hint} not found: create the table first (00_setup).")
-    return str(folder / f"v{int(hint.read_text().strip())}.metadata.json")
 
 
 def _frame(connection: duckdb.DuckDBPyConnection, sql: str, parameters: dict[str, object]) -> pd.DataFrame:

@@ -11,6 +11,7 @@ import pytest
 
 from icestream import duckdb as duck
 from icestream import queries, tables
+from icestream.catalog import current_metadata_location
 from icestream.config import load_settings
 from icestream.errors import ConfigError
 from icestream.events import backfill_config, generate
@@ -38,11 +39,11 @@ def connection():
     con.close()
 
 
-def test_metadata_location_from_spark_and_from_version_hint_agree(spark, table) -> None:
+def test_metadata_location_from_spark_and_from_the_catalog_agree(spark, table) -> None:
     local, name = table
     location, snapshot_id = duck.metadata_location(spark, name)
     assert location.endswith(".metadata.json")
-    assert location.removeprefix("file:") == duck.version_hint_location(local)
+    assert location.removeprefix("file:") == current_metadata_location(local).removeprefix("file:")
     assert snapshot_id == queries.current_snapshot_id(spark, name)
 
 
@@ -65,11 +66,11 @@ def test_both_engines_give_the_same_dashboard(spark, table, connection, minutes)
     pd.testing.assert_frame_equal(from_spark.by_device, from_duckdb.by_device, check_dtype=False)
 
 
-def test_glue_has_no_version_hint(table) -> None:
+def test_glue_metadata_is_found_through_spark(table) -> None:
     local, _ = table
     glue = dataclasses.replace(local, catalog_type="glue", warehouse="s3://bucket/warehouse")
     with pytest.raises(ConfigError, match="metadata_location"):
-        duck.version_hint_location(glue)
+        current_metadata_location(glue)
 
 
 def test_extensions_come_from_the_wheels() -> None:
