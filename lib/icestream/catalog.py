@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 SEVERAL_WRITERS = {"jdbc": True, "glue": True, "hadoop": False}
+SQLITE_TIMEOUT_SECONDS = 30.0  # wait for another process's commit rather than fail
 
 # Iceberg 1.10's JdbcCatalog tables (JdbcUtil: V0 table + the V1 iceberg_type column, and namespace
 # properties), created here so that Spark can start with jdbc.init-catalog-tables=false: Iceberg's
@@ -87,7 +88,7 @@ def ensure_jdbc_catalog(settings: Settings) -> Path:
     """
     path = settings.catalog_file
     path.parent.mkdir(parents=True, exist_ok=True)
-    with closing(sqlite3.connect(path, timeout=30)) as connection, connection:
+    with closing(sqlite3.connect(path, timeout=SQLITE_TIMEOUT_SECONDS)) as connection, connection:
         for statement in JDBC_CATALOG_DDL:
             connection.execute(statement)
     return path
@@ -133,8 +134,10 @@ def _jdbc_metadata_location(settings: Settings, namespace: str, name: str) -> st
     )
     if not path.is_file():
         raise missing
-    # Read-only: this reader must never create the file or take a write lock on it.
-    with closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)) as connection:
+    # Not mode=ro: after a writer was killed mid-commit, only a read-write connection can roll back
+    # the journal it left (a read-only one fails with SQLITE_READONLY_ROLLBACK). A SELECT takes no
+    # write lock, and the file exists (checked above), so nothing is created.
+    with closing(sqlite3.connect(path, timeout=SQLITE_TIMEOUT_SECONDS)) as connection:
         try:
             row = connection.execute(
                 "SELECT metadata_location FROM iceberg_tables "

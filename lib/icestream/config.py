@@ -139,7 +139,7 @@ class Settings:
         """Resolve a path-valued setting against the project folder.
 
         Args:
-            setting: One of ``warehouse``, ``jar_cache_dir``, ``run_dir``, ``output_dir``.
+            setting: One of ``warehouse``, ``jar_cache_dir``, ``run_dir``, ``output_dir``, ``sqlite_jdbc_jar``.
 
         Returns:
             An absolute path.

@@ -4,9 +4,9 @@ pyiceberg (apache/iceberg-python) plans a scan from the table's metadata (snapsh
 column statistics), prunes files with the row filter, and reads the Parquet files with pyarrow.
 :func:`open_table` opens a table through the same catalog Spark writes to:
 
-- ``jdbc``: pyiceberg's ``SqlCatalog`` on the catalog's SQLite file. It is opened read-only: this
-  module reads, so it never takes SQLite's write lock away from the ingest and never creates the
-  catalog's tables.
+- ``jdbc``: pyiceberg's ``SqlCatalog`` on the catalog's SQLite file, which must exist (Spark creates
+  it): this module only reads, so it takes no write lock from the ingest and never creates the
+  catalog's tables (``init_catalog_tables=false``).
 - ``hadoop``: ``StaticTable.from_metadata`` on the current metadata file (the version hint).
 
 :func:`events_by_type` answers the workbook's real-time question (events by type in the last N
@@ -68,7 +68,7 @@ def open_table(settings: Settings, table: str | None = None) -> Table:
         raise ConfigError(f"the catalog {path} does not exist yet: create the tables first (00_setup).")
     catalog = SqlCatalog(
         settings.catalog,  # the name Spark's JdbcCatalog records in every row
-        uri=f"sqlite:///file:{path}?mode=ro&uri=true",
+        uri=f"sqlite:///{path}",
         warehouse=Path(settings.warehouse_uri).as_uri(),
         init_catalog_tables="false",
     )
