@@ -9,6 +9,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
 JARJAR := /usr/share/java/jarjar.jar
+# The JDBC catalog's SQLite driver (the local default): Debian's, unless ICESTREAM_SQLITE_JDBC_JAR names one.
+SQLITE_JDBC_JAR := /usr/share/java/sqlite-jdbc.jar
+CATALOG_TYPE := $(or $(ICESTREAM_CATALOG_TYPE),jdbc)
 APT_PACKAGES :=
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
@@ -20,16 +23,24 @@ LINT_PATHS := $(wildcard lib tests bench notebooks)
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
-system:  ## Java 17 and jarjar (the jar relocation tool), through apt-get when missing
+system:  ## Java 17, jarjar (the jar relocation tool) and the SQLite JDBC driver, through apt-get when missing
 	@missing=""; \
 	java -version 2>&1 | grep -q 'version "17' || missing="$$missing openjdk-17-jre-headless"; \
 	[ -f $(JARJAR) ] || missing="$$missing libjarjar-java"; \
+	if [ "$(CATALOG_TYPE)" = jdbc ] && [ -n "$(ICESTREAM_SQLITE_JDBC_JAR)" ]; then \
+	  [ -f "$(ICESTREAM_SQLITE_JDBC_JAR)" ] || { echo "error: ICESTREAM_SQLITE_JDBC_JAR=$(ICESTREAM_SQLITE_JDBC_JAR) is not a file" >&2; exit 2; }; \
+	elif [ "$(CATALOG_TYPE)" = jdbc ]; then \
+	  [ -f $(SQLITE_JDBC_JAR) ] || missing="$$missing libxerial-sqlite-jdbc-java"; \
+	  [ -n "$$(ls /usr/lib/*/jni/libsqlitejdbc.so /usr/lib/jni/libsqlitejdbc.so 2>/dev/null || true)" ] \
+	    || missing="$$missing libxerial-sqlite-jdbc-jni"; \
+	fi; \
 	if [ -n "$$missing" ]; then \
 	  if command -v apt-get >/dev/null; then \
 	    echo ">> installing$$missing with apt-get"; \
 	    $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	  else \
-	    echo "error: please install$$missing (Java 17 JRE and jarjar), or use environment.yml with conda" >&2; exit 2; \
+	    echo "error: please install$$missing (Java 17 JRE, jarjar, the SQLite JDBC driver for the catalog), or use" \
+	      "environment.yml with conda and set ICESTREAM_SQLITE_JDBC_JAR (see README, 'The catalog')" >&2; exit 2; \
 	  fi; \
 	fi
 

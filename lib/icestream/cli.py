@@ -56,8 +56,9 @@ def cmd_setup(args: argparse.Namespace) -> int:
 
 
 def _doctor_checks(settings: Settings, start_spark: bool) -> list[tuple[str, Callable[[], str]]]:
+    from icestream.catalog import describe_catalog
     from icestream.clients import check_kinesis
-    from icestream.jars import resolve_jars
+    from icestream.jars import iceberg_plan, sqlite_jdbc_driver
     from icestream.spark import check_java, get_spark
 
     def python() -> str:
@@ -74,9 +75,15 @@ def _doctor_checks(settings: Settings, start_spark: bool) -> list[tuple[str, Cal
         return f"pyspark {version}"
 
     def jars() -> str:
-        plan = resolve_jars(settings)
+        plan = iceberg_plan(settings)
         where = ", ".join(str(path) for path in plan.jars) or ", ".join(plan.packages)
         return f"Iceberg {settings.iceberg_version} jars ({plan.source}): {where}"
+
+    def catalog() -> str:
+        if settings.catalog_type != "jdbc":
+            return describe_catalog(settings)
+        jar, natives = sqlite_jdbc_driver(settings)
+        return f"{describe_catalog(settings)}; driver {jar}" + (f", natives in {natives[0]}" if natives else "")
 
     def profile() -> str:
         return (
@@ -94,6 +101,7 @@ def _doctor_checks(settings: Settings, start_spark: bool) -> list[tuple[str, Cal
         ("java", check_java),
         ("spark", spark_version),
         ("iceberg", jars),
+        ("catalog", catalog),
         ("settings", profile),
         ("kinesis", lambda: check_kinesis(settings)),
     ]

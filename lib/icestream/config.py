@@ -29,7 +29,9 @@ from icestream.limits import DEFAULT_START_POSITION, START_POSITIONS
 ENV_PREFIX = "ICESTREAM_"
 PROFILES = ("local", "localstack", "aws")
 JAR_SOURCES = ("auto", "maven")
-CATALOG_TYPES = ("hadoop", "glue")
+CATALOG_TYPES = ("jdbc", "hadoop", "glue")
+CATALOG_FILE = "catalog.db"  # the JDBC catalog's SQLite file, inside the warehouse folder
+SQLITE_JDBC_JAR = "/usr/share/java/sqlite-jdbc.jar"  # Debian's libxerial-sqlite-jdbc-java
 
 ICEBERG_VERSION = "1.10.2"
 SPARK_SCALA = "3.5_2.12"
@@ -96,7 +98,7 @@ class Settings:
     shard_count: int = 4
     kms_key_id: str | None = None  # server-side stream encryption, aws profile
     catalog: str = "lake"
-    catalog_type: str = "hadoop"
+    catalog_type: str = "jdbc"  # jdbc: safe for several writing processes; hadoop: one process only
     warehouse: str = "data/warehouse"
     namespace: str = "streaming_analytics"
     table: str = "user_events"
@@ -107,6 +109,7 @@ class Settings:
     iceberg_jars: tuple[str, ...] = ()
     jar_cache_dir: str = ".cache/jars"
     iceberg_version: str = ICEBERG_VERSION
+    sqlite_jdbc_jar: str = SQLITE_JDBC_JAR  # the JDBC catalog's driver
     run_dir: str = "data/run"
     output_dir: str = "output"
     start_position: str = DEFAULT_START_POSITION
@@ -136,7 +139,7 @@ class Settings:
         """Resolve a path-valued setting against the project folder.
 
         Args:
-            setting: One of ``warehouse``, ``jar_cache_dir``, ``run_dir``, ``output_dir``.
+            setting: One of ``warehouse``, ``jar_cache_dir``, ``run_dir``, ``output_dir``, ``sqlite_jdbc_jar``.
 
         Returns:
             An absolute path.
@@ -150,6 +153,14 @@ class Settings:
         if "://" in self.warehouse:
             return self.warehouse
         return str(self.path("warehouse"))
+
+    @property
+    def catalog_file(self) -> Path:
+        """The JDBC catalog's SQLite file: ``catalog.db`` in the warehouse folder.
+
+        It follows the warehouse setting, so a temporary warehouse (the tests) has its own catalog.
+        """
+        return Path(self.warehouse_uri) / CATALOG_FILE
 
     def describe(self) -> dict[str, str]:
         """Return the settings as strings, with where each value came from (for display)."""
@@ -349,3 +360,10 @@ def _validate(settings: Settings) -> None:
         )
     else:
         _check(bool(settings.warehouse), "warehouse", "must not be empty.")
+    if settings.catalog_type == "jdbc":
+        _check(
+            "://" not in settings.warehouse,
+            "warehouse",
+            f"{settings.warehouse!r}: the JDBC catalog keeps its SQLite file in the warehouse, which must be a "
+            "local folder; for S3 use the aws profile (Glue).",
+        )

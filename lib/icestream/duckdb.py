@@ -12,9 +12,9 @@ its manifests with it), with automatic installing and loading turned off.
 
 Where the metadata file is: ``LakeTable(spark, name).inspect.metadata_location()`` asks Iceberg's
 Java API through the Spark session, which works for every catalog. Without Spark,
-:func:`version_hint_location` reads the Hadoop catalog's ``version-hint.text``; a Glue table's
-metadata lives in S3, which this local set-up does not read (DuckDB would need its ``httpfs``
-extension and AWS credentials).
+:func:`icestream.catalog.current_metadata_location` reads it from the JDBC catalog's SQLite file
+(or the Hadoop catalog's ``version-hint.text``); a Glue table's metadata lives in S3, which this
+local set-up does not read (DuckDB would need its ``httpfs`` extension and AWS credentials).
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
-from icestream.config import Settings, validate_identifier
 from icestream.errors import ConfigError, DuckDBError
 from icestream.realtime import Dashboard, dashboard_from_parts, dashboard_sql
 from icestream.timestamps import to_micros
@@ -76,37 +75,6 @@ def connect() -> duckdb.DuckDBPyConnection:
             raise DuckDBError(f"DuckDB could not load {path}: {error}") from None
     connection.execute("SET TimeZone = 'UTC'")
     return connection
-
-
-def version_hint_location(settings: Settings, table: str | None = None) -> str:
-    """The current metadata file of a Hadoop-catalog table, from its ``version-hint.text`` (no Spark).
-
-    Args:
-        settings: The settings (warehouse, namespace).
-        table: Table name in the namespace (default: the events table).
-
-    Returns:
-        The path of ``v<N>.metadata.json``.
-
-    Raises:
-        ConfigError: For a Glue catalog (the metadata location lives in Glue; use
-            ``LakeTable.inspect.metadata_location``), or if the table has no version hint.
-    """
-    if settings.catalog_type != "hadoop" or "://" in settings.warehouse:
-        raise ConfigError(
-            "version-hint.text exists only for a local Hadoop-catalog warehouse; for Glue (or S3) use "
-            "LakeTable(spark, name).inspect.metadata_location(), which asks the catalog."
-        )
-    folder = (
-        Path(settings.warehouse_uri)
-        / validate_identifier(settings.namespace, "namespace")
-        / validate_identifier(table or settings.table, "table")
-        / "metadata"
-    )
-    hint = folder / "version-hint.text"
-    if not hint.is_file():
-        raise ConfigError(f"{hint} not found: create the table first (00_setup).")
-    return str(folder / f"v{int(hint.read_text().strip())}.metadata.json")
 
 
 def _frame(connection: duckdb.DuckDBPyConnection, sql: str, parameters: dict[str, object]) -> pd.DataFrame:

@@ -10,11 +10,19 @@ Resolution order (``resolve_jars``):
 4. Maven coordinates through ``spark.jars.packages`` when configuration asks for them
    (``ICESTREAM_JAR_SOURCE=maven``: machines with internet, EMR, Glue; the ``aws`` profile).
 
+The JDBC catalog (the ``local`` default) also needs the SQLite JDBC driver on the driver's
+classpath: ``ICESTREAM_SQLITE_JDBC_JAR``, by default Debian's ``/usr/share/java/sqlite-jdbc.jar``.
+Debian's jar carries no native library (``libxerial-sqlite-jdbc-jni`` installs it in
+``/usr/lib/<arch>/jni``), so the plan names that folder for ``-Djava.library.path``; an upstream
+``org.xerial:sqlite-jdbc`` jar bundles its natives and needs no folder.
+
 Every failure raises :class:`~icestream.errors.JarError` naming what is missing and how to fix it.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import glob
 import importlib.util
 import os
 import shutil
@@ -44,6 +52,11 @@ CLASSES_TO_LOAD = (
     "org.apache.iceberg.spark.SparkCatalog",
     "org.apache.iceberg.shaded.com.fasterxml.jackson.core.JsonFactoryBuilder",
 )
+SQLITE_JDBC_DEBIAN = "libxerial-sqlite-jdbc-java libxerial-sqlite-jdbc-jni"
+SQLITE_DRIVER_MARKER = "org/sqlite/JDBC.class"
+SQLITE_BUNDLED_NATIVES = "org/sqlite/native/"  # upstream jars only; Debian strips them
+SQLITE_NATIVE_LIBRARY = "libsqlitejdbc.so"
+SQLITE_NATIVE_FOLDERS = ("/usr/lib/*/jni", "/usr/lib/jni")  # Debian multiarch, then the generic folder
 
 
 def runtime_jar_name(version: str) -> str:
@@ -64,6 +77,7 @@ class JarPlan:
     jars: tuple[Path, ...] = ()
     packages: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default=())
+    library_path: tuple[str, ...] = ()  # folders for -Djava.library.path (the SQLite driver's natives)
 
     def spark_conf(self) -> dict[str, str]:
         """The Spark configuration entries for this plan."""
@@ -240,8 +254,58 @@ def build_jars(settings: Settings) -> tuple[Path, ...]:
     return (cache / runtime_jar_name(settings.iceberg_version), cache / jackson_jar_name())
 
 
+def _sqlite_jdbc_missing(what: str) -> JarError:
+    return JarError(
+        f"The JDBC catalog (ICESTREAM_CATALOG_TYPE=jdbc, the local default) needs the SQLite JDBC driver: {what}. "
+        f"Install Debian's {SQLITE_JDBC_DEBIAN} (`sudo apt-get install {SQLITE_JDBC_DEBIAN}`; `make setup` does "
+        "it), or set ICESTREAM_SQLITE_JDBC_JAR to an org.xerial sqlite-jdbc jar from Maven Central (it bundles its "
+        "native library), or use ICESTREAM_CATALOG_TYPE=hadoop (safe for one writing process only)."
+    )
+
+
+def sqlite_jdbc_driver(settings: Settings) -> tuple[Path, tuple[str, ...]]:
+    """Locate the SQLite JDBC driver for the JDBC catalog, and the folder of its native library.
+
+    Args:
+        settings: Supplies ``sqlite_jdbc_jar``.
+
+    Returns:
+        The jar, and the folders to put on ``java.library.path`` (empty when the jar bundles its natives).
+
+    Raises:
+        JarError: If the jar is missing or is not the driver, or Debian's native library is not installed.
+    """
+    jar = settings.path("sqlite_jdbc_jar")
+    if not jar.is_file():
+        raise _sqlite_jdbc_missing(f"{jar} not found")
+    try:
+        with zipfile.ZipFile(jar) as archive:
+            names = archive.namelist()
+    except (OSError, zipfile.BadZipFile) as error:
+        raise _sqlite_jdbc_missing(f"{jar} is not a readable jar ({error})") from None
+    if SQLITE_DRIVER_MARKER not in names:
+        raise _sqlite_jdbc_missing(f"{jar} has no {SQLITE_DRIVER_MARKER}")
+    if any(name.startswith(SQLITE_BUNDLED_NATIVES) for name in names):
+        return jar, ()
+    for pattern in SQLITE_NATIVE_FOLDERS:
+        found = sorted(glob.glob(f"{pattern}/{SQLITE_NATIVE_LIBRARY}"))
+        if found:
+            return jar, (str(Path(found[0]).parent),)
+    raise _sqlite_jdbc_missing(f"{jar} has no native library and {SQLITE_NATIVE_LIBRARY} is not installed")
+
+
+def _with_catalog_driver(plan: JarPlan, settings: Settings) -> JarPlan:
+    """Add the JDBC catalog's driver to a plan (other catalogs need nothing more)."""
+    if settings.catalog_type != "jdbc":
+        return plan
+    jar, library_path = sqlite_jdbc_driver(settings)
+    return dataclasses.replace(plan, jars=(*plan.jars, jar), library_path=library_path)
+
+
 def resolve_jars(settings: Settings, build: bool = True) -> JarPlan:
     """Decide which jars Spark loads, building them when needed and allowed.
+
+    With the JDBC catalog the plan also holds the SQLite JDBC driver (see :func:`sqlite_jdbc_driver`).
 
     Args:
         settings: The active settings.
@@ -249,6 +313,15 @@ def resolve_jars(settings: Settings, build: bool = True) -> JarPlan:
 
     Returns:
         The plan to hand to the Spark session builder.
+
+    Raises:
+        JarError: If no source yields a complete, readable set of jars, or the catalog's driver is missing.
+    """
+    return _with_catalog_driver(iceberg_plan(settings, build), settings)
+
+
+def iceberg_plan(settings: Settings, build: bool = True) -> JarPlan:
+    """The Iceberg runtime part of :func:`resolve_jars` (no catalog driver), in the order of the module docstring.
 
     Raises:
         JarError: If no source yields a complete, readable set of jars.

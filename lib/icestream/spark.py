@@ -16,14 +16,19 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from icestream.catalog import ensure_jdbc_catalog
 from icestream.config import Settings, load_settings
 from icestream.errors import JarError, JavaError, SparkStartError
-from icestream.jars import CLASSES_TO_LOAD, resolve_jars
+from icestream.jars import CLASSES_TO_LOAD, JarPlan, resolve_jars
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-SUPPORTED_JAVA = (17, 11)  # Spark 3.5 runs on 8/11/17; 17 is the pinned, tested version.
+SUPPORTED_JAVA = (17, 11)
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+_DEFAULTS_LINE = re.compile(
+    r"(?P<key>[^\s=:]+)\s*[=:\s]\s*(?P<value>.*)"
+)  # Spark 3.5 runs on 8/11/17; 17 is the pinned, tested version.
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 
@@ -83,8 +88,85 @@ def catalog_conf(settings: Settings) -> dict[str, str]:
         conf[f"{prefix}.catalog-impl"] = "org.apache.iceberg.aws.glue.GlueCatalog"
         conf[f"{prefix}.io-impl"] = "org.apache.iceberg.aws.s3.S3FileIO"
         conf[f"{prefix}.client.region"] = settings.region
+    elif settings.catalog_type == "jdbc":
+        # Commits are a compare-and-set of the table's row in SQLite: safe for several processes.
+        conf[f"{prefix}.type"] = "jdbc"
+        conf[f"{prefix}.uri"] = f"jdbc:sqlite:{settings.catalog_file}"
+        conf[f"{prefix}.jdbc.schema-version"] = "V1"  # the schema pyiceberg's SqlCatalog also reads
+        conf[f"{prefix}.jdbc.init-catalog-tables"] = "false"  # get_spark creates them: see ensure_jdbc_catalog
+        # SQLite locks the file for each write; wait for another process's commit instead of failing.
+        conf[f"{prefix}.jdbc.busy_timeout"] = str(SQLITE_BUSY_TIMEOUT_MS)
+        # A file:// URI, so table locations never resolve against a cluster's default file system.
+        conf[f"{prefix}.warehouse"] = Path(settings.warehouse_uri).as_uri()
     else:
         conf[f"{prefix}.type"] = "hadoop"
+    return conf
+
+
+def spark_defaults() -> dict[str, str]:
+    """The cluster's ``spark-defaults.conf`` (``SPARK_CONF_DIR``, else ``SPARK_HOME/conf``), if any.
+
+    Returns:
+        Its properties (``key value`` or ``key=value`` lines); empty when there is no such file.
+    """
+    folder = os.environ.get("SPARK_CONF_DIR") or (
+        str(Path(os.environ["SPARK_HOME"]) / "conf") if os.environ.get("SPARK_HOME") else ""
+    )
+    path = Path(folder) / "spark-defaults.conf" if folder else None
+    if path is None or not path.is_file():
+        return {}
+    properties = {}
+    for line in path.read_text().splitlines():
+        match = _DEFAULTS_LINE.fullmatch(line.strip())
+        if match and not match["key"].startswith(("#", "!")):
+            properties[match["key"]] = match["value"].strip()
+    return properties
+
+
+def append_java_options(existing: str, options: dict[str, str]) -> str:
+    """Append ``-Dname=value`` options to a JVM options string, keeping what is there.
+
+    A property the string already sets keeps its value (the user's or cluster's choice), except
+    ``java.library.path``, which is extended: a second ``-Djava.library.path`` would replace the first.
+
+    Args:
+        existing: Options already set (``spark-defaults.conf``), possibly empty.
+        options: Properties this project needs.
+
+    Returns:
+        The combined options string.
+    """
+    combined = existing.strip()
+    for name, value in options.items():
+        present = re.search(rf"(?:^|\s)-D{re.escape(name)}=(\S*)", combined)
+        if present is None:
+            combined = f"{combined} -D{name}={value}".strip()
+        elif name == "java.library.path" and value not in present.group(1).split(os.pathsep):
+            combined = combined[: present.end(1)] + os.pathsep + value + combined[present.end(1) :]
+    return combined
+
+
+def java_options(plan: JarPlan) -> dict[str, str]:
+    """``spark.{driver,executor}.extraJavaOptions``: ours appended to the cluster's defaults.
+
+    Args:
+        plan: The jar plan, whose ``library_path`` holds the SQLite driver's native folder.
+
+    Returns:
+        The two configuration entries (the executor one only when there is something to add).
+    """
+    defaults = spark_defaults()
+    library = {"java.library.path": os.pathsep.join(plan.library_path)} if plan.library_path else {}
+    driver = {"log4j2.configurationFile": LOG4J_CONFIG.as_uri(), **library}
+    conf = {
+        "spark.driver.extraJavaOptions": append_java_options(defaults.get("spark.driver.extraJavaOptions", ""), driver)
+    }
+    if library:
+        # The catalog is opened on the driver only, but spark.jars ships the driver jar to executors
+        # (other JVMs on a cluster): one that opens a SQLite connection must find the natives too.
+        conf["spark.executor.extraJavaOptions"] = append_java_options(
+            defaults.get("spark.executor.extraJavaOptions", ""), library
+        )
     return conf
 
 
@@ -101,6 +183,7 @@ def session_conf(settings: Settings) -> dict[str, str]:
         JarError: If the Iceberg jars cannot be provisioned.
     """
     local = settings.spark_master.startswith("local")
+    plan = resolve_jars(settings)
     conf = {
         "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
         "spark.sql.session.timeZone": "UTC",
@@ -119,8 +202,8 @@ def session_conf(settings: Settings) -> dict[str, str]:
         **({"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "4"} if local else {}),
         # Python workers import pyspark from site-packages, not from Spark's zips (see spark_daemon).
         **({"spark.python.daemon.module": "icestream.spark_daemon"} if local else {}),
-        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}",
-        **resolve_jars(settings).spark_conf(),
+        **plan.spark_conf(),
+        **java_options(plan),
         **catalog_conf(settings),
     }
     return conf
@@ -169,6 +252,8 @@ def get_spark(settings: Settings | None = None, app_name: str = "icestream") -> 
 
     check_java()
     conf = session_conf(settings)
+    if settings.catalog_type == "jdbc":
+        ensure_jdbc_catalog(settings)  # Spark starts with jdbc.init-catalog-tables=false (see there)
     if settings.spark_master.startswith("local"):
         # Executors of a local master must use this interpreter (the project's venv).
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

@@ -11,6 +11,7 @@ import pytest
 
 from icestream import duckdb as duck
 from icestream import realtime, tables
+from icestream.catalog import current_metadata_location
 from icestream.config import load_settings
 from icestream.errors import ConfigError
 from icestream.ingest.bulk import load_payloads
@@ -39,11 +40,11 @@ def connection():
     con.close()
 
 
-def test_metadata_location_from_spark_and_from_version_hint_agree(table) -> None:
+def test_metadata_location_from_spark_and_from_the_catalog_agree(table) -> None:
     local, events = table
     location, snapshot_id = events.inspect.metadata_location()
     assert location.endswith(".metadata.json")
-    assert location.removeprefix("file:") == duck.version_hint_location(local)
+    assert location.removeprefix("file:") == current_metadata_location(local).removeprefix("file:")
     assert snapshot_id == events.inspect.current_snapshot_id()
 
 
@@ -66,11 +67,11 @@ def test_both_engines_give_the_same_dashboard(table, connection, minutes) -> Non
     pd.testing.assert_frame_equal(from_spark.by_device, from_duckdb.by_device, check_dtype=False)
 
 
-def test_glue_has_no_version_hint(table) -> None:
+def test_glue_metadata_is_found_through_spark(table) -> None:
     local, _ = table
     glue = dataclasses.replace(local, catalog_type="glue", warehouse="s3://bucket/warehouse")
     with pytest.raises(ConfigError, match="metadata_location"):
-        duck.version_hint_location(glue)
+        current_metadata_location(glue)
 
 
 def test_extensions_come_from_the_wheels() -> None:

@@ -479,3 +479,19 @@ def test_freshness_is_measured_for_every_written_row(spark, fresh) -> None:
     assert len(measured) == sum(batch["written"] for batch in progress) == 60
     assert set(measured["batch_id"]) == {batch["batch_id"] for batch in progress if batch["written"]}
     assert (measured["freshness_s"] >= 0).all(), "a row is visible only after it arrived"
+
+
+def test_a_second_ingest_on_the_same_table_is_refused_while_the_first_runs(spark, fresh) -> None:
+    settings = fresh(shards=1)
+    put(settings, [(event_payload(i, "u1"), "u1") for i in range(20)])
+    first = start_ingest(spark, settings, trigger_seconds=0.5)
+    try:
+        with pytest.raises(IngestError, match=r"already being ingested \(.*pid"):
+            start_ingest(spark, settings, available_now=True)
+        assert first.is_active, "the refusal leaves the running ingest alone"
+    finally:
+        first.stop(timeout=60)
+    second = start_ingest(spark, settings, available_now=True)  # free once the first stopped
+    assert second.await_termination(timeout=120)
+    events, _ = table_state(spark, settings)
+    assert sum(events.values()) == 20

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import sqlite3
+import subprocess
+import sys
+from contextlib import closing
 from datetime import UTC, datetime
 
 import pytest
 
+from icestream.catalog import several_writers_safe
 from icestream.clients import ensure_stream
 from icestream.config import Settings
 from icestream.schema import table_columns
@@ -39,8 +44,23 @@ def sample_rows(count: int, offset: int = 0) -> list[tuple]:
 def test_session_is_shared_and_configured(spark, settings: Settings) -> None:
     assert get_spark(settings) is spark
     assert spark.conf.get("spark.sql.catalog.lake") == "org.apache.iceberg.spark.SparkCatalog"
+    assert spark.conf.get("spark.sql.catalog.lake.type") == settings.catalog_type
     assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
     assert spark.conf.get("spark.ui.enabled") == "false"
+
+
+def test_the_catalog_lives_in_the_test_warehouse(spark, settings: Settings, test_home) -> None:
+    """The JDBC catalog's SQLite file follows the warehouse setting: tests never touch data/."""
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {settings.namespace_name}")
+    if settings.catalog_type != "jdbc":
+        pytest.skip("the Hadoop catalog has no catalog file")
+    assert spark.conf.get("spark.sql.catalog.lake.uri") == f"jdbc:sqlite:{test_home / 'warehouse' / 'catalog.db'}"
+    assert settings.catalog_file == test_home / "warehouse" / "catalog.db"
+    with closing(sqlite3.connect(f"{settings.catalog_file.as_uri()}?mode=ro", uri=True)) as catalog:
+        namespaces = {row[0] for row in catalog.execute("SELECT namespace FROM iceberg_namespace_properties")}
+    assert settings.namespace in namespaces
+    # The SQLite driver found its native library (Debian's jar has none inside).
+    assert "-Djava.library.path=" in spark.conf.get("spark.driver.extraJavaOptions")
 
 
 def test_stream_table_append_time_travel_and_metadata(spark, stream_settings: Settings) -> None:
@@ -67,3 +87,31 @@ def test_stream_table_append_time_travel_and_metadata(spark, stream_settings: Se
     assert sum(row.record_count for row in files) == before + 8
     partitions = spark.sql(f"SELECT partition.event_ts_hour FROM {events}.partitions").collect()
     assert len(partitions) >= 1
+
+
+def test_commits_from_two_processes_are_never_lost(spark, stream_settings: Settings) -> None:
+    """Two processes append to one table at the same time: with the JDBC (or Glue) catalog none is lost."""
+    if not several_writers_safe(stream_settings):
+        pytest.skip("the Hadoop catalog is safe for one writing process only")
+    events, _ = setup_tables(spark, stream_settings)
+    schema = spark.table(events).schema
+    spark.createDataFrame(sample_rows(1), schema).writeTo(events).append()
+    before = spark.table(events).count()
+    rounds = 5
+    script = (
+        "from icestream.config import load_settings\n"
+        "from icestream.spark import get_spark\n"
+        f"spark = get_spark(load_settings(stream_name={stream_settings.stream_name!r}), app_name='second-writer')\n"
+        f"spark.table('{events}').count()\n"
+        "print('ready', flush=True)\n"
+        f"for _ in range({rounds}):\n"
+        f"    spark.sql(\"INSERT INTO {events} SELECT * FROM {events} WHERE event_id = 'e-0' LIMIT 1\")\n"
+    )
+    other = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert other.stdout is not None
+    assert other.stdout.readline().strip() == "ready"
+    for offset in range(rounds):  # while the other process commits too
+        spark.createDataFrame(sample_rows(1, offset=100 + offset), schema).writeTo(events).append()
+    assert other.wait(timeout=300) == 0
+    spark.sql(f"REFRESH TABLE {events}")  # Spark's catalog caches a table for 30 s; the other's commits are newer
+    assert spark.table(events).count() == before + 2 * rounds

@@ -30,6 +30,27 @@ def test_doctor_reports_a_bad_profile(monkeypatch: pytest.MonkeyPatch, capsys: p
     assert capsys.readouterr().out.startswith("FAIL settings")
 
 
+@pytest.mark.parametrize(("catalog_type", "words"), [("jdbc", "safe for several"), ("hadoop", "ONE writing process")])
+def test_doctor_reports_the_catalog_and_who_may_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, catalog_type: str, words: str
+) -> None:
+    import zipfile
+
+    from icestream.config import load_settings
+
+    # An upstream-style driver (natives bundled), so the check does not depend on this machine's packages.
+    driver = tmp_path / "sqlite-jdbc.jar"
+    with zipfile.ZipFile(driver, "w") as archive:
+        archive.writestr("org/sqlite/JDBC.class", b"")
+        archive.writestr("org/sqlite/native/Linux/x86_64/libsqlitejdbc.so", b"")
+    settings = load_settings(warehouse=str(tmp_path / "wh"), catalog_type=catalog_type, sqlite_jdbc_jar=str(driver))
+    checks = dict(cli._doctor_checks(settings, start_spark=False))
+    line = checks["catalog"]()
+    assert catalog_type in line
+    assert words in line
+    assert (str(driver) in line) == (catalog_type == "jdbc")
+
+
 def test_emulator_down_is_reported_with_the_command_that_starts_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -31,8 +31,22 @@ def test_defaults_run_locally_with_no_aws_account() -> None:
     assert settings.table_name == "lake.streaming_analytics.user_events"
     assert settings.rejects_table_name == "lake.streaming_analytics.user_events_rejects"
     assert settings.spark_master == "local[*]"
-    assert settings.catalog_type == "hadoop"
+    assert settings.catalog_type == "jdbc"  # safe for several writing processes
     assert settings.warehouse_uri == str(project_home() / "data" / "warehouse")
+    assert settings.catalog_file == project_home() / "data" / "warehouse" / "catalog.db"
+
+
+def test_the_catalog_file_follows_the_warehouse(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # The tests' temporary warehouse must carry its own catalog, never the user's data/.
+    monkeypatch.setenv("ICESTREAM_WAREHOUSE", str(tmp_path / "elsewhere"))
+    assert load_settings().catalog_file == tmp_path / "elsewhere" / "catalog.db"
+    assert load_settings(warehouse="relative/wh").catalog_file == project_home() / "relative" / "wh" / "catalog.db"
+
+
+def test_the_hadoop_catalog_stays_selectable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ICESTREAM_CATALOG_TYPE", "hadoop")
+    settings = load_settings()
+    assert (settings.catalog_type, settings.sources["catalog_type"]) == ("hadoop", "environment")
 
 
 @pytest.mark.parametrize(
@@ -49,6 +63,8 @@ def test_defaults_run_locally_with_no_aws_account() -> None:
         ("ICESTREAM_SHARD_COUNT", "8", "shard_count", 8),
         ("ICESTREAM_SPARK_UI", "true", "spark_ui", True),
         ("ICESTREAM_ICEBERG_JARS", "/a.jar, /b.jar", "iceberg_jars", ("/a.jar", "/b.jar")),
+        ("ICESTREAM_CATALOG_TYPE", "hadoop", "catalog_type", "hadoop"),
+        ("ICESTREAM_SQLITE_JDBC_JAR", "/opt/sqlite-jdbc-3.46.jar", "sqlite_jdbc_jar", "/opt/sqlite-jdbc-3.46.jar"),
     ],
 )
 def test_documented_environment_variables(
@@ -112,6 +128,8 @@ def test_profiles_set_their_defaults() -> None:
         ({"spark_master": "localhost"}, "SPARK_MASTER"),
         ({"shard_count": 0}, "SHARD_COUNT"),
         ({"profile": "aws"}, "WAREHOUSE"),  # Glue needs an s3:// warehouse
+        ({"warehouse": "s3://bucket/wh"}, "WAREHOUSE"),  # the JDBC catalog's SQLite file needs a local folder
+        ({"catalog_type": "hive"}, "CATALOG_TYPE"),
         ({"jar_source": "ivy"}, "JAR_SOURCE"),
         ({"start_position": "earliest"}, "START_POSITION"),
     ],

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from icestream.config import Settings, load_settings
 from icestream.errors import IcestreamError, IngestError, InjectedFaultError
+from icestream.ingest.lease import Lease
 from icestream.ingest.options import IngestOptions, ingest_options
 from icestream.ingest.progress import PROGRESS_FILE, BatchProgress, ProgressLog
 from icestream.ingest.retry import run_with_retries
@@ -61,6 +62,7 @@ class IngestQuery:
         self._status: dict[str, Any] = {"message": "Initializing", "isDataAvailable": False, "isTriggerActive": False}
         self.source = ShardSource(spark, settings, self.options, self._stop, self._fault)
         self.sink = TableSink(spark, settings, self.options, self.id, self.source.stream_created)
+        self.table_lease = Lease(spark, settings.table_name)  # one ingest per table (fencing)
         self.processed = TablePositions()  # where reading has got to, per table
         self.recovered_from: dict[str, str] = {}
         self.next_batch_id = 0
@@ -140,8 +142,10 @@ class IngestQuery:
 
         ``acquire`` runs in :meth:`start` (a refusal raises to the caller, before any thread
         starts), ``renew`` before every batch, ``release`` when the loop ends, whatever ended it.
-        The table lease (``icestream.ingest.lease``) plugs in here; until then there is nothing to hold.
+        A lost lease (expired, then taken by another ingest) raises from ``renew``: the query stops
+        before it writes again (see ``icestream.ingest.lease``).
         """
+        getattr(self.table_lease, step)()
 
     # -- the loop -----------------------------------------------------------------------------------
 

@@ -63,10 +63,27 @@ class FakeSink:
         pass
 
 
+class FakeLease:
+    """Records the lease steps the query takes."""
+
+    def __init__(self, *args: Any) -> None:
+        self.steps: list[str] = []
+
+    def acquire(self) -> None:
+        self.steps.append("acquire")
+
+    def renew(self) -> None:
+        self.steps.append("renew")
+
+    def release(self) -> None:
+        self.steps.append("release")
+
+
 @pytest.fixture
 def make_query(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     monkeypatch.setattr(query_module, "ShardSource", FakeSource)
     monkeypatch.setattr(query_module, "TableSink", FakeSink)
+    monkeypatch.setattr(query_module, "Lease", FakeLease)
 
     def make(error: BaseException, **options: Any) -> IngestQuery:
         monkeypatch.setattr(FakeSource, "error", error, raising=False)
@@ -88,6 +105,7 @@ def test_stop_interrupts_the_wait_before_a_retry(make_query, monkeypatch: pytest
     assert query.source.reads == 1
     assert query.source.closed
     assert query.status["message"] == "Stopped"
+    assert query.table_lease.steps == ["acquire", "renew", "release"], "held while running, freed when stopped"
 
 
 def test_a_programming_error_stops_the_query_at_once(make_query) -> None:
@@ -96,3 +114,4 @@ def test_a_programming_error_stops_the_query_at_once(make_query) -> None:
         query.await_termination(timeout=60)
     assert query.source.reads == 1, "not retried"
     assert not query.is_active
+    assert query.table_lease.steps[-1] == "release", "a failed query frees the table too"

@@ -1,0 +1,87 @@
+"""The session's configuration: the catalog of each type, and Java options appended, never replaced."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from icestream import spark
+from icestream.config import load_settings
+from icestream.jars import JarPlan
+
+pytestmark = pytest.mark.unit
+
+JNI = "/usr/lib/x86_64-linux-gnu/jni"
+
+
+@pytest.fixture(autouse=True)
+def no_cluster_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No spark-defaults.conf of this machine leaks into the tests."""
+    monkeypatch.delenv("SPARK_CONF_DIR", raising=False)
+    monkeypatch.delenv("SPARK_HOME", raising=False)
+
+
+def test_the_jdbc_catalog_is_sqlite_in_the_warehouse(tmp_path: Path) -> None:
+    settings = load_settings(warehouse=str(tmp_path / "wh"))
+    conf = spark.catalog_conf(settings)
+    assert conf == {
+        "spark.sql.catalog.lake": "org.apache.iceberg.spark.SparkCatalog",
+        "spark.sql.catalog.lake.type": "jdbc",
+        "spark.sql.catalog.lake.uri": f"jdbc:sqlite:{tmp_path / 'wh' / 'catalog.db'}",
+        "spark.sql.catalog.lake.jdbc.schema-version": "V1",
+        "spark.sql.catalog.lake.jdbc.init-catalog-tables": "false",
+        "spark.sql.catalog.lake.jdbc.busy_timeout": str(spark.SQLITE_BUSY_TIMEOUT_MS),
+        "spark.sql.catalog.lake.warehouse": f"file://{tmp_path / 'wh'}",
+    }
+
+
+def test_the_hadoop_and_glue_catalogs(tmp_path: Path) -> None:
+    hadoop = spark.catalog_conf(load_settings(warehouse=str(tmp_path), catalog_type="hadoop"))
+    assert (hadoop["spark.sql.catalog.lake.type"], hadoop["spark.sql.catalog.lake.warehouse"]) == (
+        "hadoop",
+        str(tmp_path),
+    )
+    glue = spark.catalog_conf(load_settings(profile="aws", warehouse="s3://b/w", region="eu-west-1"))
+    assert glue["spark.sql.catalog.lake.catalog-impl"] == "org.apache.iceberg.aws.glue.GlueCatalog"
+    assert glue["spark.sql.catalog.lake.client.region"] == "eu-west-1"
+    assert "spark.sql.catalog.lake.type" not in glue
+
+
+@pytest.mark.parametrize(
+    ("existing", "options", "expected"),
+    [
+        ("", {"a": "1"}, "-Da=1"),
+        ("-XX:+UseG1GC", {"a": "1"}, "-XX:+UseG1GC -Da=1"),
+        # The cluster's own value of a property wins ...
+        ("-Da=cluster -Xss4m", {"a": "1", "b": "2"}, "-Da=cluster -Xss4m -Db=2"),
+        # ... except the library path, which is extended (a second -D would replace the first).
+        ("-Djava.library.path=/opt/hadoop/native -Xss4m", {"java.library.path": JNI},
+         f"-Djava.library.path=/opt/hadoop/native:{JNI} -Xss4m"),
+        (f"-Djava.library.path={JNI}", {"java.library.path": JNI}, f"-Djava.library.path={JNI}"),
+    ],
+)  # fmt: skip
+def test_java_options_are_appended(existing: str, options: dict[str, str], expected: str) -> None:
+    assert spark.append_java_options(existing, options) == expected
+
+
+def test_cluster_defaults_are_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "spark-defaults.conf").write_text(
+        "# EMR-like defaults\n"
+        "spark.driver.extraJavaOptions   -XX:+UseG1GC -XX:OnOutOfMemoryError='kill -9 %p'\n"
+        "spark.executor.extraJavaOptions=-verbose:gc\n"
+        "spark.master yarn\n"
+    )
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    assert spark.spark_defaults()["spark.master"] == "yarn"
+    conf = spark.java_options(JarPlan("test", library_path=(JNI,)))
+    driver = conf["spark.driver.extraJavaOptions"]
+    assert driver.startswith("-XX:+UseG1GC -XX:OnOutOfMemoryError='kill -9 %p' -Dlog4j2.configurationFile=file:")
+    assert driver.endswith(f" -Djava.library.path={JNI}")
+    assert conf["spark.executor.extraJavaOptions"] == f"-verbose:gc -Djava.library.path={JNI}"
+
+
+def test_no_library_path_without_the_jdbc_driver() -> None:
+    conf = spark.java_options(JarPlan("test"))
+    assert list(conf) == ["spark.driver.extraJavaOptions"]
+    assert "java.library.path" not in conf["spark.driver.extraJavaOptions"]
