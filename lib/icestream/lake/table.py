@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from typing import TYPE_CHECKING
 
@@ -10,10 +11,12 @@ from icestream.lake.inspect import Inspect
 from icestream.lake.maintenance import Maintenance
 from icestream.lake.statement import Outcome, Statement
 from icestream.lake.versions import Versions
-from icestream.tables import checked_table_name
+from icestream.tables import checked_table_name, create_events_table
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+    from icestream.config import Settings
 
 STATEMENTS_KEPT = 100  # a long-lived table object (the ingest's) must not grow without bound
 
@@ -98,3 +101,16 @@ class LakeTable:
     def branch(self, branch: str) -> str:
         """The name that reads or writes a branch: ``<table>.branch_<branch>``."""
         return f"{self.name}.branch_{validate_identifier(branch, 'branch')}"
+
+
+def recreate_events_copy(spark: SparkSession, settings: Settings, suffix: str = "time_travel") -> LakeTable:
+    """Drop and create an empty table with the events table's DDL, named ``<table>_<suffix>``.
+
+    Returns:
+        The copy.
+    """
+    copy = dataclasses.replace(settings, table=validate_identifier(f"{settings.table}_{suffix}", "table"))
+    table = LakeTable(spark, copy.table_name)
+    table.apply(Statement(f"DROP TABLE IF EXISTS {table.name} PURGE", writes=True))
+    create_events_table(spark, copy)
+    return table

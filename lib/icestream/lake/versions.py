@@ -3,27 +3,25 @@
 Reads: ``VERSION AS OF`` / ``TIMESTAMP AS OF`` (:meth:`Versions.as_of`), counts at a version,
 incremental reads between snapshots, the columns a version has. Writes: tags, branches,
 write-audit-publish (:meth:`Versions.audit_append` then :meth:`Versions.fast_forward`), rollback and
-adding a column. Writes that change history are shown on a copy (:func:`recreate_events_copy`): the
+adding a column. Writes that change history are shown on a copy (:func:`icestream.lake.table.recreate_events_copy`): the
 ingest keeps its Kinesis positions in the events table's snapshot summaries, so rolling that table
 back would make it read again what the rollback removed.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from icestream.config import Settings, validate_identifier
+from icestream.config import validate_identifier
 from icestream.errors import ConfigError
 from icestream.lake.evolution import ADDABLE_TYPES, align_columns
 from icestream.lake.statement import Outcome, Statement, snapshot_id_literal
-from icestream.tables import create_events_table
 from icestream.timestamps import to_micros
 
 if TYPE_CHECKING:
     import pandas as pd
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame
 
     from icestream.lake.table import LakeTable
     from icestream.lake.window import Window
@@ -262,18 +260,3 @@ class Versions:
         count = rows.count()
         rows.writeTo(self._table.branch(branch) if branch else self._table.name).append()
         return count
-
-
-def recreate_events_copy(spark: SparkSession, settings: Settings, suffix: str = "time_travel") -> LakeTable:
-    """Drop and create an empty table with the events table's DDL, named ``<table>_<suffix>``.
-
-    Returns:
-        The copy.
-    """
-    from icestream.lake.table import LakeTable
-
-    copy = dataclasses.replace(settings, table=validate_identifier(f"{settings.table}_{suffix}", "table"))
-    table = LakeTable(spark, copy.table_name)
-    table.apply(Statement(f"DROP TABLE IF EXISTS {table.name} PURGE", writes=True))
-    create_events_table(spark, copy)
-    return table

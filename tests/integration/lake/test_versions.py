@@ -11,7 +11,7 @@ from icestream import tables
 from icestream.config import load_settings
 from icestream.ingest.bulk import load_payloads
 from icestream.lake import LakeTable, Window
-from icestream.lake.versions import recreate_events_copy
+from icestream.lake.table import recreate_events_copy
 from icestream.lake.window import event_time_slices
 from icestream.synthetic.generator import backfill_config, generate
 from icestream.timestamps import to_micros

@@ -1,0 +1,104 @@
+"""The package's architecture, checked: imports follow the layers in README's "How it is built".
+
+Every import of an ``icestream`` module, wherever it is written (module level or inside a function),
+must name a module of the same layer or a layer above; type-only imports (under ``TYPE_CHECKING``)
+are exempt, since they never run. The runtime import graph must have no cycle, and no module may
+grow past 450 lines.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.unit
+
+PACKAGE = Path(__file__).resolve().parents[2] / "lib" / "icestream"
+MAX_LINES = 450
+
+# Top to bottom, as in README.md; a package ("lake") covers every module inside it.
+LAYERS = (
+    ("errors", "limits", "timestamps", "config"),
+    ("schema", "jars", "catalog", "spark", "spark_daemon", "clients", "processes", "emulator", "moto_kinesis",
+     "tables", "security", "cluster"),
+    ("lake",),
+    ("synthetic", "producer"),
+    ("ingest",),
+    ("realtime", "health", "anomaly", "duckdb", "pyiceberg"),
+    ("plots", "runner", "cli", "jobs"),
+)  # fmt: skip
+
+
+def layer_of(module: str) -> int:
+    """The layer of ``icestream.a.b`` (by its first part below the package)."""
+    first = module.split(".")[1] if "." in module else ""
+    for number, names in enumerate(LAYERS):
+        if first in names:
+            return number
+    raise AssertionError(f"{module} is in no layer: add it to README's table and to LAYERS")
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def runtime_imports(path: Path) -> set[str]:
+    """``icestream`` modules imported by the file, skipping ``if TYPE_CHECKING:`` blocks."""
+    tree = ast.parse(path.read_text())
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skipped.update(id(child) for child in ast.walk(node))
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("icestream"):
+            modules = [f"{node.module}.{alias.name}" for alias in node.names]
+            found.update(name if (PACKAGE.parent / name.replace(".", "/")).with_suffix(".py").exists()
+                         or (PACKAGE.parent / name.replace(".", "/")).is_dir() else node.module
+                         for name in modules)  # fmt: skip
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name.startswith("icestream"))
+    return {name for name in found if name != "icestream"}
+
+
+SOURCES = sorted(PACKAGE.rglob("*.py"))
+GRAPH = {module_name(path): runtime_imports(path) for path in SOURCES}
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda path: str(path.relative_to(PACKAGE)))
+def test_imports_come_from_the_same_layer_or_above(path: Path) -> None:
+    name = module_name(path)
+    if name == "icestream":
+        return
+    upward = [imported for imported in GRAPH[name] if layer_of(imported) > layer_of(name)]
+    assert not upward, f"{name} (layer {layer_of(name) + 1}) imports from a lower layer: {upward}"
+
+
+def test_the_import_graph_has_no_cycle() -> None:
+    visiting: list[str] = []
+    done: set[str] = set()
+
+    def visit(name: str) -> None:
+        if name in done:
+            return
+        assert name not in visiting, "import cycle: " + " -> ".join([*visiting[visiting.index(name) :], name])
+        visiting.append(name)
+        for imported in GRAPH.get(name, ()):
+            if imported in GRAPH and not name.startswith(imported + "."):  # a package's own __init__ is not a cycle
+                visit(imported)
+        visiting.pop()
+        done.add(name)
+
+    for name in GRAPH:
+        visit(name)
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda path: str(path.relative_to(PACKAGE)))
+def test_no_module_is_over_the_line_limit(path: Path) -> None:
+    lines = len(path.read_text().splitlines())
+    assert lines <= MAX_LINES, f"{path.name} has {lines} lines: split it by concern"
