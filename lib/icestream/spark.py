@@ -30,6 +30,7 @@ _DEFAULTS_LINE = re.compile(
     r"(?P<key>[^\s=:]+)\s*[=:\s]\s*(?P<value>.*)"
 )  # Spark 3.5 runs on 8/11/17; 17 is the pinned, tested version.
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
+FAIR_POOLS = Path(__file__).with_name("fairscheduler.xml")  # the ingest's scheduler pools
 
 
 def java_version() -> tuple[int, str]:
@@ -197,7 +198,9 @@ def session_conf(settings: Settings) -> dict[str, str]:
         "spark.sql.inMemoryColumnarStorage.compressed": "false",
         # Concurrent jobs share the cores instead of queueing: the ingest's read-ahead and its
         # writes, and a notebook's queries while an ingest runs (see ingest.source.SCHEDULER_POOLS).
-        **({"spark.scheduler.mode": "FAIR"} if local else {}),
+        **({"spark.scheduler.mode": "FAIR", "spark.scheduler.allocation.file": FAIR_POOLS.as_uri()} if local else {}),
+        # Plans of wide tables (metadata tables have many columns) print whole, without a WARN line.
+        "spark.sql.debug.maxToStringFields": "1000",
         # A few shuffle partitions suit one machine; a cluster keeps Spark's default.
         **({"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "4"} if local else {}),
         # Python workers import pyspark from site-packages, not from Spark's zips (see spark_daemon).

@@ -85,3 +85,16 @@ def test_no_library_path_without_the_jdbc_driver() -> None:
     conf = spark.java_options(JarPlan("test"))
     assert list(conf) == ["spark.driver.extraJavaOptions"]
     assert "java.library.path" not in conf["spark.driver.extraJavaOptions"]
+
+
+def test_the_scheduler_pools_the_ingest_uses_are_declared() -> None:
+    """Undeclared pools make Spark warn in every notebook that ingests (and run with guessed weights)."""
+    import re
+
+    from icestream.ingest.source import SCHEDULER_POOLS
+    from icestream.spark import FAIR_POOLS
+
+    declared = set(re.findall(r'<pool name="([^"]+)"', FAIR_POOLS.read_text()))
+    assert declared == set(SCHEDULER_POOLS.values())
+    conf = spark.session_conf(load_settings(catalog_type="hadoop"))
+    assert conf["spark.scheduler.allocation.file"] == FAIR_POOLS.as_uri()
