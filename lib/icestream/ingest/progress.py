@@ -156,6 +156,24 @@ class BatchProgress:
         at_tip = all(stats.millis_behind == 0 for stats in self.shards if stats.millis_behind is not None)
         return not self.capped and at_tip and not any(stats.finished for stats in self.shards)
 
+    def set_rates(self, began: float, ended: float, previous_began: float | None) -> None:
+        """Input and processing rates, as Spark's ``StreamingQueryProgress`` defines them.
+
+        The input rate divides this batch's rows by the time from the previous trigger to this one
+        (what arrived in that interval is what this batch read), not by the time since the previous
+        batch began up to this one's end, which counted this batch's own processing twice. The first
+        batch has no previous trigger; its input rate is its processing rate.
+
+        Args:
+            began: This batch's start (monotonic seconds).
+            ended: Its end.
+            previous_began: The previous batch's start, None for the first batch.
+        """
+        processing = max(ended - began, 1e-6)
+        interval = processing if previous_began is None else max(began - previous_began, 1e-6)
+        self.input_rows_per_second = round(self.num_input_rows / interval, 1)
+        self.processed_rows_per_second = round(self.num_input_rows / processing, 1)
+
     def as_dict(self) -> dict[str, Any]:
         """The progress as reported: the keys of ``recent_progress`` and the JSON-lines file."""
         reasons: Counter[str] = Counter()

@@ -228,9 +228,7 @@ class IngestQuery:
         self._batches_run += 1
         now = time.monotonic()
         progress.durations.total = now - began
-        interval = now - (self._last_batch_began if self._last_batch_began is not None else began)
-        progress.input_rows_per_second = round(progress.num_input_rows / max(interval, 1e-6), 1)
-        progress.processed_rows_per_second = round(progress.num_input_rows / max(now - began, 1e-6), 1)
+        progress.set_rates(began, now, self._last_batch_began)
         self._last_batch_began = began
         self._log.record(progress)
         return progress

@@ -86,3 +86,14 @@ def test_the_log_keeps_recent_batches_writes_lines_and_survives_a_failing_callba
     lines = [json.loads(line) for line in log.path.read_text().splitlines()]
     assert lines == list(log.recent) == shown
     assert lines[0]["batch_id"] == 3
+
+
+def test_the_input_rate_is_measured_from_trigger_to_trigger() -> None:
+    """15 rows that arrived over the 5 s between two triggers are 3 rows/s, however long the batch took."""
+    progress = two_shards()  # 15 rows read
+    progress.set_rates(began=105.0, ended=107.5, previous_began=100.0)
+    assert progress.input_rows_per_second == 3.0  # not 15 / 7.5 (previous start to this end)
+    assert progress.processed_rows_per_second == 6.0  # 15 rows in 2.5 s of processing
+    first = two_shards()
+    first.set_rates(began=100.0, ended=102.5, previous_began=None)
+    assert first.input_rows_per_second == first.processed_rows_per_second == 6.0
