@@ -68,3 +68,22 @@ def test_no_magics_that_hide_code(path: Path) -> None:
         if cell["cell_type"] == "code":
             for magic in ("%run", "%%file", "%%writefile"):
                 assert magic not in text
+
+
+# Iceberg operations a notebook teaches: where one runs, the cell prints the SQL it ran.
+TAUGHT = re.compile(
+    r"\.(?:inspect|versions|maintenance)\.(snapshots|history|files|data_files|partitions|manifests|refs|"
+    r"counts_by_type|create_tag|create_branch|drop_ref|fast_forward|rollback_to_snapshot|add_column|"
+    r"rewrite_data_files|rewrite_manifests|expire_snapshots|remove_orphan_files)\("
+)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.name)
+def test_every_iceberg_operation_taught_shows_its_sql(path: Path) -> None:
+    for cell in cells(path):
+        text = source(cell)
+        if cell["cell_type"] != "code" or text.lstrip().startswith("assert") or "\nassert " in text:
+            continue  # the checks cells re-ask what earlier cells showed
+        taught = TAUGHT.findall(text)
+        if taught:
+            assert "last_statement" in text, f"{path.name}: {taught} runs SQL the cell does not show:\n{text[:200]}"
