@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime
 
 import pytest
@@ -67,3 +70,33 @@ def test_stream_table_append_time_travel_and_metadata(spark, stream_settings: Se
     assert sum(row.record_count for row in files) == before + 8
     partitions = spark.sql(f"SELECT partition.event_ts_hour FROM {events}.partitions").collect()
     assert len(partitions) >= 1
+
+
+READY_SESSION = """
+from pyspark.sql import SparkSession
+from icestream.config import load_settings
+from icestream.jars import resolve_jars
+from icestream.spark import get_spark
+
+settings = load_settings()
+ready = (  # what a notebook platform hands over: its own master and settings, no 'lake' catalog
+    SparkSession.builder.master("local[1]").appName("platform")
+    .config("spark.jars", resolve_jars(settings).spark_conf()["spark.jars"])
+    .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
+    .config("spark.sql.shuffle.partitions", "7").config("spark.ui.enabled", "false").getOrCreate()
+)
+spark = get_spark(settings)
+assert spark is ready
+spark.sql("CREATE NAMESPACE IF NOT EXISTS lake.adopted")
+partitions = spark.conf.get("spark.sql.shuffle.partitions")
+print(spark.sparkContext.master, partitions, spark.catalog.databaseExists("lake.adopted"))
+"""
+
+
+def test_a_ready_session_keeps_its_settings_and_gains_the_catalog(settings: Settings) -> None:
+    # Its own process: this one already holds the test session's SparkContext.
+    result = subprocess.run(
+        [sys.executable, "-c", READY_SESSION], env=dict(os.environ), capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == ["local[1]", "7", "True"]

@@ -55,3 +55,10 @@ def test_notebooks_run_in_name_order() -> None:
     assert every[0].name == "00_setup.ipynb"
     assert notebook_paths(["00"]) == [every[0]]
     assert os.sep not in every[0].name
+
+
+def test_ship_requirements_lists_the_executors_pins(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["ship", "--requirements"]) == 0
+    pins = capsys.readouterr().out.split()
+    assert any(pin.startswith("boto3==") for pin in pins)
+    assert all("==" in pin for pin in pins)

@@ -49,6 +49,8 @@ def test_defaults_run_locally_with_no_aws_account() -> None:
         ("ICESTREAM_SHARD_COUNT", "8", "shard_count", 8),
         ("ICESTREAM_SPARK_UI", "true", "spark_ui", True),
         ("ICESTREAM_ICEBERG_JARS", "/a.jar, /b.jar", "iceberg_jars", ("/a.jar", "/b.jar")),
+        ("ICESTREAM_JAR_SOURCE", "provided", "jar_source", "provided"),
+        ("ICESTREAM_SHIP", "package", "ship", "package"),
     ],
 )
 def test_documented_environment_variables(
@@ -113,6 +115,7 @@ def test_profiles_set_their_defaults() -> None:
         ({"shard_count": 0}, "SHARD_COUNT"),
         ({"profile": "aws"}, "WAREHOUSE"),  # Glue needs an s3:// warehouse
         ({"jar_source": "ivy"}, "JAR_SOURCE"),
+        ({"ship": "rsync"}, "SHIP"),
         ({"start_position": "earliest"}, "START_POSITION"),
     ],
 )

@@ -81,6 +81,13 @@ def test_maven_when_configuration_asks() -> None:
     assert aws.spark_conf()["spark.jars.packages"].count("org.apache.iceberg") == 2
 
 
+def test_provided_adds_nothing_the_platform_brings_iceberg() -> None:
+    plan = jars.resolve_jars(load_settings(jar_source="provided"))
+    assert plan.source == "provided"
+    assert plan.spark_conf() == {}
+    assert plan.notes  # the doctor shows what happens instead: a check at start-up
+
+
 def test_missing_wheel_says_how_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(jars.importlib.util, "find_spec", lambda name: None)
     settings = load_settings(jar_cache_dir=str(tmp_path / "empty"))

@@ -49,6 +49,7 @@ from icestream.ingest import positions as pos
 from icestream.ingest.reader import ReadOptions, read_arrow, row_schema
 from icestream.limits import DEFAULT_MAX_EVENT_BYTES, DEFAULT_START_POSITION, START_POSITIONS
 from icestream.schema import REJECT_COLUMNS_DDL, table_columns
+from icestream.shipping import raise_if_executor_import_failed
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -393,8 +394,10 @@ class IngestQuery:
         rows = plan_frame.mapInArrow(read_arrow(read_options), row_schema()).persist(StorageLevel.MEMORY_AND_DISK)
         try:
             collected = rows.where("kind = 'meta'").select("meta", "raw_data").collect()
-        except BaseException:
+        except BaseException as error:
             rows.unpersist()
+            # An executor without icestream: one clear line instead of the worker's traceback.
+            raise_if_executor_import_failed(error, self.settings, self.spark.sparkContext.master)
             raise
         metas = [json.loads(row.meta) for row in collected]
         packed = {meta["shard_id"]: bytes(row.raw_data or b"") for meta, row in zip(metas, collected, strict=True)}
