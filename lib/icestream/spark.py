@@ -4,6 +4,11 @@
 share a single JVM) and otherwise starts one with the Iceberg SQL extensions and a catalog named
 after ``settings.catalog`` for the active profile. Problems a user can cause -- no Java, the wrong
 Java, missing jars -- are checked before the JVM starts and raised as the project's own errors.
+
+On a cluster it fits in rather than takes over: a session someone else started gets the catalog
+added, a driver under ``spark-submit`` keeps its master, jars and Java options
+(:mod:`icestream.cluster`), and a session it starts on a non-local master ships what the
+executors need (:mod:`icestream.shipping`).
 """
 
 from __future__ import annotations
@@ -193,11 +198,13 @@ def get_spark(settings: Settings | None = None, app_name: str = "icestream") -> 
         app_name: The application name shown in the Spark UI and logs.
 
     Returns:
-        A session with the Iceberg extensions and the catalog of the active profile.
+        A session with the Iceberg extensions and the catalog of the active profile (a running
+        session is returned as it is, with the catalog added when it lacks it).
 
     Raises:
         JavaError: If Java is missing or unsupported.
-        JarError: If the Iceberg jars are missing or broken.
+        JarError: If the Iceberg jars are missing or broken (or, with ``jar_source`` provided, absent).
+        ShipError: If what a non-local master's executors need cannot be built.
         SparkStartError: If the JVM fails to start for another reason.
     """
     from pyspark.sql import SparkSession

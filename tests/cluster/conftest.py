@@ -84,9 +84,10 @@ def driver_env(
 
 
 def run_driver(command: Sequence[str], env: dict[str, str], log: Path) -> subprocess.CompletedProcess[str]:
-    """Run a driver to its end; its output goes to ``log`` too (the test's tmp folder)."""
+    """Run a driver to its end in ``log``'s folder (the test's tmp folder); its output goes to ``log`` too."""
     result = subprocess.run(
-        list(command), env=env, capture_output=True, text=True, timeout=DRIVER_TIMEOUT, stdin=subprocess.DEVNULL
-    )
+        list(command), env=env, capture_output=True, text=True, timeout=DRIVER_TIMEOUT, stdin=subprocess.DEVNULL,
+        cwd=log.parent,
+    )  # fmt: skip
     log.write_text(f"$ {' '.join(command)}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}")
     return result

@@ -7,9 +7,7 @@ checks the tables with this process's local session against what the producer se
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -19,9 +17,9 @@ from icestream.shipping import ENV_ALIAS, ShipPlan, submit_arguments
 from icestream.standalone import StandaloneCluster, spark_home
 from tests.cluster.conftest import DRIVER_TIMEOUT, run_driver
 from tests.reliability.faultproxy import FaultProxy
+from tests.reliability.ingest_runner import running
 from tests.reliability.workload import Workload, verify
 
-RUNNER = Path(__file__).resolve().parents[1] / "reliability" / "ingest_runner.py"
 JOB = Path(__file__).resolve().parents[2] / "lib" / "icestream" / "jobs" / "ingest.py"
 
 
@@ -101,17 +99,8 @@ def test_a_driver_killed_mid_stream_restarts_exactly_once(spark, fresh, driver_e
     )
     workload = Workload(made).start(per_call=10, interval=0.3)
     try:
-        with (tmp_path / "killed.log").open("wb") as output:
-            driver = subprocess.Popen(
-                [sys.executable, str(RUNNER)], env=env, stdout=output, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, start_new_session=True,
-            )  # fmt: skip
-            try:
-                driver.wait(timeout=DRIVER_TIMEOUT)
-            finally:
-                if driver.poll() is None:
-                    os.killpg(driver.pid, signal.SIGKILL)  # its own process group only
-                    driver.wait(timeout=30)
+        with running(env, tmp_path / "killed.log") as driver:
+            driver.wait(timeout=DRIVER_TIMEOUT)  # it SIGKILLs itself at the phase
     finally:
         workload.stop()
     assert driver.returncode == -signal.SIGKILL, (tmp_path / "killed.log").read_text()[-3000:]
@@ -142,12 +131,8 @@ def test_a_worker_killed_while_a_batch_reads_loses_and_duplicates_nothing(
             RELIABILITY_MAX_RECORDS="250",
             RELIABILITY_TRIGGER="0",
         )
-        with (tmp_path / "driver.log").open("wb") as output:
-            driver = subprocess.Popen(
-                [sys.executable, str(RUNNER)], env=env, stdout=output, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, start_new_session=True,
-            )  # fmt: skip
-            try:
+        try:
+            with running(env, tmp_path / "driver.log") as driver:
                 deadline = time.monotonic() + DRIVER_TIMEOUT
                 while sum(phase == "before_read" for _, phase, _ in _phases(phase_log)) < 2:
                     assert driver.poll() is None, (tmp_path / "driver.log").read_text()[-3000:]
@@ -158,11 +143,8 @@ def test_a_worker_killed_while_a_batch_reads_loses_and_duplicates_nothing(
                 spark_cluster.kill_worker(0)
                 assert driver.wait(timeout=DRIVER_TIMEOUT) == 0, (tmp_path / "driver.log").read_text()[-3000:]
                 alive_after_kill = spark_cluster.alive_workers()
-            finally:
-                if driver.poll() is None:
-                    os.killpg(driver.pid, signal.SIGKILL)
-                    driver.wait(timeout=30)
-                spark_cluster.start_worker(0, timeout=120)  # the next tests get two workers again
+        finally:
+            spark_cluster.start_worker(0, timeout=120)  # the next tests get two workers again
 
     phases = _phases(phase_log)
     reading = [batch for when, phase, batch in phases if phase == "before_read" and when < killed_at][-1]

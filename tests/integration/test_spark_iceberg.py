@@ -93,10 +93,12 @@ print(spark.sparkContext.master, partitions, spark.catalog.databaseExists("lake.
 """
 
 
-def test_a_ready_session_keeps_its_settings_and_gains_the_catalog(settings: Settings) -> None:
-    # Its own process: this one already holds the test session's SparkContext.
+def test_a_ready_session_keeps_its_settings_and_gains_the_catalog(settings: Settings, tmp_path) -> None:
+    # Its own process (this one already holds the test session's SparkContext), in a scratch folder:
+    # the platform's session has Spark's default spark-warehouse/ in its working directory.
     result = subprocess.run(
-        [sys.executable, "-c", READY_SESSION], env=dict(os.environ), capture_output=True, text=True, timeout=300
-    )
+        [sys.executable, "-c", READY_SESSION], env=dict(os.environ), capture_output=True, text=True, timeout=300,
+        cwd=tmp_path,
+    )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.split() == ["local[1]", "7", "True"]
