@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -21,9 +21,15 @@ from icestream.config import Settings, load_settings, project_home
 
 # A test's kind is the folder it lives in; the marker follows from it, so `-m unit` can never
 # start a JVM or the emulator because someone marked an integration test `unit` by mistake.
-FOLDER_KINDS = {"unit": "unit", "integration": "integration", "notebooks": "notebook", "reliability": "reliability"}
-# Fixtures that start the JVM or the emulator: a unit test must not ask for them.
-SERVICE_FIXTURES = frozenset(("spark", "emulator", "stream_settings", "fresh"))
+FOLDER_KINDS = {
+    "unit": "unit",
+    "integration": "integration",
+    "notebooks": "notebook",
+    "reliability": "reliability",
+    "cluster": "cluster",
+}
+# Fixtures that start the JVM, the emulator or a cluster: a unit test must not ask for them.
+SERVICE_FIXTURES = frozenset(("spark", "emulator", "stream_settings", "fresh", "spark_cluster"))
 TESTS = Path(__file__).resolve().parent
 
 # No per-example deadline: on a shared 2-core machine it turns a correctness test into a timing test.
@@ -115,3 +121,19 @@ def spark(settings: Settings):
 def stream_settings(settings: Settings, emulator: str) -> Settings:
     """Settings naming a fresh stream (so tests sharing the emulator never see each other's records)."""
     return load_settings(stream_name=f"test-{uuid.uuid4().hex[:10]}")
+
+
+@pytest.fixture
+def fresh(spark, emulator: str) -> Callable[..., Settings]:
+    """Make a test-private stream and tables (so campaigns never see each other's records)."""
+    from icestream.clients import ensure_stream
+    from icestream.tables import setup_tables
+
+    def make(shards: int = 2, prefix: str = "rel", **overrides: object) -> Settings:
+        suffix = uuid.uuid4().hex[:8]
+        made = load_settings(stream_name=f"{prefix}-{suffix}", table=f"{prefix}_{suffix}", **overrides)
+        ensure_stream(made, shard_count=shards)
+        setup_tables(spark, made)
+        return made
+
+    return make

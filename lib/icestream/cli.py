@@ -59,6 +59,7 @@ def _doctor_checks(settings: Settings, start_spark: bool) -> list[tuple[str, Cal
     from icestream.catalog import describe_catalog
     from icestream.clients import check_kinesis
     from icestream.jars import iceberg_plan, sqlite_jdbc_driver
+    from icestream.shipping import check_executors
     from icestream.spark import check_java, get_spark
 
     def python() -> str:
@@ -76,7 +77,7 @@ def _doctor_checks(settings: Settings, start_spark: bool) -> list[tuple[str, Cal
 
     def jars() -> str:
         plan = iceberg_plan(settings)
-        where = ", ".join(str(path) for path in plan.jars) or ", ".join(plan.packages)
+        where = ", ".join(str(path) for path in plan.jars) or ", ".join(plan.packages) or "; ".join(plan.notes)
         return f"Iceberg {settings.iceberg_version} jars ({plan.source}): {where}"
 
     def catalog() -> str:
@@ -94,7 +95,10 @@ def _doctor_checks(settings: Settings, start_spark: bool) -> list[tuple[str, Cal
     def spark() -> str:
         session = get_spark(settings, app_name="icestream-doctor")  # also loads the Iceberg classes
         session.sql("SELECT 1").collect()
-        return f"Spark {session.version} started with the Iceberg catalog {settings.catalog!r}"
+        return f"Spark {session.version} on {session.sparkContext.master} with the Iceberg catalog {settings.catalog!r}"
+
+    def executors() -> str:
+        return check_executors(get_spark(settings, app_name="icestream-doctor"), settings)
 
     checks = [
         ("python", python),
@@ -106,7 +110,7 @@ def _doctor_checks(settings: Settings, start_spark: bool) -> list[tuple[str, Cal
         ("kinesis", lambda: check_kinesis(settings)),
     ]
     if start_spark:
-        checks.append(("session", spark))
+        checks += [("session", spark), ("executors", executors)]
     return checks
 
 
@@ -235,6 +239,30 @@ def cmd_produce(args: argparse.Namespace) -> int:
     return 1 if sent.failed else 0
 
 
+def cmd_ship(args: argparse.Namespace) -> int:
+    """Build what executors need and print the matching ``spark-submit`` line (or the requirements)."""
+    import dataclasses
+
+    from icestream import shipping
+    from icestream.jars import resolve_jars
+
+    if args.requirements:
+        print("\n".join(shipping.pinned_requirements()))
+        return 0
+    settings = _settings(args)
+    master = "spark://HOST:7077" if settings.local_master else settings.spark_master
+    plan = shipping.ship_plan(dataclasses.replace(settings, spark_master=master))
+    for artifact in plan.artifacts:
+        print(f"ships {artifact} ({artifact.stat().st_size / 2**20:.1f} MiB)")
+    jars = resolve_jars(settings)
+    iceberg = ["--jars", ",".join(map(str, jars.jars))] if jars.jars else []
+    iceberg += ["--packages", ",".join(jars.packages)] if jars.packages else []
+    job = Path(shipping.PACKAGE) / "jobs" / "ingest.py"
+    command = ["spark-submit", "--master", master, *iceberg, *shipping.submit_arguments(plan), str(job)]
+    print(f"ICESTREAM_SHIP={settings.ship}; submit the ingest job with:\n  " + " ".join([*command, "--available-now"]))
+    return 0
+
+
 def _progress_line(progress: dict[str, Any]) -> str:
     behind = progress["millis_behind_latest"]
     lag = "-" if behind is None else f"{behind / 1000:.1f} s"
@@ -283,11 +311,16 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_common_options(parser: argparse.ArgumentParser) -> None:
+    """``--config`` and ``--profile``, shared with the job entry points (:mod:`icestream.jobs`)."""
+    parser.add_argument("--config", help="YAML settings file (default: ICESTREAM_CONFIG or ./icestream.yaml)")
+    parser.add_argument("--profile", help="local, localstack or aws (default: ICESTREAM_PROFILE or local)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and for later subcommands)."""
     parser = argparse.ArgumentParser(prog="icestream", description=__doc__.splitlines()[0])
-    parser.add_argument("--config", help="YAML settings file (default: ICESTREAM_CONFIG or ./icestream.yaml)")
-    parser.add_argument("--profile", help="local, localstack or aws (default: ICESTREAM_PROFILE or local)")
+    add_common_options(parser)
     commands = parser.add_subparsers(dest="command", required=True)
 
     emulator = commands.add_parser("emulator", help="the local Kinesis emulator")
@@ -338,7 +371,18 @@ def build_parser() -> argparse.ArgumentParser:
     control.add_argument("--status", action="store_true", help="report the background producer")
     produce.set_defaults(handler=cmd_produce)
 
+    ship = commands.add_parser("ship", help="build what cluster executors need; print the spark-submit line")
+    ship.add_argument("--requirements", action="store_true", help="print the executors' pinned requirements")
+    ship.set_defaults(handler=cmd_ship)
+
     ingest = commands.add_parser("ingest", help="stream Kinesis into the Iceberg tables, exactly once")
+    add_ingest_options(ingest)
+    ingest.set_defaults(handler=cmd_ingest)
+    return parser
+
+
+def add_ingest_options(ingest: argparse.ArgumentParser) -> None:
+    """The options of ``icestream ingest``, shared with the job entry point (:mod:`icestream.jobs.ingest`)."""
     ingest.add_argument("--trigger", default="5s", help="processing-time trigger, e.g. 1s, 500ms (default 5s)")
     ingest.add_argument("--available-now", action="store_true", help="read what the stream holds now, commit, stop")
     ingest.add_argument("--duration", type=float, help="stop after this many seconds")
@@ -351,21 +395,32 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("--max-records-per-shard", type=int, default=10_000, help="per batch (default 10000)")
     ingest.add_argument("--no-dedupe", action="store_true", help="keep duplicate event ids")
     ingest.add_argument("--quiet", action="store_true", help="no line per batch")
-    ingest.set_defaults(handler=cmd_ingest)
-    return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``icestream`` console script."""
-    args = build_parser().parse_args(argv)
+def run_handler(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """Run a command; an error a user can fix is printed as one line (exit status 2).
+
+    Args:
+        handler: A ``cmd_*`` function.
+        args: Its parsed arguments.
+
+    Returns:
+        The exit status.
+    """
     try:
-        return int(args.handler(args))
+        return int(handler(args))
     except IcestreamError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``icestream`` console script."""
+    args = build_parser().parse_args(argv)
+    return run_handler(args.handler, args)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,10 @@ from icestream.limits import DEFAULT_START_POSITION, START_POSITIONS
 
 ENV_PREFIX = "ICESTREAM_"
 PROFILES = ("local", "localstack", "aws")
-JAR_SOURCES = ("auto", "maven")
+# "provided": the platform brings its own Iceberg (EMR, Glue --datalake-formats); checked at start-up.
+JAR_SOURCES = ("auto", "maven", "provided")
+# What a session on a non-local master ships to its executors (see icestream.shipping).
+SHIP_MODES = ("packed", "package", "none")
 CATALOG_TYPES = ("jdbc", "hadoop", "glue")
 CATALOG_FILE = "catalog.db"  # the JDBC catalog's SQLite file, inside the warehouse folder
 SQLITE_JDBC_JAR = "/usr/share/java/sqlite-jdbc.jar"  # Debian's libxerial-sqlite-jdbc-java
@@ -108,6 +111,8 @@ class Settings:
     jar_source: str = "auto"
     iceberg_jars: tuple[str, ...] = ()
     jar_cache_dir: str = ".cache/jars"
+    ship: str = "packed"  # non-local masters: packed environment, package only, or nothing
+    ship_cache_dir: str = ".cache/ship"
     iceberg_version: str = ICEBERG_VERSION
     sqlite_jdbc_jar: str = SQLITE_JDBC_JAR  # the JDBC catalog's driver
     run_dir: str = "data/run"
@@ -131,6 +136,11 @@ class Settings:
         return f"{self.catalog}.{self.namespace}"
 
     @property
+    def local_master(self) -> bool:
+        """True when Spark runs in this process's JVM (``local[*]``): nothing to ship to executors."""
+        return self.spark_master.startswith("local")
+
+    @property
     def is_local_endpoint(self) -> bool:
         """True when Kinesis is an emulator on this machine (dummy keys are allowed)."""
         return self.profile in ("local", "localstack")
@@ -139,7 +149,8 @@ class Settings:
         """Resolve a path-valued setting against the project folder.
 
         Args:
-            setting: One of ``warehouse``, ``jar_cache_dir``, ``run_dir``, ``output_dir``, ``sqlite_jdbc_jar``.
+            setting: One of ``warehouse``, ``jar_cache_dir``, ``ship_cache_dir``, ``run_dir``, ``output_dir``,
+                ``sqlite_jdbc_jar``.
 
         Returns:
             An absolute path.
@@ -332,6 +343,7 @@ def _validate(settings: Settings) -> None:
         validate_identifier(getattr(settings, name), f"{ENV_PREFIX}{name.upper()} / {name}")
     _check(settings.catalog_type in CATALOG_TYPES, "catalog_type", f"choose one of {', '.join(CATALOG_TYPES)}.")
     _check(settings.jar_source in JAR_SOURCES, "jar_source", f"choose one of {', '.join(JAR_SOURCES)}.")
+    _check(settings.ship in SHIP_MODES, "ship", f"choose one of {', '.join(SHIP_MODES)}.")
     _check(
         bool(_SPARK_MASTER.fullmatch(settings.spark_master)),
         "spark_master",

@@ -30,6 +30,14 @@ class SparkStartError(IcestreamError):
     """The Spark session could not start."""
 
 
+class ShipError(IcestreamError):
+    """What executors need (the packed environment or the package zip) could not be built."""
+
+
+class ExecutorImportError(ConfigError):
+    """Spark executors cannot import icestream or a dependency; the message names the ship setting."""
+
+
 class ServiceUnavailableError(IcestreamError):
     """A service (the Kinesis emulator, LocalStack or AWS) cannot be reached."""
 

@@ -8,7 +8,9 @@ Resolution order (``resolve_jars``):
    lacks the relocated Jackson classes it references: we relocate the Jackson jars that pyspark
    bundles into Iceberg's shaded package with jarjar (see ``shared/STACK.md``) and cache the result;
 4. Maven coordinates through ``spark.jars.packages`` when configuration asks for them
-   (``ICESTREAM_JAR_SOURCE=maven``: machines with internet, EMR, Glue; the ``aws`` profile).
+   (``ICESTREAM_JAR_SOURCE=maven``: machines with internet, EMR, Glue; the ``aws`` profile);
+5. nothing, when the platform provides Iceberg itself (``ICESTREAM_JAR_SOURCE=provided``: EMR with
+   Iceberg enabled, Glue with ``--datalake-formats iceberg``); the session checks that it loads.
 
 The JDBC catalog (the ``local`` default) also needs the SQLite JDBC driver on the driver's
 classpath: ``ICESTREAM_SQLITE_JDBC_JAR``, by default Debian's ``/usr/share/java/sqlite-jdbc.jar``.
@@ -332,6 +334,10 @@ def iceberg_plan(settings: Settings, build: bool = True) -> JarPlan:
         return JarPlan("configured path", jars=jars)
     if settings.jar_source == "maven":
         return JarPlan("maven", packages=maven_packages(settings))
+    if settings.jar_source == "provided":
+        # EMR and Glue (--datalake-formats iceberg) put their own Iceberg on the classpath; the
+        # session checks at start-up that its classes load (spark._verify_classes).
+        return JarPlan("provided", notes=("the platform's own Iceberg, checked when the session starts",))
     cached = _cached(settings)
     if cached is not None:
         check_jars(cached)

@@ -4,22 +4,32 @@
 share a single JVM) and otherwise starts one with the Iceberg SQL extensions and a catalog named
 after ``settings.catalog`` for the active profile. Problems a user can cause -- no Java, the wrong
 Java, missing jars -- are checked before the JVM starts and raised as the project's own errors.
+
+On a cluster it fits in rather than takes over: a session someone else started gets the catalog
+added, a driver under ``spark-submit`` keeps its master, jars and Java options
+(:mod:`icestream.cluster`), and a session it starts on a non-local master ships what the
+executors need (:mod:`icestream.shipping`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from icestream.catalog import ensure_jdbc_catalog
+from icestream.cluster import existing_conf, merged, with_master
 from icestream.config import Settings, load_settings
 from icestream.errors import JarError, JavaError, SparkStartError
 from icestream.jars import CLASSES_TO_LOAD, JarPlan, resolve_jars
+from icestream.shipping import ShipPlan, ship_plan
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -212,7 +222,7 @@ def session_conf(settings: Settings) -> dict[str, str]:
     return conf
 
 
-def _verify_classes(spark: SparkSession) -> None:
+def _verify_classes(spark: SparkSession, settings: Settings) -> None:
     """Load the Iceberg classes once, so a broken jar fails here with a clear message."""
     jvm = spark.sparkContext._jvm
     loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
@@ -220,10 +230,50 @@ def _verify_classes(spark: SparkSession) -> None:
         try:
             jvm.java.lang.Class.forName(name, False, loader)
         except Exception:  # noqa: BLE001 - py4j raises its own error types for a missing class
+            if settings.jar_source == "provided":
+                raise JarError(
+                    f"ICESTREAM_JAR_SOURCE=provided, but the session cannot load {name}: the platform does not "
+                    "provide Iceberg. Enable it (EMR: the iceberg-defaults classification, iceberg.enabled=true; "
+                    "Glue: --datalake-formats iceberg; spark-submit: --jars), or set ICESTREAM_JAR_SOURCE=auto."
+                ) from None
             raise JarError(
                 f"Spark started but cannot load {name}. The Iceberg jars on spark.jars are incomplete: "
                 "delete the jar cache folder (.cache/jars) and run `icestream doctor` to rebuild it."
             ) from None
+
+
+def _adopt(session: SparkSession, settings: Settings) -> SparkSession:
+    """Use a session someone else started (a notebook platform's, spark-submit's) without restarting it.
+
+    Catalogs are runtime settings, so the catalog is added to the running session; the SQL
+    extensions are static and can only be reported when missing (``CALL`` procedures need them).
+    """
+    for key, value in catalog_conf(settings).items():
+        if session.conf.get(key, None) is None:
+            session.conf.set(key, value)
+    extensions = session.conf.get("spark.sql.extensions", None) or ""
+    if "IcebergSparkSessionExtensions" not in extensions:
+        logging.getLogger(__name__).warning(
+            "The running Spark session has no Iceberg SQL extensions; CALL procedures and branch DDL will fail. "
+            "Start it with spark.sql.extensions=org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions."
+        )
+    _verify_classes(session, settings)
+    return session
+
+
+@contextlib.contextmanager
+def _environ(values: dict[str, str]) -> Iterator[None]:
+    """Set environment variables while a SparkContext starts (pyspark reads them then), then restore them."""
+    saved = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def get_spark(settings: Settings | None = None, app_name: str = "icestream") -> SparkSession:
@@ -234,11 +284,13 @@ def get_spark(settings: Settings | None = None, app_name: str = "icestream") -> 
         app_name: The application name shown in the Spark UI and logs.
 
     Returns:
-        A session with the Iceberg extensions and the catalog of the active profile.
+        A session with the Iceberg extensions and the catalog of the active profile (a running
+        session is returned as it is, with the catalog added when it lacks it).
 
     Raises:
         JavaError: If Java is missing or unsupported.
-        JarError: If the Iceberg jars are missing or broken.
+        JarError: If the Iceberg jars are missing or broken (or, with ``jar_source`` provided, absent).
+        ShipError: If what a non-local master's executors need cannot be built.
         SparkStartError: If the JVM fails to start for another reason.
     """
     from pyspark.sql import SparkSession
@@ -247,16 +299,17 @@ def get_spark(settings: Settings | None = None, app_name: str = "icestream") -> 
     active = SparkSession.getActiveSession()
     if active is not None:
         if active.conf.get(f"spark.sql.catalog.{settings.catalog}", None) is None:
-            raise SparkStartError(
-                f"A Spark session is already running without the {settings.catalog!r} catalog. "
-                "Restart the kernel (or stop that session) and call get_spark() first."
-            )
+            return _adopt(active, settings)
         return active
 
     check_java()
+    theirs, running = existing_conf()  # spark-submit's, or the platform's spark-defaults.conf
+    settings = with_master(settings, theirs, running)
     conf = session_conf(settings)
     if settings.catalog_type == "jdbc":
         ensure_jdbc_catalog(settings)  # Spark starts with jdbc.init-catalog-tables=false (see there)
+    shipped = ship_plan(settings) if not running else ShipPlan("none")  # spark-submit ships with its own options
+    conf.update(shipped.conf)
     if settings.spark_master.startswith("local"):
         # Executors of a local master must use this interpreter (the project's venv).
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -265,11 +318,14 @@ def get_spark(settings: Settings | None = None, app_name: str = "icestream") -> 
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         conf.setdefault("spark.driver.host", "127.0.0.1")
         conf.setdefault("spark.driver.bindAddress", "127.0.0.1")
-    builder = SparkSession.builder.master(settings.spark_master).appName(app_name)
-    for key, value in conf.items():
+    builder = SparkSession.builder if running else SparkSession.builder.master(settings.spark_master)
+    if "spark.app.name" not in theirs:
+        builder = builder.appName(app_name)
+    for key, value in merged(conf, theirs).items():
         builder = builder.config(key, value)
     try:
-        spark = builder.getOrCreate()
+        with _environ(shipped.environ):
+            spark = builder.getOrCreate()
     except Exception as error:  # noqa: BLE001 - py4j/JVM start-up errors have no common base
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise SparkStartError(
@@ -277,5 +333,5 @@ def get_spark(settings: Settings | None = None, app_name: str = "icestream") -> 
             "Run `icestream doctor` to check Java, the jars and the settings."
         ) from None
     spark.sparkContext.setLogLevel(settings.spark_log_level.upper())
-    _verify_classes(spark)
+    _verify_classes(spark, settings)
     return spark

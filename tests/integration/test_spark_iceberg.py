@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import subprocess
 import sys
@@ -115,3 +116,35 @@ def test_commits_from_two_processes_are_never_lost(spark, stream_settings: Setti
     assert other.wait(timeout=300) == 0
     spark.sql(f"REFRESH TABLE {events}")  # Spark's catalog caches a table for 30 s; the other's commits are newer
     assert spark.table(events).count() == before + 2 * rounds
+
+
+READY_SESSION = """
+from pyspark.sql import SparkSession
+from icestream.config import load_settings
+from icestream.jars import resolve_jars
+from icestream.spark import get_spark
+
+settings = load_settings()
+ready = (  # what a notebook platform hands over: its own master and settings, no 'lake' catalog
+    SparkSession.builder.master("local[1]").appName("platform")
+    .config("spark.jars", resolve_jars(settings).spark_conf()["spark.jars"])
+    .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
+    .config("spark.sql.shuffle.partitions", "7").config("spark.ui.enabled", "false").getOrCreate()
+)
+spark = get_spark(settings)
+assert spark is ready
+spark.sql("CREATE NAMESPACE IF NOT EXISTS lake.adopted")
+partitions = spark.conf.get("spark.sql.shuffle.partitions")
+print(spark.sparkContext.master, partitions, spark.catalog.databaseExists("lake.adopted"))
+"""
+
+
+def test_a_ready_session_keeps_its_settings_and_gains_the_catalog(settings: Settings, tmp_path) -> None:
+    # Its own process (this one already holds the test session's SparkContext), in a scratch folder:
+    # the platform's session has Spark's default spark-warehouse/ in its working directory.
+    result = subprocess.run(
+        [sys.executable, "-c", READY_SESSION], env=dict(os.environ), capture_output=True, text=True, timeout=300,
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == ["local[1]", "7", "True"]

@@ -7,14 +7,11 @@
 from __future__ import annotations
 
 import time
-import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from icestream.clients import ensure_stream
-from icestream.config import Settings, load_settings
+from icestream.config import Settings
 from tests.reliability import figures
 from tests.reliability.figures import FULL
 
@@ -22,21 +19,6 @@ from tests.reliability.figures import FULL
 @pytest.fixture(scope="session", autouse=True)
 def _figures_home(settings: Settings) -> None:
     figures.set_meta(mode="full" if FULL else "bounded", run_dir=str(settings.path("run_dir")), started=time.time())
-
-
-@pytest.fixture
-def fresh(spark, emulator: str) -> Callable[..., Settings]:
-    """Make a campaign-private stream and tables (so campaigns never see each other's records)."""
-    from icestream.tables import setup_tables
-
-    def make(shards: int = 2, prefix: str = "rel", **overrides: object) -> Settings:
-        suffix = uuid.uuid4().hex[:8]
-        made = load_settings(stream_name=f"{prefix}-{suffix}", table=f"{prefix}_{suffix}", **overrides)
-        ensure_stream(made, shard_count=shards)
-        setup_tables(spark, made)
-        return made
-
-    return make
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -40,6 +40,8 @@ class FaultProxy:
         budget: Faults to inject at most.
         operations: Kinesis operations (``GetRecords`` ...) that may get the fault.
         stall_seconds: How long a ``timeout`` fault holds the request before closing it.
+        delay_seconds: How long every forwarded request for one of ``operations`` waits first
+            (a slow endpoint: it keeps read tasks running long enough to be interrupted).
     """
 
     def __init__(
@@ -50,6 +52,7 @@ class FaultProxy:
         budget: int = 10,
         operations: tuple[str, ...] = ("GetRecords", "GetShardIterator"),
         stall_seconds: float = 3.0,
+        delay_seconds: float = 0.0,
     ) -> None:
         if fault is not None and fault not in FAULTS:
             raise ValueError(f"unknown fault {fault!r}")
@@ -60,6 +63,7 @@ class FaultProxy:
         self.budget = budget
         self.operations = operations
         self.stall_seconds = stall_seconds
+        self.delay_seconds = delay_seconds
         self.requests: Counter[str] = Counter()
         self.injected: Counter[str] = Counter()
         self.down = False  # True: refuse every request with a reset, as a dead endpoint would
@@ -127,6 +131,8 @@ class FaultProxy:
             self._answer(handler, status, {"Content-Type": "application/x-amz-json-1.1"},
                          json.dumps({"__type": code, "message": message}).encode())  # fmt: skip
             return
+        if self.delay_seconds and operation in self.operations:
+            time.sleep(self.delay_seconds)
         connection = http.client.HTTPConnection(*self.upstream, timeout=60)
         try:
             headers = {key: value for key, value in handler.headers.items() if key.lower() != "host"}

@@ -10,11 +10,34 @@ clean up, which is the point.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+
+
+@contextlib.contextmanager
+def running(env: dict[str, str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """This runner as its own process group (Python and its JVM), output to ``log``.
+
+    Yields:
+        The process; on leaving, it is SIGKILLed with its group if it still runs.
+    """
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            [sys.executable, __file__], env=env, stdout=output, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+        try:
+            yield process
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)  # its own process group, nothing else
+                process.wait(timeout=30)
 
 
 def main() -> int:

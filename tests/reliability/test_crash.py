@@ -9,11 +9,11 @@ drains the stream, and the tables are compared with what the producer sent.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -24,11 +24,11 @@ from icestream.ingest import start_ingest
 from icestream.ingest.options import PHASES
 from tests.reliability import figures
 from tests.reliability.figures import size
+from tests.reliability.ingest_runner import running
 from tests.reliability.workload import Workload, verify
 
 pytestmark = pytest.mark.reliability
 
-RUNNER = Path(__file__).with_name("ingest_runner.py")
 # Where a kill landed, named by the last phase the process reported before it died.
 LANDED = {
     None: "starting up (no batch yet)",
@@ -52,16 +52,8 @@ def _trial(settings, log_dir: Path, number: int, phase: str | None, batch: int, 
     }
     if phase:
         env["RELIABILITY_KILL_PHASE"] = phase
-    with (log_dir / f"trial-{number:02d}.log").open("wb") as output:
-        process = subprocess.Popen(
-            [sys.executable, str(RUNNER)], env=env, stdout=output, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True,
-        )  # fmt: skip
-        try:
-            process.wait(timeout=delay)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)  # this trial's own process group, nothing else
-            process.wait(timeout=30)
+    with running(env, log_dir / f"trial-{number:02d}.log") as process, contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=delay)  # past it, leaving the block SIGKILLs the trial's process group
     lines = phase_log.read_text().split("\n") if phase_log.exists() else []
     phases = [line.split()[1] for line in lines if line.strip()]
     return process.returncode, (phases[-1] if phases else None)

@@ -78,3 +78,10 @@ def test_notebooks_run_in_name_order() -> None:
     names = [path.name for path in every]
     assert all(re.fullmatch(r"\d\d(_[a-z0-9]+)+\.ipynb", name) for name in names), f"NN_verb_object.ipynb: {names}"
     assert [int(name[:2]) for name in names] == list(range(len(names))), f"numbered 00, 01, ... with no gap: {names}"
+
+
+def test_ship_requirements_lists_the_executors_pins(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["ship", "--requirements"]) == 0
+    pins = capsys.readouterr().out.split()
+    assert any(pin.startswith("boto3==") for pin in pins)
+    assert all("==" in pin for pin in pins)

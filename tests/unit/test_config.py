@@ -65,6 +65,8 @@ def test_the_hadoop_catalog_stays_selectable(monkeypatch: pytest.MonkeyPatch) ->
         ("ICESTREAM_ICEBERG_JARS", "/a.jar, /b.jar", "iceberg_jars", ("/a.jar", "/b.jar")),
         ("ICESTREAM_CATALOG_TYPE", "hadoop", "catalog_type", "hadoop"),
         ("ICESTREAM_SQLITE_JDBC_JAR", "/opt/sqlite-jdbc-3.46.jar", "sqlite_jdbc_jar", "/opt/sqlite-jdbc-3.46.jar"),
+        ("ICESTREAM_JAR_SOURCE", "provided", "jar_source", "provided"),
+        ("ICESTREAM_SHIP", "package", "ship", "package"),
     ],
 )
 def test_documented_environment_variables(
@@ -131,6 +133,7 @@ def test_profiles_set_their_defaults() -> None:
         ({"warehouse": "s3://bucket/wh"}, "WAREHOUSE"),  # the JDBC catalog's SQLite file needs a local folder
         ({"catalog_type": "hive"}, "CATALOG_TYPE"),
         ({"jar_source": "ivy"}, "JAR_SOURCE"),
+        ({"ship": "rsync"}, "SHIP"),
         ({"start_position": "earliest"}, "START_POSITION"),
     ],
 )

@@ -99,6 +99,16 @@ def test_maven_when_configuration_asks() -> None:
     assert aws.spark_conf()["spark.jars.packages"].count("org.apache.iceberg") == 2
 
 
+def test_provided_adds_no_iceberg_jar_the_platform_brings_iceberg() -> None:
+    plan = jars.resolve_jars(load_settings(jar_source="provided", catalog_type="hadoop"))
+    assert plan.source == "provided"
+    assert plan.spark_conf() == {}
+    assert plan.notes  # the doctor shows what happens instead: a check at start-up
+    # A JDBC catalog still needs its database driver, which no platform brings.
+    with_jdbc = jars.resolve_jars(load_settings(jar_source="provided", catalog_type="jdbc"))
+    assert with_jdbc.spark_conf() == {"spark.jars": str(jars.sqlite_jdbc_driver(load_settings())[0])}
+
+
 def test_missing_wheel_says_how_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(jars.importlib.util, "find_spec", lambda name: None)
     settings = load_settings(jar_cache_dir=str(tmp_path / "empty"))

@@ -33,6 +33,7 @@ from icestream.ingest.options import IngestOptions
 from icestream.ingest.progress import ReadStats
 from icestream.ingest.reader import ReadOptions, read_arrow, row_schema
 from icestream.limits import ITERATOR_LIFETIME_SECONDS
+from icestream.shipping import raise_if_executor_import_failed
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -274,8 +275,10 @@ class ShardSource:
         rows = plan_frame.mapInArrow(read_arrow(read_options), row_schema()).persist(StorageLevel.MEMORY_AND_DISK)
         try:
             collected = rows.where("kind = 'meta'").select("meta", "raw_data").collect()
-        except BaseException:
+        except BaseException as error:
             rows.unpersist()
+            # An executor without icestream: one clear line instead of the worker's traceback.
+            raise_if_executor_import_failed(error, self.settings, self.spark.sparkContext.master)
             raise
         shards = [ReadStats.from_json(row.meta) for row in collected]
         packed = {stats.shard_id: bytes(row.raw_data or b"") for stats, row in zip(shards, collected, strict=True)}
