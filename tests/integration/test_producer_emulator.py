@@ -24,6 +24,7 @@ from icestream.producer.background import (
 )
 from icestream.producer.put import produce
 from icestream.producer.run import RunSummary, read_run_summary, run_production, run_summary_path
+from icestream.producer.summary import ProduceSummary
 from icestream.synthetic.generator import EventGenerator, backfill_config, generate, live_config
 from icestream.synthetic.ground_truth import DEFAULT_ANOMALIES, ground_truth_path, read_ground_truth
 from icestream.synthetic.malformed import MALFORMED_KINDS, malformed_payload
@@ -246,21 +247,40 @@ def raw_put_rate(stream: Settings, seconds: float = 2.0) -> float:
     return calls * len(entries) / elapsed
 
 
-@pytest.mark.parametrize("mode", ["live", "backfill"])
-def test_the_rate_is_met_up_to_80_percent_of_the_raw_put_rate(stream: Settings, mode: str) -> None:
-    """The achieved rate is the summary's records sent over its wall time (no timing of the test itself)."""
+def run_at_rate(stream: Settings, mode: str, rate: float, seconds: float) -> ProduceSummary:
+    """Send ``rate x seconds`` records at ``rate``: live (paced by event time) or a backfill (a rate cap)."""
     client = kinesis_client(stream)  # opened first: a live window starts when its config is made
-    rate = 0.8 * raw_put_rate(stream)
-    count = int(rate * 6)  # about six seconds of sending
-    if mode == "live":  # event time = now: each record is sent when its time comes
+    count = int(rate * seconds)
+    if mode == "live":
         generator = EventGenerator(live_config(rate, records=count, seed=7))
         options: dict[str, Any] = {"pace": True}
-    else:  # history: the rate is a cap on sending
+    else:
         generator = EventGenerator(backfill_config(hours=1, records=count, seed=7))
         options = {"rate_limit": rate}
     run = run_production(stream, generator, mode=mode, generator=generator, client=client, progress=False, **options)
-    sent = run.producer
-    achieved = sent.sent / sent.seconds
-    print(f"{mode}: raw x 0.8 = {rate:,.0f} records/s, achieved {achieved:,.0f} ({achieved / rate:.3f})")
-    assert sent.sent == count
+    assert run.producer.sent == count
+    return run.producer
+
+
+@pytest.mark.parametrize("mode", ["live", "backfill"])
+def test_the_rate_is_met_up_to_80_percent_of_the_raw_put_rate(stream: Settings, mode: str) -> None:
+    """The achieved rate is the summary's records sent over its wall time (no timing of the test itself).
+
+    The raw rate is measured just before and just after the run: the claim is about a rate the stream
+    can take, so a run during which the machine's load moved the raw rate by more than 10 % (other
+    processes sharing the cores) proves nothing either way and is tried again.
+    """
+    for _ in range(3):
+        before = raw_put_rate(stream)
+        rate = 0.8 * before
+        sent = run_at_rate(stream, mode, rate, seconds=6.0)
+        after = raw_put_rate(stream)
+        achieved = sent.sent / sent.seconds
+        print(f"{mode}: raw {before:,.0f} then {after:,.0f} records/s; at 0.8 x raw = {rate:,.0f} records/s "
+              f"achieved {achieved:,.0f} ({achieved / rate:.3f})")  # fmt: skip
+        if abs(after / before - 1) <= 0.10:
+            break
+    else:
+        pytest.skip(f"the raw put rate moved by more than 10 % during each of three runs (last {before:,.0f} -> "
+                    f"{after:,.0f} records/s): the machine is too busy to measure a rate")  # fmt: skip
     assert abs(achieved / rate - 1) <= 0.05, f"{achieved:,.0f} records/s for a rate of {rate:,.0f}"

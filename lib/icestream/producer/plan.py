@@ -140,22 +140,19 @@ def plan_production(
     if backfill_hours:
         specs = parse_anomalies(anomalies or "default")
         config = synthetic.backfill_config(backfill_hours, records=count, seed=seed, anomalies=specs, **mix)
-        source = synthetic.EventGenerator(config)
         what = f"{count} records" if count else f"about {config.rate * config.seconds * config.records_per_event:,.0f}"
-        description = (
-            f"backfill: {what} over the {backfill_hours:g} h before now to {stream}, {_send_rate(rate)}; "
-            f"run {source.run_id}"
-        )
-        return ProductionPlan("backfill", source, source, {"rate_limit": rate, "duration": duration}, description)
+        how = f"over the {backfill_hours:g} h before now to {stream}, {_send_rate(rate)}"
+        return _generated("backfill", config, f"{what} {how}", {"rate_limit": rate, "duration": duration})
     if (count is None) == (duration is None):
         raise ConfigError("live production needs --count RECORDS or --duration SECONDS (one of them), so that it ends.")
     per_second, why = live_rate(client or kinesis_client(settings), stream, count, rate)
     config = synthetic.live_config(per_second, seconds=duration, records=count, seed=seed,
                                    anomalies=parse_anomalies(anomalies), **mix)  # fmt: skip
-    source = synthetic.EventGenerator(config)
     what = f"{count} records" if count else f"{duration:g} s"
-    description = (
-        f"live: {what} to {stream} at {per_second:,.0f} records/s ({why}), about {config.seconds:,.0f} s; "
-        f"run {source.run_id}"
-    )
-    return ProductionPlan("live", source, source, {"append_truth": True, "pace": True}, description)
+    how = f"to {stream} at {per_second:,.0f} records/s ({why}), about {config.seconds:,.0f} s"
+    return _generated("live", config, f"{what} {how}", {"append_truth": True, "pace": True})
+
+
+def _generated(mode: str, config: synthetic.GeneratorConfig, what: str, options: dict[str, Any]) -> ProductionPlan:
+    source = synthetic.EventGenerator(config)
+    return ProductionPlan(mode, source, source, options, f"{mode}: {what}; run {source.run_id}")

@@ -259,7 +259,7 @@ class EventGenerator:
         """A dry pass at ``density``: each unit's record count (negative: never thinned); nothing encoded."""
         dry = EventGenerator(replace(self.config, records=None))  # the same draws: same seed and window
         dry._density, dry._dry = density, []
-        for _ in dry._timeline():
+        for _ in dry:  # yields nothing: a dry pass only counts
             pass
         return dry._dry
 
@@ -277,16 +277,18 @@ class EventGenerator:
             "device_info": user.device,
         }
 
-    def _unit(self, event_ts: float, records: list[Record], tag: str | None = None, fixed: bool = False) -> None:
-        """Add a unit (records of one event time); ``tag`` is counted when it happens; ``fixed``: never thinned."""
+    def _unit(
+        self, event_ts: float, records: list[Record], tag: str | None = None, fixed: bool = False, now: bool = True
+    ) -> Record | None:
+        """Add a unit (see :meth:`Schedule.add`); ``fixed``: never thinned; return a record that leaves at once."""
         if self._dry is not None:  # a dry pass only counts each unit's records
             self._dry.append(-len(records) if fixed else len(records))
-            return
+            return None
         numbered = []
         for record in records:
             self._sequence += 1  # creation order breaks ties between equal send times
             numbered.append((self._sequence, record))
-        self._schedule.add(event_ts, numbered, tag)
+        return self._schedule.add(event_ts, numbered, tag, now=now)
 
     def _dropped(self, event_type: str, ts: float) -> bool:
         for start, end, dropped_type, keep in self._drops:
@@ -295,7 +297,7 @@ class EventGenerator:
                 return True
         return False
 
-    def _emit(self, event: dict[str, Any], ts: float, tag: str | None = None) -> None:
+    def _emit(self, event: dict[str, Any], ts: float, tag: str | None = None) -> Record | None:
         """Add one clean event, and the duplicates, lateness, extras and bad records drawn for it."""
         config, rng = self.config, self._rng
         extra = rng.random() < config.extra_field_rate
@@ -318,7 +320,7 @@ class EventGenerator:
             bad = malformed_payload(kind, event, max_event_bytes=config.max_event_bytes) if self._dry is None else b""
             bad_key = key if kind not in ("missing_user_id", "wrong_type_string") else f"k-{rng.getrandbits(32):08x}"
             unit.append(Record(bad, bad_key, kind, ts, send_at + rng.uniform(0.0, 1.0), event_type, event_id))
-        self._unit(ts, unit, tag)
+        return self._unit(ts, unit, tag, now=tag is None)  # anomaly extras are made ahead of their time
 
     def _anomaly_extras(self) -> None:
         """Add the extra events of spikes and bursts: a Poisson stream at (factor - 1) x baseline."""
@@ -343,20 +345,10 @@ class EventGenerator:
             event = self._event(user, f"s-{self._rng.getrandbits(48):012x}", "page_view", ts, 1.0)
             data = malformed_payload(KINESIS_OVERSIZED, event) if self._dry is None else b""
             record = Record(data, user.user_id, KINESIS_OVERSIZED, ts, ts, "page_view", event["event_id"])
-            self._unit(ts, [record], fixed=True)
+            self._unit(ts, [record], fixed=True, now=False)
 
     def _session_rate(self, epoch_seconds: float) -> float:
         return self.rate_at(max(epoch_seconds, self._start)) * self._density / self._session_events
-
-    def _timeline(self) -> Iterator[float]:
-        """Add every unit in event-time order; yield each event time before adding its unit."""
-        self._anomaly_extras()
-        self._oversized_for_kinesis()
-        sessions = session_events(self._rng, self._users, self._start, self._limit, self._session_rate)
-        for ts, user, session_id, event_type, gap in sessions:
-            yield ts
-            if not self._dropped(event_type, ts):
-                self._emit(self._event(user, session_id, event_type, ts, gap), ts)
 
     def _yield(self, record: Record) -> Record:
         self.counts[record.kind] += 1
@@ -371,14 +363,25 @@ class EventGenerator:
             raise RuntimeError("An EventGenerator is iterated once; make a new one for another pass.")
         self._iterated = True
         schedule = self._schedule
-        for now in self._timeline():
-            # Every unit still to come happens at or after ``now``: what happened before can leave.
-            if schedule.waiting(before=now):
-                schedule.admit(before=now)
+        self._anomaly_extras()  # made ahead, they wait in the schedule for their time
+        self._oversized_for_kinesis()
+        for ts, user, session_id, event_type, gap in session_events(
+            self._rng, self._users, self._start, self._limit, self._session_rate
+        ):
+            # Every unit still to come happens at or after ``ts``: what happened before can leave.
+            if schedule.waiting(before=ts):
+                schedule.admit(before=ts)
                 if schedule.full:
                     break  # what is still due leaves at the instant the budget was spent (drain)
-                for record in schedule.release(before=now):
+                for record in schedule.release(before=ts):
                     yield self._yield(record)
+            if self._dropped(event_type, ts):
+                continue
+            ready = self._emit(self._event(user, session_id, event_type, ts, gap), ts)
+            if ready is not None:
+                yield self._yield(ready)
+            if schedule.full:
+                break
         for record in schedule.drain():
             yield self._yield(record)
 

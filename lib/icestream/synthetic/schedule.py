@@ -63,25 +63,54 @@ class Schedule:
         """True once the budget is spent: nothing more happens."""
         return self.stopped_at is not None
 
-    def add(self, event_ts: float, records: list[tuple[int, Record]], tag: str | None = None) -> None:
-        """Add a unit: its records (each with its creation sequence number, the tie-break) and a tag."""
-        heapq.heappush(self._pending, (event_ts, self.units, records, tag))
+    def add(
+        self, event_ts: float, records: list[tuple[int, Record]], tag: str | None = None, *, now: bool = False
+    ) -> Record | None:
+        """Add a unit: its records (each with its creation sequence number, the tie-break) and a tag.
+
+        Args:
+            event_ts: When it happens.
+            records: Its records, numbered.
+            tag: Counted in ``tags`` when the unit happens (e.g. ``anomaly_extra``).
+            now: It happens now (the caller's present is ``event_ts``, every earlier unit was added):
+                it is let happen at once instead of waiting for :meth:`admit`.
+
+        Returns:
+            Its record, when the unit happened now, is one on-time record and nothing is due before it:
+            it can leave at once, without a trip through the queue (the common case, kept cheap).
+        """
+        number = self.units
         self.units += 1
+        if not now:
+            heapq.heappush(self._pending, (event_ts, number, records, tag))
+            return None
+        records = self._happen(event_ts, number, records, tag)
+        if len(records) == 1 and records[0][1].send_at <= event_ts and not (self._due and self._due[0][0] <= event_ts):
+            return records[0][1]
+        for sequence, record in records:
+            heapq.heappush(self._due, (record.send_at, sequence, record))
+        return None
+
+    def _happen(
+        self, event_ts: float, number: int, records: list[tuple[int, Record]], tag: str | None
+    ) -> list[tuple[int, Record]]:
+        """Let a unit happen within the budget; return the records that do."""
+        if number in self.dropped or self.full:
+            return []
+        if self.budget is not None:
+            records = records[: self.budget - self.admitted]
+            if self.admitted + len(records) == self.budget:
+                self.stopped_at = event_ts
+        self.admitted += len(records)
+        if tag:
+            self.tags[tag] += 1
+        return records
 
     def admit(self, before: float = math.inf) -> None:
-        """Let the units with event time before ``before`` happen, in event-time order, within the budget."""
+        """Let the waiting units with event time before ``before`` happen, in event-time order."""
         while self._pending and self._pending[0][0] < before and not self.full:
             event_ts, number, records, tag = heapq.heappop(self._pending)
-            if number in self.dropped:
-                continue
-            if self.budget is not None:
-                records = records[: self.budget - self.admitted]
-                if self.admitted + len(records) == self.budget:
-                    self.stopped_at = event_ts
-            self.admitted += len(records)
-            if tag:
-                self.tags[tag] += 1
-            for sequence, record in records:
+            for sequence, record in self._happen(event_ts, number, records, tag):
                 heapq.heappush(self._due, (record.send_at, sequence, record))
         if self.full:
             self._pending.clear()  # what comes after the budget never happens
