@@ -159,6 +159,7 @@ def cmd_produce(args: argparse.Namespace) -> int:
     from icestream.clients import kinesis_client
     from icestream.producer import background
     from icestream.producer.plan import live_rate, plan_production
+    from icestream.producer.put import producer_client
     from icestream.producer.run import run_production, run_summary_path
 
     overrides = {"stream_name": args.stream} if args.stream else {}
@@ -187,7 +188,7 @@ def cmd_produce(args: argparse.Namespace) -> int:
         print(f"background producer started (pid {status.pid}) at {rate:,.0f} records/s ({why}); {status.detail}; "
               f"log {status.log}")  # fmt: skip
         return 0
-    client = kinesis_client(settings)  # before the plan: a live window starts when it is planned
+    client = producer_client(settings)  # before the plan: a live window starts when it is planned
     plan = plan_production(settings, seed=seed, mix=mix, count=args.count, rate=args.rate, duration=args.duration,
                            from_file=Path(args.from_file) if args.from_file else None,
                            backfill_hours=args.backfill_hours, anomalies=args.anomalies, client=client)  # fmt: skip

@@ -22,7 +22,7 @@ from icestream.producer.background import (
     stop_background_producer,
     wait_background_producer,
 )
-from icestream.producer.put import produce
+from icestream.producer.put import produce, producer_client
 from icestream.producer.run import RunSummary, read_run_summary, run_production, run_summary_path
 from icestream.producer.summary import ProduceSummary
 from icestream.synthetic.generator import EventGenerator, backfill_config, generate, live_config
@@ -249,7 +249,7 @@ def raw_put_rate(stream: Settings, seconds: float = 2.0) -> float:
 
 def run_at_rate(stream: Settings, mode: str, rate: float, seconds: float) -> ProduceSummary:
     """Send ``rate x seconds`` records at ``rate``: live (paced by event time) or a backfill (a rate cap)."""
-    client = kinesis_client(stream)  # opened first: a live window starts when its config is made
+    client = producer_client(stream)  # opened first: a live window starts when its config is made
     count = int(rate * seconds)
     if mode == "live":
         generator = EventGenerator(live_config(rate, records=count, seed=7))

@@ -23,7 +23,7 @@ from typing import Any
 
 from icestream.config import Settings
 from icestream.errors import ConfigError
-from icestream.producer.put import Producer
+from icestream.producer.put import Producer, producer_client
 from icestream.producer.summary import ProduceSummary
 from icestream.synthetic.generator import EventGenerator
 from icestream.synthetic.ground_truth import Anomaly, ground_truth_path, write_ground_truth
@@ -156,13 +156,11 @@ def run_production(
     Raises:
         ConfigError: If ``mode`` is unknown.
     """
-    from icestream.clients import kinesis_client
-
     summary_path = run_summary_path(settings, mode)
     truth_path = ground_truth_path(settings)
     if generator is not None and (generator.ground_truth or not append_truth):
         write_ground_truth(generator.ground_truth, truth_path, append=append_truth)
-    sender = Producer(client or kinesis_client(settings), settings.stream_name)
+    sender = Producer(client or producer_client(settings), settings.stream_name)
     if stop_on_sigterm:
         signal.signal(signal.SIGTERM, lambda *_: sender.stop())
     sent = sender.send(records, **options)

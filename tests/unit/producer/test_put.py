@@ -265,3 +265,12 @@ def test_calls_stay_in_input_order_while_the_next_batch_is_built() -> None:
     assert client.accepted == [records[n].data for n in order], "a retried record follows its batch, not later ones"
     assert summary.records == summary.sent == 2_345
     assert summary.line().startswith("2345 records: sent 2345, failed 0, unsendable 0 (retried 1)")
+
+
+def test_a_partition_key_kinesis_would_refuse_is_reported_and_never_sent() -> None:
+    client = FlakyKinesis()
+    records = [make_record(1), make_record(2, key="k" * 257), Record(b"{}", "", "file", 0.0, 0.0)]
+    summary = Producer(client, "s").send(records, progress=False)
+    assert (summary.records, summary.sent, summary.unsendable) == (3, 1, 2)
+    assert [failure.error_code for failure in summary.failures] == ["InvalidPartitionKey", "InvalidPartitionKey"]
+    assert client.accepted == [records[0].data]
