@@ -284,7 +284,7 @@ class Producer:
             duration: Stop after this many seconds (records not yet taken are not generated).
             total: Expected record count, for the progress bar.
             progress: Show a tqdm progress bar.
-            linger: When waiting for due records, wait at least this long, so batches are not tiny.
+            linger: When waiting for due records, wake at most this often, so batches are not tiny.
 
         Returns:
             The summary.
@@ -310,13 +310,20 @@ class Producer:
                 sender.submit(builder.take())
 
         try:
+            woke, first_due = started, None
             for index, record in enumerate(records):
                 summary.records += 1
                 due = record.send_at - wall_offset if pace else started + index / rate_limit if rate_limit else None
                 if due is not None and due > time.monotonic():
                     flush()
-                    wake = max(due, time.monotonic() + linger)
+                    first_due = due if first_due is None else first_due
+                    # Wake when a full batch has fallen due at the pace so far, but at most every ``linger``
+                    # (a slow stream still sends), counted from the last wake, not from now: handing a
+                    # backlog to a busy sender takes time, and waiting after that would idle the sender.
+                    full_batch = (due - first_due) / max(1, index) * MAX_RECORDS_PER_PUT
+                    wake = max(due, woke + min(linger, full_batch))
                     self._sleep(min(wake, deadline or wake) - time.monotonic())
+                    woke = time.monotonic()
                 if self._stop.is_set() or (deadline is not None and time.monotonic() >= deadline):
                     summary.stopped_early = True
                     summary.unsent += 1  # taken, its time not come: counted, not sent
