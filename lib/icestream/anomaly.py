@@ -26,10 +26,12 @@ The method, in three steps:
    positive windows per hour). Incidents worth a page are that large: the injected ones are ×4 searches,
    ×0.1 carts and ×8 errors.
 
-Only a range with one traffic level should be scored: after notebook 01's backfill, the live producer
-sends about 35 times the rate, and every type would "spike" there. Scoring the backfill range keeps
-the detector honest about what it is for (a type's rate against its own recent past); a detector
-that must survive such shifts would score each type's share of all traffic instead.
+Only one production run at one traffic level should be scored: after notebook 01's backfill, the
+live producer sends about 35 times the rate, and every type would "spike" there; and a table that
+has seen several runs of the workbook holds several backfills over overlapping hours. So the detector
+scores one run (:func:`scoring_scope`): its event-time range, only the events that carry its id
+(``properties["run_id"]``, bound as a value, never formatted into SQL), against its own ground truth.
+A detector that must survive level shifts would score each type's share of all traffic instead.
 
 Scoring against the ground truth: a flagged window *matches* an anomaly when it has the same event
 type, overlaps it in time and points the right way (``HIGH`` for spike and burst, ``LOW`` for drop).
@@ -52,6 +54,7 @@ import pandas as pd
 from icestream.config import Settings
 from icestream.errors import ConfigError
 from icestream.producer.run import read_run_summary, run_summary_path
+from icestream.synthetic.generator import RUN_ID_PROPERTY
 from icestream.synthetic.ground_truth import Anomaly
 from icestream.synthetic.wire import parse_ts
 from icestream.tables import qualified_name
@@ -113,11 +116,29 @@ class DetectorOptions:
         return math.ceil(self.window_minutes / self.slide_minutes)
 
 
-def scoring_range(settings: Settings, start: str | None = None, end: str | None = None) -> tuple[datetime, datetime]:
-    """The event-time range to score: explicit ISO times, else the window of the last backfill sent.
+@dataclass(frozen=True)
+class ScoringScope:
+    """One production run to score: its event-time range, its id and its ground truth.
 
-    The backfill's window is read from its run summary (:func:`icestream.producer.run.run_summary_path`
-    with mode ``backfill``), written by notebook 01 and by ``icestream produce --backfill-hours`` alike.
+    Attributes:
+        start: First event time to score (aware UTC).
+        end: Event times before this are scored.
+        run_id: Only events carrying this id in ``properties["run_id"]`` are counted (None: every event).
+        truth: The anomalies that run injected.
+    """
+
+    start: datetime
+    end: datetime
+    run_id: str | None
+    truth: tuple[Anomaly, ...]
+
+
+def scoring_scope(settings: Settings, start: str | None = None, end: str | None = None) -> ScoringScope:
+    """The last backfill run, to score: its window (or explicit ISO times), its run id, its ground truth.
+
+    The backfill's run summary (:func:`icestream.producer.run.run_summary_path` with mode ``backfill``)
+    is written by notebook 01 and by ``icestream produce --backfill-hours`` alike. A summary written
+    before runs had ids gives ``run_id`` None: every event in the range is scored, as then.
 
     Args:
         settings: Locates the run folder.
@@ -125,7 +146,7 @@ def scoring_range(settings: Settings, start: str | None = None, end: str | None 
         end: ISO-8601 end with a zone; None = the backfill's end.
 
     Returns:
-        ``(start, end)`` as aware UTC datetimes.
+        The scope, times as aware UTC datetimes.
 
     Raises:
         ConfigError: If a time cannot be parsed, or is not given and no backfill summary is there.
@@ -149,7 +170,8 @@ def scoring_range(settings: Settings, start: str | None = None, end: str | None 
         chosen.append(_utc(known))
     if chosen[1] <= chosen[0]:
         raise ConfigError(f"score range {chosen[0]} .. {chosen[1]}: the end must be after the start.")
-    return chosen[0], chosen[1]
+    run_id, truth = (summary.run_id, summary.anomalies) if summary else (None, ())
+    return ScoringScope(chosen[0], chosen[1], run_id, truth)
 
 
 def _utc(moment: datetime) -> datetime:
@@ -164,6 +186,7 @@ def window_counts(
     start: datetime,
     end: datetime,
     options: DetectorOptions = DetectorOptions(),
+    run_id: str | None = None,
 ) -> pd.DataFrame:
     """Count events per sliding window of event time and event type, in Spark.
 
@@ -176,6 +199,7 @@ def window_counts(
         start: First event time to read (aware datetime).
         end: Event times before this are read.
         options: Window and slide.
+        run_id: Count only the events of this production run (``properties["run_id"]``); None: all.
 
     Returns:
         Columns ``window_start``, ``window_end`` (UTC timestamps), ``event_type``, ``count``,
@@ -193,6 +217,9 @@ def window_counts(
     events = spark.table(qualified_name(*table.split("."))).where(
         (F.col("event_ts") >= F.lit(start)) & (F.col("event_ts") < F.lit(end))
     )
+    if run_id is not None:
+        # A literal value in a Column expression: bound, never spliced into SQL text.
+        events = events.where(F.col("properties").getItem(RUN_ID_PROPERTY) == F.lit(run_id))
     windowed = events.groupBy(
         F.window("event_ts", f"{options.window_minutes} minutes", f"{options.slide_minutes} minutes").alias("w"),
         "event_type",

@@ -10,7 +10,7 @@ import argparse
 import importlib.metadata
 import platform
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -160,15 +160,19 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_produce(args: argparse.Namespace) -> int:
-    """Generate events and send them: live (default), a history backfill, a file; or in the background."""
-    import itertools
+    """Generate records and send them: live (default), a history backfill, a file; or in the background.
+
+    The first line says what is sent, at what rate and why; the last one where every record went
+    (see :mod:`icestream.producer.plan` for what ``--count`` and ``--rate`` mean in each mode).
+    """
     import json
     import secrets
 
+    from icestream.clients import kinesis_client
     from icestream.producer import background
+    from icestream.producer.plan import live_rate, plan_production
+    from icestream.producer.put import producer_client
     from icestream.producer.run import run_production, run_summary_path
-    from icestream.synthetic import generator, wire
-    from icestream.synthetic.ground_truth import parse_anomalies
 
     overrides = {"stream_name": args.stream} if args.stream else {}
     if args.profile:
@@ -188,55 +192,35 @@ def cmd_produce(args: argparse.Namespace) -> int:
     if args.background:
         if args.from_file or args.backfill_hours:
             raise ConfigError("--background runs live production only; leave out --from-file and --backfill-hours.")
+        rate, why = live_rate(kinesis_client(settings), settings.stream_name, args.count, args.rate)
         status = background.start_background_producer(
-            settings,
-            rate=args.rate or 50.0,
-            duration=args.duration or 300.0,
-            seed=seed,
-            anomalies=args.anomalies or "none",
-            **mix,
-        )
-        print(f"background producer started (pid {status.pid}); {status.detail}; log {status.log}")
+            settings, rate=rate, duration=args.duration, count=args.count, seed=seed,
+            anomalies=args.anomalies or "none", **mix,
+        )  # fmt: skip
+        print(f"background producer started (pid {status.pid}) at {rate:,.0f} records/s ({why}); {status.detail}; "
+              f"log {status.log}")  # fmt: skip
         return 0
-    source: generator.EventGenerator | None = None  # None: records come from a file
-    records: Iterable[wire.Record]
-    options: dict[str, Any] = {"rate_limit": args.rate, "duration": args.duration}
-    if args.from_file:
-        mode, records = "file", wire.read_records(Path(args.from_file))
-        records = itertools.islice(records, args.count) if args.count else records
-    elif args.backfill_hours:
-        anomalies = parse_anomalies(args.anomalies or "default")
-        config = generator.backfill_config(args.backfill_hours, count=args.count, seed=seed, anomalies=anomalies, **mix)
-        mode, source = "backfill", generator.EventGenerator(config)
-        records = source
-    else:
-        rate = args.rate or 50.0
-        if not (args.duration or args.count):
-            raise ConfigError("live production needs --duration SECONDS or --count EVENTS, so that it ends.")
-        seconds = args.duration or args.count / rate
-        config = generator.live_config(rate, seconds, seed=seed, anomalies=parse_anomalies(args.anomalies), **mix)
-        mode, source = "live", generator.EventGenerator(config)
-        records = source
-        options = {"append_truth": True, "pace": True, "duration": seconds + 30}
+    client = producer_client(settings)  # before the plan: a live window starts when it is planned
+    plan = plan_production(settings, seed=seed, mix=mix, count=args.count, rate=args.rate, duration=args.duration,
+                           from_file=Path(args.from_file) if args.from_file else None,
+                           backfill_hours=args.backfill_hours, anomalies=args.anomalies, client=client)  # fmt: skip
+    print(plan.description, flush=True)
     summary = run_production(
         settings,
-        records,
-        mode=mode,
-        generator=source,
+        plan.records,
+        mode=plan.mode,
+        generator=plan.generator,
+        client=client,
         progress=not args.no_progress,
+        total=args.count,
         summary_file=Path(args.summary_file) if args.summary_file else None,
         stop_on_sigterm=True,
-        **options,
+        **plan.options,
     )
-    sent = summary.producer
-    print(
-        f"{mode}: {sent.records} records, sent {sent.sent}, retried {sent.retried}, failed {sent.failed}, "
-        f"unsendable {sent.unsendable}, {sent.bytes_sent / 2**20:.2f} MiB in {sent.seconds:.1f} s "
-        f"({sent.events_per_second:.0f} events/s) to {summary.stream}; summary in {run_summary_path(settings, mode)}"
-    )
+    print(f"{plan.mode}: {summary.producer.line()}; summary in {run_summary_path(settings, plan.mode)}")
     if summary.ground_truth is not None:
         print(f"seed {summary.seed}; ground truth of {len(summary.anomalies)} anomalies in {summary.ground_truth}")
-    return 1 if sent.failed else 0
+    return 1 if summary.producer.failed else 0
 
 
 def cmd_ship(args: argparse.Namespace) -> int:
@@ -347,12 +331,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     produce = commands.add_parser("produce", help="generate events and send them to Kinesis (live, backfill, file)")
     produce.add_argument(
-        "--count", type=int, help="events to generate (backfill: default 3/s of history) or lines to send"
+        "--count", type=int, help="records to send, exactly (events, duplicates and malformed ones; file: lines)"
     )
     produce.add_argument(
-        "--rate", type=float, help="live: events/s (default 50); backfill and file: a send limit in events/s"
+        "--rate",
+        type=float,
+        help="records/s: live, the pace (default: the write limit with --count, 50 with --duration); "
+        "backfill and file, a cap (default none)",
     )
-    produce.add_argument("--duration", type=float, help="seconds to run (live and --background: required bound)")
+    produce.add_argument("--duration", type=float, help="live: seconds to run (or --count); backfill, file: a cap")
     produce.add_argument("--from-file", help="send a JSON-lines file of payloads as they are")
     produce.add_argument("--backfill-hours", type=float, help="history mode: event times over the last N hours")
     produce.add_argument("--anomalies", help="'default', 'none' or e.g. spike:search:4,drop:add_to_cart:0.1@60+15")

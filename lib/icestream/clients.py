@@ -31,13 +31,16 @@ class KinesisConnection:
     region: str
     endpoint: str | None
 
-    def client(self, connect_timeout: float = 5.0, read_timeout: float = 30.0, max_attempts: int = 3) -> Any:
+    def client(
+        self, connect_timeout: float = 5.0, read_timeout: float = 30.0, max_attempts: int = 3, validate: bool = True
+    ) -> Any:
         """Open a boto3 Kinesis client.
 
         Args:
             connect_timeout: Seconds to wait for a connection.
             read_timeout: Seconds to wait for an answer.
             max_attempts: botocore's own retries (standard mode) for transient errors.
+            validate: botocore checks each request's parameters (off for a caller that checks its own).
 
         Returns:
             A ``boto3`` Kinesis client.
@@ -51,6 +54,7 @@ class KinesisConnection:
                 connect_timeout=connect_timeout,
                 read_timeout=read_timeout,
                 retries={"mode": "standard", "max_attempts": max_attempts},
+                parameter_validation=validate,
             ),
         }
         if self.endpoint:

@@ -1,10 +1,13 @@
-"""The producer against the moto emulator: what is sent arrives, byte for byte, in per-user order."""
+"""The producer against the moto emulator: what is sent arrives, byte for byte, in per-user order;
+``--count N`` sends exactly N in every mode (counted by a bare boto3 reader); ``--rate`` is met."""
 
 from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,8 +22,8 @@ from icestream.producer.background import (
     wait_background_producer,
 )
 from icestream.producer.put import produce
-from icestream.producer.run import read_run_summary, run_production, run_summary_path
-from icestream.synthetic.generator import EventGenerator, backfill_config, generate
+from icestream.producer.run import RunSummary, read_run_summary, run_production, run_summary_path
+from icestream.synthetic.generator import EventGenerator, backfill_config, generate, live_config
 from icestream.synthetic.ground_truth import DEFAULT_ANOMALIES, ground_truth_path, read_ground_truth
 from icestream.synthetic.malformed import MALFORMED_KINDS, malformed_payload
 from icestream.synthetic.wire import Record
@@ -104,7 +107,7 @@ def test_cli_backfill_writes_ground_truth_and_summary(stream: Settings, tmp_path
                  "--seed", "3", "--no-progress", "--summary-file", str(summary_file)])  # fmt: skip
     assert code == 0
     result = json.loads(summary_file.read_text())
-    assert result["producer"]["sent"] == result["generator"]["records"] == len(read_stream(stream))
+    assert result["producer"]["sent"] == result["generator"]["records"] == len(read_stream(stream)) == 1500
     assert json.loads(run_summary_path(stream, "backfill").read_text()) == result
     assert read_run_summary(run_summary_path(stream, "backfill")).producer.sent == result["producer"]["sent"]
     truth = read_ground_truth(ground_truth_path(stream))
@@ -142,3 +145,89 @@ def test_background_producer_stops_on_request_and_writes_its_summary(stream: Set
     assert not status.running
     assert status.summary is not None
     assert status.summary.producer.stopped_early is True
+
+
+COUNT = 5000
+
+
+def payload_file(path: Path, lines: int) -> Path:
+    """A JSON-lines file of ``lines`` generated payloads."""
+    records, _ = generate(backfill_config(hours=1, records=lines, end=END, seed=21))
+    path.write_bytes(b"".join(record.data + b"\n" for record in records))
+    return path
+
+
+def as_event(record: dict[str, Any]) -> dict[str, Any] | None:
+    """The event a record holds, or None for a malformed one (which the ingest would reject)."""
+    try:
+        event = json.loads(record["Data"])
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) and isinstance(event.get("properties"), dict) else None
+
+
+def cli_run(stream: Settings, mode: str, tmp_path: Path) -> RunSummary:
+    """Run ``icestream produce --count 5000`` in ``mode``; return the run's summary once it has ended."""
+    common = ["produce", "--stream", stream.stream_name, "--count", str(COUNT), "--seed", "4", "--no-progress"]
+    if mode == "background":
+        assert main([*common, "--background"]) == 0
+        status = wait_background_producer(stream, timeout=120)
+        assert status.summary is not None, status.detail
+        return status.summary
+    extra = {
+        "live": [],  # no --rate: the stream's write limit (2 shards: 2,000 records/s)
+        "backfill": ["--backfill-hours", "1"],
+        "file": ["--from-file", str(payload_file(tmp_path / "payloads.jsonl", COUNT + 700))],
+    }[mode]
+    summary_file = tmp_path / "summary.json"
+    assert main([*common, *extra, "--summary-file", str(summary_file)]) == 0
+    summary = read_run_summary(summary_file)
+    assert summary is not None
+    return summary
+
+
+@pytest.mark.parametrize("mode", ["live", "backfill", "file", "background"])
+def test_count_sends_exactly_that_many_records_in_every_mode(stream: Settings, tmp_path: Path, mode: str) -> None:
+    summary = cli_run(stream, mode, tmp_path)
+    arrived = read_stream(stream)
+    sent = summary.producer
+    assert len(arrived) == sent.sent == COUNT, f"{len(arrived)} of {COUNT} arrived"
+    assert sent.records == sent.sent + sent.failed + sent.unsendable + sent.unsent == COUNT
+    assert not sent.stopped_early
+    if summary.generator is not None:
+        assert summary.generator["records"] == COUNT, "generated = sent: nothing held back"
+        events = [event for event in map(as_event, arrived) if event is not None]
+        assert len(events) > 0.95 * COUNT
+        assert {event["properties"]["run_id"] for event in events} == {summary.run_id}
+    if mode == "file":
+        lines = [line for line in (tmp_path / "payloads.jsonl").read_bytes().splitlines() if line]
+        assert sorted(r["Data"] for r in arrived) == sorted(lines[:COUNT]), "the file's first payloads"
+
+
+def test_late_events_are_sent_before_a_live_run_ends(stream: Settings) -> None:
+    config = live_config(2000.0, records=COUNT, seed=6, late_rate=0.2, late_seconds=(0.5, 3.0))
+    generator = EventGenerator(config)
+    taken: list[Record] = []
+
+    def tap(records: Iterable[Record]) -> Iterator[Record]:
+        for record in records:
+            taken.append(record)
+            yield record
+
+    summary = run_production(stream, tap(generator), mode="live", generator=generator, pace=True, progress=False)
+    arrived = read_stream(stream)
+    assert len(arrived) == summary.producer.sent == summary.generator["records"] == COUNT
+    late = {record.data for record in taken if record.late}
+    assert len(late) > 0.1 * COUNT
+    assert late <= {record["Data"] for record in arrived}, "every late event arrived"
+    # Late relative to newer events: in its shard, a late event follows events with later event times.
+    newest: dict[str, float] = defaultdict(float)
+    after_newer = 0
+    event_time = {record.data: record.event_ts for record in taken if record.kind == "event"}
+    for record in arrived:
+        ts = event_time.get(record["Data"])
+        if ts is None:
+            continue
+        after_newer += record["Data"] in late and ts < newest[record["shard"]]
+        newest[record["shard"]] = max(newest[record["shard"]], ts)
+    assert after_newer > 0.8 * len(late)

@@ -1,7 +1,9 @@
 """Sending records to Kinesis.
 
 - :mod:`~icestream.producer.put`: the PutRecords loop (batches within the limits, per-record retries,
-  pacing, a summary of what was sent and what was not).
+  pacing, a sender thread).
+- :mod:`~icestream.producer.summary`: what a run of the producer did, every record accounted for.
+- :mod:`~icestream.producer.plan`: what an ``icestream produce`` run sends, at what rate and why.
 - :mod:`~icestream.producer.run`: one production run and its typed summary in the run folder.
 - :mod:`~icestream.producer.background`: live production in its own process (start, status, stop).
 """

@@ -74,7 +74,8 @@ def start_background_producer(
     settings: Settings,
     *,
     rate: float = 100.0,
-    duration: float = 300.0,
+    duration: float | None = None,
+    count: int | None = None,
     seed: int | None = None,
     bad_rate: float = 0.005,
     duplicate_rate: float = 0.01,
@@ -82,7 +83,7 @@ def start_background_producer(
     anomalies: str = "none",
     replace: bool = True,
 ) -> BackgroundProducerStatus:
-    """Start live production in its own process, for ``duration`` seconds at most.
+    """Start live production in its own process, for ``duration`` seconds or ``count`` records.
 
     The process outlives the notebook kernel that starts it (so the next notebook reads a live
     stream); it writes its summary to the live run's summary file when it ends, and the ground truth
@@ -90,8 +91,9 @@ def start_background_producer(
 
     Args:
         settings: Names the stream, endpoint and run folder.
-        rate: Events per second.
-        duration: Seconds to run (at most six hours).
+        rate: Records per second (every kind: events, duplicates, malformed).
+        duration: Seconds to run (at most six hours); 300 when neither this nor ``count`` is given.
+        count: Records to send, exactly (instead of a duration; ``count / rate`` at most six hours).
         seed: Generator seed (None: a random one, so each run has new event ids).
         bad_rate: Malformed records per event.
         duplicate_rate: Share of events sent twice.
@@ -106,12 +108,17 @@ def start_background_producer(
     Raises:
         ConfigError: If a value is out of range, or one already runs and ``replace`` is False.
     """
-    if not 0 < duration <= MAX_BACKGROUND_SECONDS:
-        raise ConfigError(
-            f"duration: {duration} s; background production needs 0 < duration ≤ {MAX_BACKGROUND_SECONDS:.0f} s."
-        )
     if not rate > 0:
-        raise ConfigError(f"rate: {rate} must be a positive number of events per second.")
+        raise ConfigError(f"rate: {rate} must be a positive number of records per second.")
+    if duration is not None and count is not None:
+        raise ConfigError("background production runs for a duration or a count of records, not both.")
+    if count is not None and count < 1:
+        raise ConfigError(f"count: {count}; give at least 1 record.")
+    seconds = count / rate if count is not None else duration or 300.0
+    if not 0 < seconds <= MAX_BACKGROUND_SECONDS:
+        raise ConfigError(
+            f"{seconds:.0f} s of production; background production needs 0 < duration ≤ {MAX_BACKGROUND_SECONDS:.0f} s."
+        )
     parse_anomalies(anomalies)  # fail here, not in the child's log
     current = background_producer_status(settings)
     if current.running:
@@ -125,9 +132,9 @@ def start_background_producer(
     summary_file = run_summary_path(settings, "live")
     summary_file.unlink(missing_ok=True)
     log_path = run_dir / LOG_FILE
+    bound = ["--count", str(count)] if count is not None else ["--duration", str(seconds)]
     command = [
-        sys.executable, "-m", "icestream.cli", "produce",
-        "--rate", str(rate), "--duration", str(duration),
+        sys.executable, "-m", "icestream.cli", "produce", "--rate", str(rate), *bound,
         "--bad-rate", str(bad_rate), "--duplicate-rate", str(duplicate_rate), "--late-rate", str(late_rate),
         "--anomalies", anomalies, "--no-progress",
     ]  # fmt: skip
@@ -139,7 +146,7 @@ def start_background_producer(
         _state_path(settings),
         process.pid,
         started_at=started,
-        ends_by=started + duration,
+        ends_by=started + seconds,
         log=str(log_path),
         summary_file=str(summary_file),
         command=command,

@@ -4,9 +4,10 @@ its summary.
 A run sends records, generated or read from a file; writes the ground truth of the anomalies it
 injected (:func:`icestream.synthetic.ground_truth.ground_truth_path`); and writes one typed summary,
 :class:`RunSummary`, to ``<run_dir>/produce_<mode>_summary.json``, one file per mode (``backfill``,
-``live``, ``file``). The backfill's summary is where the anomaly detector finds the event-time range
-to score (:func:`icestream.anomaly.scoring_range`), whichever of notebook 01 or
-``icestream produce --backfill-hours`` sent it; the live one is what the background producer reports.
+``live``, ``file``). The backfill's summary is what the anomaly detector scores
+(:func:`icestream.anomaly.scoring_scope`: the run's id, event-time range and ground truth), whichever
+of notebook 01 or ``icestream produce --backfill-hours`` sent it; the live one is what the background
+producer reports.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from typing import Any
 
 from icestream.config import Settings
 from icestream.errors import ConfigError
-from icestream.producer.put import Producer, ProduceSummary
+from icestream.producer.put import Producer, producer_client
+from icestream.producer.summary import ProduceSummary
 from icestream.synthetic.generator import EventGenerator
 from icestream.synthetic.ground_truth import Anomaly, ground_truth_path, write_ground_truth
 from icestream.synthetic.wire import Record
@@ -40,9 +42,11 @@ class RunSummary:
         stream: The stream it sent to.
         finished_at: When it ended (epoch seconds).
         producer: What the producer did (sent, retried, failed, unsendable ...).
+        run_id: The id every generated event carries in ``properties["run_id"]`` (None for a file).
         seed: The generator's seed (None for a file).
         window_start: First event time generated (aware UTC; None for a file).
-        window_end: Generated event times are before this (None for a file).
+        window_end: Generated event times are before this (None for a file); for a live run with a
+            record count, where the records ran out.
         ground_truth: The ground-truth file of the anomalies (None for a file).
         anomalies: The anomalies injected.
         generator: What the generator yielded (:meth:`EventGenerator.summary`; None for a file).
@@ -52,6 +56,7 @@ class RunSummary:
     stream: str
     finished_at: float
     producer: ProduceSummary
+    run_id: str | None = None
     seed: int | None = None
     window_start: datetime | None = None
     window_end: datetime | None = None
@@ -65,6 +70,7 @@ class RunSummary:
             "mode": self.mode,
             "stream": self.stream,
             "finished_at": self.finished_at,
+            "run_id": self.run_id,
             "seed": self.seed,
             "window_start": self.window_start.isoformat() if self.window_start else None,
             "window_end": self.window_end.isoformat() if self.window_end else None,
@@ -83,6 +89,7 @@ class RunSummary:
             stream=values["stream"],
             finished_at=values["finished_at"],
             producer=ProduceSummary.from_dict(values["producer"]),
+            run_id=values.get("run_id"),
             seed=values.get("seed"),
             window_start=datetime.fromisoformat(start) if start else None,
             window_end=datetime.fromisoformat(end) if end else None,
@@ -149,13 +156,11 @@ def run_production(
     Raises:
         ConfigError: If ``mode`` is unknown.
     """
-    from icestream.clients import kinesis_client
-
     summary_path = run_summary_path(settings, mode)
     truth_path = ground_truth_path(settings)
     if generator is not None and (generator.ground_truth or not append_truth):
         write_ground_truth(generator.ground_truth, truth_path, append=append_truth)
-    sender = Producer(client or kinesis_client(settings), settings.stream_name)
+    sender = Producer(client or producer_client(settings), settings.stream_name)
     if stop_on_sigterm:
         signal.signal(signal.SIGTERM, lambda *_: sender.stop())
     sent = sender.send(records, **options)
@@ -163,9 +168,10 @@ def run_production(
     if generator is not None:
         config = generator.config
         generated = {
+            "run_id": generator.run_id,
             "seed": config.seed,
             "window_start": config.start,
-            "window_end": config.end,
+            "window_end": generator.window_end,
             "ground_truth": truth_path,
             "anomalies": tuple(generator.ground_truth),
             "generator": generator.summary(),

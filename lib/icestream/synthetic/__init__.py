@@ -3,6 +3,8 @@
 - :mod:`~icestream.synthetic.model`: the event model (types, funnel, properties, devices, daily curve).
 - :mod:`~icestream.synthetic.generator`: what to generate (:class:`GeneratorConfig`) and the generator
   itself: sessions, rates, the placement of anomalies, duplicates, late and malformed records.
+- :mod:`~icestream.synthetic.schedule`: units happen in event-time order and leave in send order, within
+  an exact record count.
 - :mod:`~icestream.synthetic.ground_truth`: the anomalies to inject and the ground-truth file.
 - :mod:`~icestream.synthetic.malformed`: the malformed kinds and their payloads.
 - :mod:`~icestream.synthetic.wire`: records, the timestamp format, encoding and reading payload files.

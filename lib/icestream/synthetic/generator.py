@@ -9,44 +9,43 @@ configurable rate:
 - malformed records of every kind in :data:`~icestream.synthetic.malformed.MALFORMED_KINDS`;
 - unknown extra top-level fields (valid: the ingest keeps them in ``properties``).
 
-Two time modes share one code path: a *history backfill* (event times spread over the last hours)
-and *live* (event times from now on; the producer sends each record when its time comes).
-Everything is deterministic for a given seed and window.
+Two time modes share one code path: a *history backfill* (event times over the last hours) and *live*
+(event times from now on, sent when their time comes); either can hold an exact number of records
+(:mod:`icestream.synthetic.schedule`). Every event carries its run's id in ``properties["run_id"]``,
+so a table holding many runs can be read one run at a time. The same configuration gives the same records.
 """
 
 from __future__ import annotations
 
-import heapq
+import hashlib
 import math
 import random
-import uuid
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from icestream.errors import ConfigError
 from icestream.limits import DEFAULT_MAX_EVENT_BYTES, MAX_RECORD_BYTES
-from icestream.synthetic.ground_truth import Anomaly, AnomalySpec, check_spec
+from icestream.synthetic.ground_truth import Anomaly, AnomalySpec, check_spec, place_anomalies
 from icestream.synthetic.malformed import KINESIS_OVERSIZED, MALFORMED_KINDS, malformed_payload
 from icestream.synthetic.model import (
-    MAX_SESSION_EVENTS,
     User,
-    daily_rate_factor,
     event_properties,
     expected_type_shares,
     extra_field,
-    first_event_type,
     make_user,
     mean_session_events,
-    next_event_type,
+    rate_curve,
+    session_events,
 )
-from icestream.synthetic.wire import Record, encode_event, format_ts, parse_ts
+from icestream.synthetic.schedule import Schedule, thinning_plan
+from icestream.synthetic.wire import Record, encode_event, format_ts, parse_ts, uuid4_text
 
 VALID_KINDS = ("event", "duplicate")
 RECORD_KINDS = (*VALID_KINDS, *MALFORMED_KINDS, KINESIS_OVERSIZED)
-_WARMUP_SECONDS = 20 * 60.0  # sessions start this long before the window, so it opens at full traffic
+RUN_ID_PROPERTY = "run_id"  # the key in every event's properties that names its production run
 
 
 @dataclass(frozen=True)
@@ -55,9 +54,10 @@ class GeneratorConfig:
 
     Attributes:
         start: First event time (UTC).
-        end: Event times are before this (UTC).
+        end: Event times are before this (UTC); with ``open_end``, where ``records`` are expected to be
+            reached.
         rate: Mean clean events per second over the window (anomalies add or remove some).
-        seed: Same seed and window, same records.
+        seed: Same configuration, same records.
         users: How many distinct users.
         daily_curve: Modulate the rate by time of day (off for live, where the rate is a target).
         anomalies: Anomalies to inject.
@@ -69,6 +69,10 @@ class GeneratorConfig:
         extra_field_rate: Share of events with an unknown extra top-level field.
         max_event_bytes: The ingest's size limit; an ``oversized`` record is above it.
         kinesis_oversized: Records above Kinesis's 1 MiB limit to include (the producer reports them).
+        records: Exactly this many records of every kind (None: as many as the rate gives); see
+            :mod:`icestream.synthetic.schedule`.
+        open_end: With ``records``: generation goes on past ``end`` if the records are not reached by
+            then and stops as soon as they are (live); otherwise the window is thinned to them (backfill).
     """
 
     start: datetime
@@ -86,6 +90,8 @@ class GeneratorConfig:
     extra_field_rate: float = 0.02
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
     kinesis_oversized: int = 0
+    records: int | None = None
+    open_end: bool = False
 
     def __post_init__(self) -> None:
         if self.start.tzinfo is None or self.end.tzinfo is None:
@@ -105,6 +111,10 @@ class GeneratorConfig:
             raise ConfigError(f"malformed_kinds: choose from {', '.join(MALFORMED_KINDS)} (got {unknown or 'none'}).")
         if not 2 * 1024 <= self.max_event_bytes <= MAX_RECORD_BYTES - 64 * 1024:
             raise ConfigError(f"max_event_bytes: {self.max_event_bytes} must be between 2 KiB and 960 KiB.")
+        if (self.records is not None and self.records < max(1, self.kinesis_oversized)) or (
+            self.open_end and self.records is None
+        ):
+            raise ConfigError(f"records: {self.records}; at least 1 and all kinesis_oversized (open_end needs it).")
         for spec in self.anomalies:
             check_spec(spec)
 
@@ -113,54 +123,97 @@ class GeneratorConfig:
         """Length of the window in seconds."""
         return (self.end - self.start).total_seconds()
 
+    @property
+    def records_per_event(self) -> float:
+        """Records sent per clean event on average: the event, its duplicates and malformed records."""
+        return 1.0 + self.duplicate_rate + self.bad_rate
+
+    @property
+    def run_id(self) -> str:
+        """The run's id, carried by every event (``properties["run_id"]``): a digest of this configuration."""
+        return "run-" + hashlib.blake2b(repr(self).encode(), digest_size=6).hexdigest()
+
+
+def _with_record_rate(config: GeneratorConfig, records_per_second: float) -> GeneratorConfig:
+    return replace(config, rate=records_per_second / config.records_per_event)
+
 
 def backfill_config(
-    hours: float = 3.0, count: int | None = None, end: datetime | None = None, **options: Any
+    hours: float = 3.0,
+    count: int | None = None,
+    end: datetime | None = None,
+    records: int | None = None,
+    **options: Any,
 ) -> GeneratorConfig:
     """A history backfill: event times spread over the ``hours`` before ``end``.
 
     Args:
         hours: Length of the history.
-        count: Approximate number of clean events (default 3 per second of history).
+        count: Mean number of clean events: it sets the rate, and the total varies with the seed
+            (default 3 events per second of history). Leave it out when ``records`` is given.
         end: End of the history (default now, rounded down to the second).
+        records: Exactly this many records of every kind, spread over the whole history.
         **options: Other :class:`GeneratorConfig` fields (seed, anomalies, bad_rate ...).
 
     Returns:
         The configuration.
+
+    Raises:
+        ConfigError: If ``hours`` is not positive, or both ``count`` and ``records`` are given.
     """
     if not hours > 0:
         raise ConfigError(f"backfill hours: {hours} must be positive.")
+    if count and records:
+        raise ConfigError("backfill: give count (mean clean events) or records (exact records), not both.")
     end = end or datetime.now(UTC).replace(microsecond=0)
     seconds = hours * 3600.0
     rate = (count / seconds) if count else options.pop("rate", 3.0)
     options.pop("rate", None)
-    return GeneratorConfig(start=end - timedelta(seconds=seconds), end=end, rate=rate, **options)
+    config = GeneratorConfig(start=end - timedelta(seconds=seconds), end=end, rate=rate, records=records, **options)
+    return _with_record_rate(config, records / seconds) if records else config
 
 
-def live_config(rate: float, seconds: float, start: datetime | None = None, **options: Any) -> GeneratorConfig:
-    """Live events: event times from ``start`` (default now) on, at ``rate`` events per second.
+def live_config(
+    rate: float,
+    seconds: float | None = None,
+    start: datetime | None = None,
+    records: int | None = None,
+    **options: Any,
+) -> GeneratorConfig:
+    """Live records: event times from ``start`` (default now) on, at ``rate`` records per second.
 
     Args:
-        rate: Target events per second.
-        seconds: How long the live stream lasts.
+        rate: Records per second of every kind, on average (clean events are about 1.5 % fewer).
+        seconds: How long the live stream lasts; or
+        records: Exactly this many records: the stream ends when they are reached, after about
+            ``records / rate`` seconds.
         start: First event time (default now).
         **options: Other :class:`GeneratorConfig` fields; ``daily_curve`` defaults to off.
 
     Returns:
         The configuration.
+
+    Raises:
+        ConfigError: Unless exactly one of ``seconds`` and ``records`` is given, positive.
     """
-    if not seconds > 0:
-        raise ConfigError(f"duration: {seconds} must be a positive number of seconds.")
+    if (seconds is None) == (records is None) or not (seconds or records or 0) > 0:
+        raise ConfigError(f"live production needs a duration or a record count (one, positive): {seconds}, {records}.")
+    if not rate > 0:
+        raise ConfigError(f"rate: {rate} must be a positive number of records per second.")
     start = start or datetime.now(UTC)
     options.setdefault("daily_curve", False)
-    return GeneratorConfig(start=start, end=start + timedelta(seconds=seconds), rate=rate, **options)
+    length = seconds if seconds is not None else records / rate  # type: ignore[operator]
+    config = GeneratorConfig(start=start, end=start + timedelta(seconds=length), rate=rate, records=records,
+                             open_end=records is not None, **options)  # fmt: skip
+    return _with_record_rate(config, rate)
 
 
 class EventGenerator:
     """Generate the records of one configuration, lazily and in send order.
 
     Iterate it once; afterwards ``counts`` holds what was yielded of each kind and ``type_counts``
-    the clean events by type. ``ground_truth`` is known before iterating.
+    the clean events by type. ``ground_truth`` is known before iterating. With ``config.records`` it
+    yields exactly that many records, nothing held back (:mod:`icestream.synthetic.schedule`).
 
     Args:
         config: What to generate.
@@ -168,96 +221,84 @@ class EventGenerator:
 
     def __init__(self, config: GeneratorConfig) -> None:
         self.config = config
+        self.run_id = config.run_id
         # The window is part of the seed, so runs at different times never reuse event ids.
-        self._rng = random.Random(f"icestream:{config.seed}:{config.start.isoformat()}:{config.end.isoformat()}")  # noqa: S311 - test data, not security
+        self._seed_text = f"{config.seed}:{config.start.isoformat()}:{config.end.isoformat()}"
+        self._rng = random.Random(f"icestream:{self._seed_text}")  # noqa: S311 - test data, not security
         self.counts: Counter[str] = Counter()
         self.type_counts: Counter[str] = Counter()
         self._start = config.start.timestamp()
         self._end = config.end.timestamp()
+        self._limit = math.inf if config.open_end else self._end  # event times are before this
         self._shares = expected_type_shares()
         self._session_events = mean_session_events()
-        self._curve_mean = self._mean_curve()
+        # Expected clean events per second at a time (before anomalies).
+        self.rate_at = rate_curve(config.rate, self._start, self._end, config.daily_curve)
         self._users = [make_user(self._rng, number) for number in range(config.users)]
         self._malformed_turn = self._rng.randrange(len(MALFORMED_KINDS))
-        self.ground_truth: list[Anomaly] = self._place_anomalies()
+        self.ground_truth: list[Anomaly] = place_anomalies(
+            config.anomalies, self._start, self._end, lambda kind, ts: self.rate_at(ts) * self._shares[kind] * 60.0
+        )
         self._drops = [
             (parse_ts(a.window_start).timestamp(), parse_ts(a.window_end).timestamp(), a.event_type, a.factor)
             for a in self.ground_truth
             if a.kind == "drop"
         ]
-        self._heap: list[tuple[float, int, Record]] = []
+        self._density = 1.0  # generated this much denser than the rate, then thinned
+        self._dry: list[int] | None = None  # unit sizes, in a dry pass
+        dropped: frozenset[int] = frozenset()
+        if config.records is not None and not config.open_end:
+            rng = random.Random(f"icestream-thinning:{self._seed_text}")  # noqa: S311 - test data, not security
+            self._density, dropped = thinning_plan(config.records, self._unit_sizes, rng)
+        self._schedule = Schedule(config.records, dropped, tags=self.counts)
         self._sequence = 0
         self._iterated = False
 
     # -- set-up -------------------------------------------------------------------------------
-    def _mean_curve(self) -> float:
-        if not self.config.daily_curve:
-            return 1.0
-        steps = 100
-        width = (self._end - self._start) / steps
-        return sum(daily_rate_factor(self._start + (step + 0.5) * width) for step in range(steps)) / steps
-
-    def rate_at(self, epoch_seconds: float) -> float:
-        """Expected clean events per second at a time (the rate curve, before anomalies)."""
-        if not self.config.daily_curve:
-            return self.config.rate
-        return self.config.rate * daily_rate_factor(epoch_seconds) / self._curve_mean
-
-    def _place_anomalies(self) -> list[Anomaly]:
-        specs = self.config.anomalies
-        span_minutes = (self._end - self._start) / 60.0
-        placed = []
-        for index, spec in enumerate(specs):
-            # Automatic placement: evenly spaced, clear of the edges, so windows never overlap.
-            start_minutes = (
-                spec.start_minutes
-                if spec.start_minutes is not None
-                else span_minutes * (index + 1) / (len(specs) + 1) - spec.duration_minutes / 2
-            )
-            start = self._start + start_minutes * 60.0
-            if spec.start_minutes is None:
-                start = math.floor(start / 60.0) * 60.0  # whole minutes, like the detector's windows
-            end = start + spec.duration_minutes * 60.0
-            if start < self._start or end > self._end:
-                raise ConfigError(
-                    f"anomaly {spec.kind}:{spec.event_type} at {start_minutes:.1f}+{spec.duration_minutes:.1f} min "
-                    f"does not fit in the {span_minutes:.1f}-minute window; "
-                    "make the window longer or the anomaly shorter."
-                )
-            baseline = self.rate_at((start + end) / 2) * self._shares[spec.event_type] * 60.0
-            placed.append(
-                Anomaly(spec.kind, spec.event_type, format_ts(start), format_ts(end), spec.factor, round(baseline, 3))
-            )
-        return placed
+    def _unit_sizes(self, density: float) -> list[int]:
+        """A dry pass at ``density``: each unit's record count (negative: never thinned); nothing encoded."""
+        dry = EventGenerator(replace(self.config, records=None))  # the same draws: same seed and window
+        dry._density, dry._dry = density, []
+        for _ in dry:  # yields nothing: a dry pass only counts
+            pass
+        return dry._dry
 
     # -- events -------------------------------------------------------------------------------
-    def _uuid(self) -> str:
-        return str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
-
     def _event(self, user: User, session_id: str, event_type: str, ts: float, gap: float) -> dict[str, Any]:
+        properties = event_properties(self._rng, event_type, gap)
+        properties[RUN_ID_PROPERTY] = self.run_id
         return {
-            "event_id": self._uuid(),
+            "event_id": uuid4_text(self._rng.getrandbits(128)),
             "user_id": user.user_id,
             "session_id": session_id,
             "event_type": event_type,
             "event_ts": format_ts(ts),
-            "properties": event_properties(self._rng, event_type, gap),
+            "properties": properties,
             "device_info": user.device,
         }
 
-    def _push(self, record: Record) -> None:
-        self._sequence += 1
-        heapq.heappush(self._heap, (record.send_at, self._sequence, record))
+    def _unit(
+        self, event_ts: float, records: list[Record], tag: str | None = None, fixed: bool = False, now: bool = True
+    ) -> Record | None:
+        """Add a unit (see :meth:`Schedule.add`); ``fixed``: never thinned; return a record that leaves at once."""
+        if self._dry is not None:  # a dry pass only counts each unit's records
+            self._dry.append(-len(records) if fixed else len(records))
+            return None
+        numbered = []
+        for record in records:
+            self._sequence += 1  # creation order breaks ties between equal send times
+            numbered.append((self._sequence, record))
+        return self._schedule.add(event_ts, numbered, tag, now=now)
 
     def _dropped(self, event_type: str, ts: float) -> bool:
         for start, end, dropped_type, keep in self._drops:
             if dropped_type == event_type and start <= ts < end and self._rng.random() >= keep:
-                self.counts["anomaly_dropped"] += 1
+                self._unit(ts, [], "anomaly_dropped")
                 return True
         return False
 
-    def _emit(self, event: dict[str, Any], ts: float) -> None:
-        """Queue one clean event, and the duplicates, lateness, extras and bad records drawn for it."""
+    def _emit(self, event: dict[str, Any], ts: float, tag: str | None = None) -> Record | None:
+        """Add one clean event, and the duplicates, lateness, extras and bad records drawn for it."""
         config, rng = self.config, self._rng
         extra = rng.random() < config.extra_field_rate
         if extra:
@@ -267,48 +308,33 @@ class EventGenerator:
         room = self._end - ts
         late = rng.random() < config.late_rate and room > config.late_seconds[0]
         send_at = ts + rng.uniform(config.late_seconds[0], min(config.late_seconds[1], room)) if late else ts
-        data = encode_event(event)
+        data = encode_event(event) if self._dry is None else b""
         key, event_type, event_id = event["user_id"], event["event_type"], event["event_id"]
-        self._push(Record(data, key, "event", ts, send_at, event_type, event_id, late, extra))
+        unit = [Record(data, key, "event", ts, send_at, event_type, event_id, late, extra)]
         if rng.random() < config.duplicate_rate:
             # A retrying producer resends the same bytes shortly after.
-            self._push(Record(data, key, "duplicate", ts, send_at + rng.uniform(0.05, 2.0), event_type, event_id))
+            unit.append(Record(data, key, "duplicate", ts, send_at + rng.uniform(0.05, 2.0), event_type, event_id))
         if config.bad_rate and rng.random() < config.bad_rate:
             kind = config.malformed_kinds[self._malformed_turn % len(config.malformed_kinds)]
             self._malformed_turn += 1
-            bad = malformed_payload(kind, event, max_event_bytes=config.max_event_bytes)
+            bad = malformed_payload(kind, event, max_event_bytes=config.max_event_bytes) if self._dry is None else b""
             bad_key = key if kind not in ("missing_user_id", "wrong_type_string") else f"k-{rng.getrandbits(32):08x}"
-            self._push(Record(bad, bad_key, kind, ts, send_at + rng.uniform(0.0, 1.0), event_type, event_id))
-
-    def _session(self, start: float) -> None:
-        rng = self._rng
-        user = rng.choice(self._users)
-        session_id = f"s-{rng.getrandbits(48):012x}"
-        event_type = first_event_type(rng)
-        ts = start
-        for _ in range(MAX_SESSION_EVENTS):
-            gap = min(300.0, 0.5 + rng.expovariate(1 / 15.0))
-            if self._start <= ts < self._end and not self._dropped(event_type, ts):
-                self._emit(self._event(user, session_id, event_type, ts, gap), ts)
-            following = next_event_type(rng, event_type)
-            if following is None:
-                return
-            event_type, ts = following, ts + gap
+            unit.append(Record(bad, bad_key, kind, ts, send_at + rng.uniform(0.0, 1.0), event_type, event_id))
+        return self._unit(ts, unit, tag, now=tag is None)  # anomaly extras are made ahead of their time
 
     def _anomaly_extras(self) -> None:
-        """Queue the extra events of spikes and bursts: a Poisson stream at (factor - 1) x baseline."""
+        """Add the extra events of spikes and bursts: a Poisson stream at (factor - 1) x baseline."""
         rng = self._rng
         for anomaly in self.ground_truth:
             if anomaly.kind == "drop":
                 continue
             start, end = parse_ts(anomaly.window_start).timestamp(), parse_ts(anomaly.window_end).timestamp()
-            extra_per_second = (anomaly.factor - 1.0) * anomaly.baseline_per_minute / 60.0
+            extra_per_second = (anomaly.factor - 1.0) * anomaly.baseline_per_minute / 60.0 * self._density
             ts = start + rng.expovariate(extra_per_second)
             while ts < end:
                 user = rng.choice(self._users)
                 event = self._event(user, f"s-{rng.getrandbits(48):012x}", anomaly.event_type, ts, 1.0)
-                self.counts["anomaly_extra"] += 1
-                self._emit(event, ts)
+                self._emit(event, ts, "anomaly_extra")
                 ts += rng.expovariate(extra_per_second)
 
     def _oversized_for_kinesis(self) -> None:
@@ -317,8 +343,12 @@ class EventGenerator:
             ts = self._start + (self._end - self._start) * (index + 1) / (count + 1)
             user = self._rng.choice(self._users)
             event = self._event(user, f"s-{self._rng.getrandbits(48):012x}", "page_view", ts, 1.0)
-            data = malformed_payload(KINESIS_OVERSIZED, event)
-            self._push(Record(data, user.user_id, KINESIS_OVERSIZED, ts, ts, "page_view", event["event_id"]))
+            data = malformed_payload(KINESIS_OVERSIZED, event) if self._dry is None else b""
+            record = Record(data, user.user_id, KINESIS_OVERSIZED, ts, ts, "page_view", event["event_id"])
+            self._unit(ts, [record], fixed=True, now=False)
+
+    def _session_rate(self, epoch_seconds: float) -> float:
+        return self.rate_at(max(epoch_seconds, self._start)) * self._density / self._session_events
 
     def _yield(self, record: Record) -> Record:
         self.counts[record.kind] += 1
@@ -332,29 +362,47 @@ class EventGenerator:
         if self._iterated:
             raise RuntimeError("An EventGenerator is iterated once; make a new one for another pass.")
         self._iterated = True
-        self._anomaly_extras()
+        schedule = self._schedule
+        self._anomaly_extras()  # made ahead, they wait in the schedule for their time
         self._oversized_for_kinesis()
-        rng = self._rng
-        session_start = self._start - _WARMUP_SECONDS
-        while session_start < self._end:
-            # Records already queued can be sent: every later session starts (and sends) after this.
-            while self._heap and self._heap[0][0] < session_start:
-                yield self._yield(heapq.heappop(self._heap)[2])
-            self._session(session_start)
-            sessions_per_second = self.rate_at(max(session_start, self._start)) / self._session_events
-            session_start += rng.expovariate(sessions_per_second)
-        while self._heap:
-            yield self._yield(heapq.heappop(self._heap)[2])
+        for ts, user, session_id, event_type, gap in session_events(
+            self._rng, self._users, self._start, self._limit, self._session_rate
+        ):
+            # Every unit still to come happens at or after ``ts``: what happened before can leave.
+            if schedule.waiting(before=ts):
+                schedule.admit(before=ts)
+                if schedule.full:
+                    break  # what is still due leaves at the instant the budget was spent (drain)
+                for record in schedule.release(before=ts):
+                    yield self._yield(record)
+            if self._dropped(event_type, ts):
+                continue
+            ready = self._emit(self._event(user, session_id, event_type, ts, gap), ts)
+            if ready is not None:
+                yield self._yield(ready)
+            if schedule.full:
+                break
+        for record in schedule.drain():
+            yield self._yield(record)
+
+    @property
+    def window_end(self) -> datetime:
+        """Event times are before this: the configured end, or where an open window's records ran out."""
+        stopped = self._schedule.stopped_at
+        if not self.config.open_end or stopped is None:
+            return self.config.end
+        return datetime.fromtimestamp(math.floor(stopped * 1000 + 1) / 1000, UTC)
 
     def summary(self) -> dict[str, Any]:
         """Counts of what was yielded, for a JSON summary.
 
         Returns:
-            ``records`` (all yielded), ``counts`` by kind and flag, ``type_counts`` of clean events,
-            and ``malformed`` (all malformed kinds together).
+            ``run_id``, ``records`` (all yielded), ``events``, ``malformed`` (all kinds), ``counts`` by
+            kind and flag (``anomaly_extra`` / ``_dropped``: events anomalies added / removed), ``type_counts``.
         """
         records = sum(self.counts[kind] for kind in RECORD_KINDS)
         return {
+            "run_id": self.run_id,
             "records": records,
             "events": self.counts["event"],
             "malformed": sum(self.counts[kind] for kind in MALFORMED_KINDS),

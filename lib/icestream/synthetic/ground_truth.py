@@ -8,7 +8,8 @@ is scored against.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
@@ -16,7 +17,7 @@ from pathlib import Path
 from icestream.config import Settings
 from icestream.errors import ConfigError
 from icestream.synthetic.model import EVENT_TYPES
-from icestream.synthetic.wire import parse_ts
+from icestream.synthetic.wire import format_ts, parse_ts
 
 ANOMALY_KINDS = ("spike", "drop", "burst")
 GROUND_TRUTH_FILE = "anomalies_truth.jsonl"
@@ -87,6 +88,46 @@ def check_spec(spec: AnomalySpec) -> None:
         raise ConfigError(f"{spec.kind} factor {spec.factor}: must be above 1 (a multiple of the baseline).")
     if spec.duration_minutes <= 0:
         raise ConfigError(f"anomaly duration {spec.duration_minutes}: must be positive minutes.")
+
+
+def place_anomalies(
+    specs: Sequence[AnomalySpec], start: float, end: float, baseline_per_minute: Callable[[str, float], float]
+) -> list[Anomaly]:
+    """Place anomalies in a window of event time; without a start, evenly spaced and clear of the edges.
+
+    Args:
+        specs: The anomalies to inject.
+        start: Window start (epoch seconds).
+        end: Window end (epoch seconds).
+        baseline_per_minute: Expected events of a type per minute at a time, without anomalies.
+
+    Returns:
+        The ground truth, one :class:`Anomaly` per spec.
+
+    Raises:
+        ConfigError: If an anomaly does not fit in the window.
+    """
+    span_minutes = (end - start) / 60.0
+    placed = []
+    for index, spec in enumerate(specs):
+        start_minutes = (
+            spec.start_minutes
+            if spec.start_minutes is not None
+            else span_minutes * (index + 1) / (len(specs) + 1) - spec.duration_minutes / 2
+        )
+        first = start + start_minutes * 60.0
+        if spec.start_minutes is None:
+            first = math.floor(first / 60.0) * 60.0  # whole minutes, like the detector's windows
+        last = first + spec.duration_minutes * 60.0
+        if first < start or last > end:
+            raise ConfigError(
+                f"anomaly {spec.kind}:{spec.event_type} at {start_minutes:.1f}+{spec.duration_minutes:.1f} min "
+                f"does not fit in the {span_minutes:.1f}-minute window; make the window longer or the anomaly shorter."
+            )
+        baseline = baseline_per_minute(spec.event_type, (first + last) / 2)
+        placed.append(Anomaly(spec.kind, spec.event_type, format_ts(first), format_ts(last), spec.factor,
+                              round(baseline, 3)))  # fmt: skip
+    return placed
 
 
 def parse_anomalies(text: str | None) -> tuple[AnomalySpec, ...]:

@@ -1,4 +1,4 @@
-"""The committed samples in ``data/samples/``: about 300 clean events and one malformed record per kind.
+"""The committed samples in ``data/samples/``: 300 clean events and one malformed record per kind.
 
 Regenerate them after a deliberate change to the generator with::
 
@@ -25,13 +25,13 @@ SAMPLE_END = datetime(2026, 11, 21, 6, 0, tzinfo=UTC)
 
 
 def sample_records() -> tuple[list[Record], list[dict[str, Any]]]:
-    """The records behind ``data/samples/``: about 300 clean events, one malformed of each kind.
+    """The records behind ``data/samples/``: 300 clean events, one malformed of each kind.
 
     Returns:
         The clean event records (no duplicates or bad records), and one row per malformed kind
         (``kind``, ``description``, ``size``, ``payload_base64``).
     """
-    config = backfill_config(hours=0.5, count=300, end=SAMPLE_END, seed=SAMPLE_SEED, users=60, duplicate_rate=0.0,
+    config = backfill_config(hours=0.5, records=300, end=SAMPLE_END, seed=SAMPLE_SEED, users=60, duplicate_rate=0.0,
                              late_rate=0.0, bad_rate=0.0, extra_field_rate=0.03)  # fmt: skip
     records, _ = generate(config)
     base = json.loads(records[0].data)

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class Record:
-    """One Kinesis record to send.
+class Record(NamedTuple):
+    """One Kinesis record to send (immutable; a named tuple because the generator makes very many).
 
     Attributes:
         data: The payload bytes.
@@ -44,11 +43,16 @@ class Record:
         return len(self.data) + len(self.partition_key.encode())
 
 
+@functools.lru_cache(maxsize=4096)
+def _whole_second(whole: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole))
+
+
 def format_ts(epoch_seconds: float) -> str:
     """Format epoch seconds as ISO-8601 UTC with milliseconds and ``Z`` (the wire format)."""
     whole = math.floor(epoch_seconds)
     millis = min(999, round((epoch_seconds - whole) * 1000))
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{millis:03d}Z"
+    return f"{_whole_second(whole)}.{millis:03d}Z"
 
 
 def parse_ts(text: str) -> datetime:
@@ -56,9 +60,29 @@ def parse_ts(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
 
 
+# One encoder for every payload: json.dumps with options builds a new encoder on every call, and
+# JSONEncoder.encode a new C encoder; the C encoder itself can be reused (no cycle check: events are trees).
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+_C_ENCODER = (
+    json.encoder.c_make_encoder(None, _ENCODER.default, json.encoder.encode_basestring, None, ":", ",", False, False,
+                                True)
+    if json.encoder.c_make_encoder is not None
+    else None
+)  # fmt: skip
+
+
 def encode_event(event: dict[str, Any]) -> bytes:
     """Encode one event as its wire payload (compact UTF-8 JSON)."""
-    return json.dumps(event, separators=(",", ":"), ensure_ascii=False).encode()
+    if _C_ENCODER is None:
+        return _ENCODER.encode(event).encode()
+    return "".join(_C_ENCODER(event, 0)).encode()
+
+
+def uuid4_text(bits: int) -> str:
+    """``str(uuid.UUID(int=bits, version=4))``, without building the object (the generator makes many)."""
+    value = bits & ~(0xC000 << 48) | 0x8000 << 48  # the RFC 4122 variant
+    text = f"{value & ~(0xF000 << 64) | 4 << 76:032x}"  # version 4
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
 def decode_events(records: Iterable[Record]) -> list[dict[str, Any]]:

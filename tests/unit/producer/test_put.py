@@ -14,13 +14,8 @@ from hypothesis import strategies as st
 
 from icestream.errors import ConfigError, ServiceUnavailableError
 from icestream.limits import MAX_BYTES_PER_PUT, MAX_RECORD_BYTES, MAX_RECORDS_PER_PUT
-from icestream.producer.put import (
-    Producer,
-    ProduceSummary,
-    RetryPolicy,
-    batches,
-    record_size,
-)
+from icestream.producer.put import Producer, RetryPolicy, batches, record_size
+from icestream.producer.summary import ProduceSummary
 from icestream.synthetic.malformed import malformed_payload
 from icestream.synthetic.wire import Record
 
@@ -214,7 +209,7 @@ def test_pacing_stops_at_the_duration_without_taking_future_records() -> None:
     client = FlakyKinesis()
     summary = Producer(client, "s").send(records, pace=True, duration=0.3, progress=False)
     assert summary.stopped_early
-    assert (summary.records, summary.sent) == (1, 1)
+    assert (summary.records, summary.sent, summary.unsent) == (2, 1, 1)  # the one in hand is counted, not sent
 
 
 def test_stop_ends_a_run_early() -> None:
@@ -229,7 +224,7 @@ def test_stop_ends_a_run_early() -> None:
 
     summary = producer.send(records(), progress=False)
     assert summary.stopped_early
-    assert summary.sent == 10
+    assert (summary.sent, summary.unsent, summary.records) == (10, 1, 11)
 
 
 @pytest.mark.parametrize(("options", "message"), [({"rate_limit": 0}, "rate limit"), ({"duration": -1}, "duration")])
@@ -252,3 +247,30 @@ def test_summary_is_json_ready() -> None:
     again = ProduceSummary.from_dict(values)
     assert (again.sent, again.failed, again.sent_by_kind) == (2, 1, {"event": 2})
     assert again.failures == summary.failures
+
+
+def test_calls_stay_in_input_order_while_the_next_batch_is_built() -> None:
+    import time
+
+    class Slow(FlakyKinesis):
+        def put_records(self, StreamName: str, Records: list[dict[str, Any]]) -> dict[str, Any]:  # noqa: N803
+            time.sleep(0.01)  # a call in flight while the producer takes the next records
+            return super().put_records(StreamName=StreamName, Records=Records)
+
+    client = Slow({"id-700": 1})
+    records = [make_record(n) for n in range(2_345)]
+    summary = Producer(client, "s", sleep=lambda _: None).send(records, progress=False)
+    assert [len(call) for call in client.calls] == [500, 500, 1, 500, 500, 345]
+    order = [*range(700), *range(701, 1000), 700, *range(1000, 2_345)]
+    assert client.accepted == [records[n].data for n in order], "a retried record follows its batch, not later ones"
+    assert summary.records == summary.sent == 2_345
+    assert summary.line().startswith("2345 records: sent 2345, failed 0, unsendable 0 (retried 1)")
+
+
+def test_a_partition_key_kinesis_would_refuse_is_reported_and_never_sent() -> None:
+    client = FlakyKinesis()
+    records = [make_record(1), make_record(2, key="k" * 257), Record(b"{}", "", "file", 0.0, 0.0)]
+    summary = Producer(client, "s").send(records, progress=False)
+    assert (summary.records, summary.sent, summary.unsendable) == (3, 1, 2)
+    assert [failure.error_code for failure in summary.failures] == ["InvalidPartitionKey", "InvalidPartitionKey"]
+    assert client.accepted == [records[0].data]

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from collections import Counter, defaultdict
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -15,6 +17,7 @@ from icestream.limits import MAX_RECORD_BYTES
 from icestream.schema import DEVICE_FIELDS, REQUIRED_FIELDS
 from icestream.synthetic.generator import (
     RECORD_KINDS,
+    RUN_ID_PROPERTY,
     EventGenerator,
     backfill_config,
     generate,
@@ -205,3 +208,86 @@ def test_an_anomaly_that_does_not_fit_is_refused() -> None:
     config = backfill_config(hours=0.5, end=END, anomalies=(AnomalySpec("spike", "click", 4.0, 25.0, 15.0),))
     with pytest.raises(ConfigError, match="does not fit"):
         EventGenerator(config)
+
+
+@pytest.mark.parametrize(("hours", "records"), [(3.0, 30_000), (1.0, 2_000), (0.5, 137)])
+def test_a_backfill_with_records_holds_exactly_that_many_over_the_whole_window(hours: float, records: int) -> None:
+    config = backfill_config(hours=hours, records=records, end=END, seed=5, anomalies=DEFAULT_ANOMALIES)
+    sent, generator = generate(config)
+    assert len(sent) == generator.summary()["records"] == records
+    times = sorted(record.event_ts for record in sent)
+    span = config.seconds
+    assert times[0] - config.start.timestamp() < 0.02 * span, "the history starts at its start"
+    assert config.end.timestamp() - times[-1] < 0.02 * span, "and runs to its end: thinned, not cut short"
+    assert generator.window_end == config.end
+    assert generate(config)[0] == sent, "the same configuration gives the same records"
+
+
+def test_a_live_run_with_records_ends_when_they_are_reached_and_sends_its_late_events() -> None:
+    start = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+    config = live_config(rate=200, records=12_000, start=start, seed=2, late_rate=0.1, late_seconds=(5.0, 40.0))
+    records, generator = generate(config)
+    assert len(records) == generator.summary()["records"] == 12_000
+    end = generator.window_end.timestamp()
+    assert 0.95 * 60 < end - start.timestamp() < 1.05 * 60, "12,000 records at 200/s: about a minute"
+    late = [record for record in records if record.late]
+    assert len(late) > 500
+    assert all(record.send_at <= end for record in records), "nothing is due after the run's end"
+    assert all(r.event_ts < end for r in records)
+    # Late records still come after newer events (the ones due past the end leave at the end).
+    newest, after_newer = -math.inf, 0
+    for record in records:
+        after_newer += record.late and record.event_ts < newest
+        newest = max(newest, record.event_ts)
+    assert after_newer > 0.9 * len(late)
+
+
+def test_an_open_window_goes_on_past_its_expected_end_until_the_records_are_reached() -> None:
+    start = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+    config = replace(live_config(rate=50, records=1_000, start=start, seed=3), rate=25.0)  # half the expected rate
+    records, generator = generate(config)
+    assert len(records) == 1_000
+    assert generator.window_end > config.end
+
+
+def test_every_event_carries_its_runs_id(backfill: tuple[list[Any], EventGenerator]) -> None:
+    records, generator = backfill
+    assert generator.run_id.startswith("run-")
+    assert {event["properties"][RUN_ID_PROPERTY] for event in decode_events(records)} == {generator.run_id}
+    assert generator.summary()["run_id"] == generator.run_id
+    other = backfill_config(hours=3, count=30_000, end=END, seed=12, anomalies=DEFAULT_ANOMALIES)
+    assert EventGenerator(other).run_id != generator.run_id
+    assert EventGenerator(generator.config).run_id == generator.run_id
+
+
+def test_traffic_is_at_its_full_rate_from_the_first_second() -> None:
+    start = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+    records, _ = generate(live_config(rate=300, seconds=150, start=start, seed=4, late_rate=0.0))
+    per_15_seconds = Counter(int((record.event_ts - start.timestamp()) // 15) for record in records)
+    typical = sorted(per_15_seconds.values())[len(per_15_seconds) // 2]
+    assert per_15_seconds[0] > 0.95 * typical, "sessions already under way when the window opens"
+    assert 0.95 * 300 * 15 < typical < 1.05 * 300 * 15, "rate counts records of every kind"
+
+
+def test_a_live_run_builds_only_the_events_it_sends(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cost of a live run is per record sent, whatever the rate (no simulated warm-up, no look-ahead)."""
+    built = Counter[str]()
+    original = EventGenerator._event
+
+    def counting(self: EventGenerator, *args: Any) -> dict[str, Any]:
+        built["events"] += 1
+        return original(self, *args)
+
+    monkeypatch.setattr(EventGenerator, "_event", counting)
+    records, _ = generate(live_config(rate=50_000, records=5_000, seed=1, late_rate=0.0))
+    assert len(records) == 5_000
+    assert built["events"] <= 5_000
+
+
+def test_records_and_count_do_not_mix_and_live_needs_one_bound() -> None:
+    with pytest.raises(ConfigError, match="not both"):
+        backfill_config(hours=1, count=100, records=100, end=END)
+    with pytest.raises(ConfigError, match="duration or a record count"):
+        live_config(rate=10)
+    with pytest.raises(ConfigError, match="duration or a record count"):
+        live_config(rate=10, seconds=5, records=50)
