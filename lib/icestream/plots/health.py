@@ -93,7 +93,9 @@ def snapshot_timeline(snapshots: pd.DataFrame) -> Figure:
 
 
 def before_after(before: Mapping[str, float], after: Mapping[str, float]) -> Figure:
-    """Grouped bars of the same numbers before and after maintenance (log scale: they differ by orders).
+    """One small linear panel per number, before and after maintenance.
+
+    Each number gets its own axis, so counts and MiB are never on one scale and a 0 is drawn as 0.
 
     Args:
         before: Name → value before (e.g. data files, snapshots, manifests, metadata MiB).
@@ -103,15 +105,13 @@ def before_after(before: Mapping[str, float], after: Mapping[str, float]) -> Fig
         The figure.
     """
     names = list(before)
-    positions = np.arange(len(names))
-    fig, ax = plt.subplots(figsize=(8, 3.5))
-    for offset, label, values, color in ((-0.2, "before", before, "tab:orange"), (0.2, "after", after, "tab:green")):
-        heights = [max(float(values[name]), 1e-3) for name in names]
-        bars = ax.bar(positions + offset, heights, width=0.4, label=label, color=color)
-        ax.bar_label(bars, labels=[f"{values[name]:g}" for name in names], fontsize=8)
-    ax.set_yscale("log")
-    ax.set_xticks(positions, names, fontsize=8)
-    ax.set(ylabel="count or MiB (log scale)", title="Table before and after maintenance")
-    ax.legend(fontsize=8)
+    fig, axes = plt.subplots(1, len(names), figsize=(2.2 * len(names), 3), squeeze=False)
+    for ax, name in zip(axes[0], names, strict=True):
+        values = [float(before[name]), float(after[name])]
+        bars = ax.bar(["before", "after"], values, color=["tab:orange", "tab:green"])
+        ax.bar_label(bars, labels=[f"{value:g}" for value in values], fontsize=8)
+        ax.set_title(name, fontsize=9)
+        ax.margins(y=0.15)
+    fig.suptitle("Table before and after maintenance")
     fig.tight_layout()
     return fig
