@@ -6,6 +6,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import uuid
 from contextlib import closing
 from datetime import UTC, datetime
 
@@ -13,7 +14,7 @@ import pytest
 
 from icestream.catalog import several_writers_safe
 from icestream.clients import ensure_stream
-from icestream.config import Settings
+from icestream.config import Settings, load_settings
 from icestream.schema import table_columns
 from icestream.spark import get_spark
 from icestream.tables import setup_tables, show_create_table
@@ -64,7 +65,14 @@ def test_the_catalog_lives_in_the_test_warehouse(spark, settings: Settings, test
     assert "-Djava.library.path=" in spark.conf.get("spark.driver.extraJavaOptions")
 
 
-def test_stream_table_append_time_travel_and_metadata(spark, stream_settings: Settings) -> None:
+@pytest.fixture
+def own_table(stream_settings: Settings) -> Settings:
+    """A fresh stream and its own tables: these tests write rows the workbook's default table must not hold."""
+    return load_settings(stream_name=stream_settings.stream_name, table=f"si_{uuid.uuid4().hex[:10]}")
+
+
+def test_stream_table_append_time_travel_and_metadata(spark, own_table: Settings) -> None:
+    stream_settings = own_table
     ensure_stream(stream_settings, shard_count=1)
     events, rejects = setup_tables(spark, stream_settings)
     assert setup_tables(spark, stream_settings) == [events, rejects]  # idempotent
@@ -90,7 +98,8 @@ def test_stream_table_append_time_travel_and_metadata(spark, stream_settings: Se
     assert len(partitions) >= 1
 
 
-def test_commits_from_two_processes_are_never_lost(spark, stream_settings: Settings) -> None:
+def test_commits_from_two_processes_are_never_lost(spark, own_table: Settings) -> None:
+    stream_settings = own_table
     """Two processes append to one table at the same time: with the JDBC (or Glue) catalog none is lost."""
     if not several_writers_safe(stream_settings):
         pytest.skip("the Hadoop catalog is safe for one writing process only")
@@ -102,7 +111,8 @@ def test_commits_from_two_processes_are_never_lost(spark, stream_settings: Setti
     script = (
         "from icestream.config import load_settings\n"
         "from icestream.spark import get_spark\n"
-        f"spark = get_spark(load_settings(stream_name={stream_settings.stream_name!r}), app_name='second-writer')\n"
+        f"own = load_settings(stream_name={stream_settings.stream_name!r}, table={stream_settings.table!r})\n"
+        "spark = get_spark(own, app_name='second-writer')\n"
         f"spark.table('{events}').count()\n"
         "print('ready', flush=True)\n"
         f"for _ in range({rounds}):\n"
