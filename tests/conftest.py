@@ -8,6 +8,7 @@ project (``.cache/jars``), so the jars are built once per machine, not once per 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from collections.abc import Callable, Iterator
@@ -137,3 +138,24 @@ def fresh(spark, emulator: str) -> Callable[..., Settings]:
         return made
 
     return make
+
+
+@contextlib.contextmanager
+def generated_table(spark, prefix: str, config, chunk_rows: int = 50_000) -> Iterator[tuple[Settings, str, list, dict]]:
+    """A private events table bulk-loaded (no Kinesis) with the records ``config`` generates; dropped after.
+
+    Yields:
+        ``(settings naming the table, its qualified name, the generated records, load counts)``.
+    """
+    from icestream.ingest.bulk import load_payloads
+    from icestream.synthetic.generator import generate
+    from icestream.tables import setup_tables
+
+    local = load_settings(table=f"{prefix}_{uuid.uuid4().hex[:10]}")
+    name = setup_tables(spark, local)[0]
+    records, _ = generate(config)
+    counts = load_payloads(spark, name, ((r.data, r.partition_key) for r in records), chunk_rows=chunk_rows)
+    try:
+        yield local, name, records, counts
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {name} PURGE")

@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
-import uuid
 from datetime import UTC, datetime
 
 import pandas as pd
 import pytest
 
 from icestream import duckdb as duck
-from icestream import realtime, tables
+from icestream import realtime
 from icestream.catalog import current_metadata_location
-from icestream.config import load_settings
 from icestream.errors import ConfigError
-from icestream.ingest.bulk import load_payloads
 from icestream.lake import LakeTable
-from icestream.synthetic.generator import backfill_config, generate
+from icestream.synthetic.generator import backfill_config
+from tests.conftest import generated_table
 
 pytestmark = pytest.mark.integration
 
@@ -24,13 +22,10 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def table(spark, settings):
     """A 2-hour table of about 5,000 events (duplicates and bad records included) in several snapshots."""
-    local = load_settings(table=f"q_{uuid.uuid4().hex[:10]}")
-    name = tables.setup_tables(spark, local)[0]
     end = datetime(2026, 11, 21, 6, 0, tzinfo=UTC)
-    records, _ = generate(backfill_config(hours=2, count=5000, end=end, seed=5))
-    load_payloads(spark, name, ((r.data, r.partition_key) for r in records), chunk_rows=2000)
-    yield local, LakeTable(spark, name)
-    spark.sql(f"DROP TABLE IF EXISTS {name} PURGE")
+    with generated_table(spark, "q", backfill_config(hours=2, count=5000, end=end, seed=5), 2000) as made:
+        local, name, _, _ = made
+        yield local, LakeTable(spark, name)
 
 
 @pytest.fixture(scope="module")

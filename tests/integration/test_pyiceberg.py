@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime
 
 import pandas as pd
@@ -10,13 +9,12 @@ import pytest
 
 from icestream import duckdb as duck
 from icestream import pyiceberg as ice
-from icestream import realtime, tables
-from icestream.config import load_settings
+from icestream import realtime
 from icestream.errors import ConfigError
-from icestream.ingest.bulk import load_payloads
 from icestream.lake import LakeTable
 from icestream.lake.window import event_time_range
-from icestream.synthetic.generator import backfill_config, generate
+from icestream.synthetic.generator import backfill_config
+from tests.conftest import generated_table
 
 pytestmark = pytest.mark.integration
 
@@ -26,12 +24,9 @@ END = datetime(2026, 11, 21, 6, 0, tzinfo=UTC)
 @pytest.fixture(scope="module")
 def table(spark, settings):
     """A 2-hour table of about 5,000 events in three snapshots, under the session's catalog."""
-    local = load_settings(table=f"pi_{uuid.uuid4().hex[:10]}")
-    name = tables.setup_tables(spark, local)[0]
-    records, _ = generate(backfill_config(hours=2, count=5000, end=END, seed=11))
-    load_payloads(spark, name, ((r.data, r.partition_key) for r in records), chunk_rows=2000)
-    yield local, LakeTable(spark, name)
-    spark.sql(f"DROP TABLE IF EXISTS {name} PURGE")
+    with generated_table(spark, "pi", backfill_config(hours=2, count=5000, end=END, seed=11), 2000) as made:
+        local, name, _, _ = made
+        yield local, LakeTable(spark, name)
 
 
 def by_type(frame: pd.DataFrame) -> pd.DataFrame:

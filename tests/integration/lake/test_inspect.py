@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime
 
 import pytest
 
-from icestream import tables
-from icestream.config import load_settings
-from icestream.ingest.bulk import load_payloads
 from icestream.lake import LakeTable
-from icestream.synthetic.generator import backfill_config, generate
+from icestream.synthetic.generator import backfill_config
+from tests.conftest import generated_table
 
 pytestmark = pytest.mark.integration
 
@@ -19,13 +16,10 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def loaded(spark, settings):
     """Appends of 200 clean events (about 600 in all), and how many appends (snapshots) that made."""
-    local = load_settings(table=f"i_{uuid.uuid4().hex[:10]}")
-    name = tables.setup_tables(spark, local)[0]
     end = datetime(2026, 11, 21, 6, 0, tzinfo=UTC)
-    records, _ = generate(backfill_config(hours=1, count=600, end=end, seed=7, bad_rate=0.0, duplicate_rate=0.0))
-    written = load_payloads(spark, name, ((r.data, r.partition_key) for r in records), chunk_rows=200)["written"]
-    yield LakeTable(spark, name), -(-written // 200)
-    spark.sql(f"DROP TABLE IF EXISTS {name} PURGE")
+    config = backfill_config(hours=1, count=600, end=end, seed=7, bad_rate=0.0, duplicate_rate=0.0)
+    with generated_table(spark, "i", config, chunk_rows=200) as (_, name, _, counts):
+        yield LakeTable(spark, name), -(-counts["written"] // 200)
 
 
 def test_ancestry_walks_from_the_current_snapshot_back(loaded) -> None:

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime
 
 import pytest
 
-from icestream import tables
-from icestream.config import load_settings
-from icestream.ingest.bulk import load_payloads
 from icestream.lake import LakeTable, Window
 from icestream.lake.table import recreate_events_copy
 from icestream.lake.window import event_time_slices
-from icestream.synthetic.generator import backfill_config, generate
+from icestream.synthetic.generator import backfill_config
 from icestream.timestamps import to_micros
+from tests.conftest import generated_table
 
 pytestmark = pytest.mark.integration
 
@@ -22,15 +19,11 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def source(spark, settings):
     """A source table of about 6,000 clean events, some with the extra field ``experiment``."""
-    local = load_settings(table=f"q_{uuid.uuid4().hex[:10]}")
-    name = tables.setup_tables(spark, local)[0]
     end = datetime(2026, 11, 21, 6, 0, tzinfo=UTC)
     config = backfill_config(hours=2, count=6000, end=end, seed=3, bad_rate=0.0, duplicate_rate=0.0,
                              extra_field_rate=0.2)  # fmt: skip
-    records, _ = generate(config)
-    load_payloads(spark, name, ((r.data, r.partition_key) for r in records))
-    yield local, LakeTable(spark, name)
-    spark.sql(f"DROP TABLE IF EXISTS {name} PURGE")
+    with generated_table(spark, "q", config) as (local, name, _, _):
+        yield local, LakeTable(spark, name)
     spark.sql(f"DROP TABLE IF EXISTS {name}_time_travel PURGE")
 
 
