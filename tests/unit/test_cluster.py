@@ -32,6 +32,10 @@ def test_platform_defaults_come_from_spark_conf_dir_and_master(tmp_path: Path, m
     monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
     monkeypatch.setenv("MASTER", "spark://head:7077")
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    from pyspark import SparkContext
+
+    # A session shared by earlier tests in this process would otherwise be the running driver.
+    monkeypatch.setattr(SparkContext, "_active_spark_context", None)
     assert cluster.existing_conf() == ({"spark.executor.cores": "4", "spark.master": "spark://head:7077"}, False)
 
 
