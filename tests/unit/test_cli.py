@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from icestream import cli
+from icestream.cli import local, notebooks
 from icestream.runner import notebook_paths
 
 pytestmark = pytest.mark.unit
@@ -44,7 +45,7 @@ def test_doctor_reports_the_catalog_and_who_may_write(
         archive.writestr("org/sqlite/JDBC.class", b"")
         archive.writestr("org/sqlite/native/Linux/x86_64/libsqlitejdbc.so", b"")
     settings = load_settings(warehouse=str(tmp_path / "wh"), catalog_type=catalog_type, sqlite_jdbc_jar=str(driver))
-    checks = dict(cli._doctor_checks(settings, start_spark=False))
+    checks = dict(local._doctor_checks(settings, start_spark=False))
     line = checks["catalog"]()
     assert catalog_type in line
     assert words in line
@@ -61,7 +62,7 @@ def test_emulator_down_is_reported_with_the_command_that_starts_it(
 
 def test_run_parameters_are_yaml_scalars() -> None:
     args = cli.build_parser().parse_args(["run", "00", "-p", "shard_count", "2", "-p", "stream_name", "s1"])
-    assert cli._parameters(args.parameter) == {"shard_count": 2, "stream_name": "s1"}
+    assert notebooks._parameters(args.parameter) == {"shard_count": 2, "stream_name": "s1"}
 
 
 def test_unknown_notebook_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:

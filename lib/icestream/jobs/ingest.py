@@ -17,7 +17,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from icestream.cli import add_common_options, add_ingest_options, cmd_ingest, run_handler
+from icestream.cli.common import add_common_options, run_handler
+from icestream.cli.ingest import add_ingest_options, cmd_ingest
 
 
 def build_parser() -> argparse.ArgumentParser:

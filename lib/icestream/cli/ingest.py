@@ -1,0 +1,110 @@
+"""``icestream ingest`` and ``ship``: the streaming ingest, here or on a cluster."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from icestream.cli.common import settings_from
+from icestream.errors import IcestreamError
+from icestream.limits import START_POSITIONS
+
+
+def cmd_ship(args: argparse.Namespace) -> int:
+    """Build what executors need and print the matching ``spark-submit`` line (or the requirements)."""
+    import dataclasses
+
+    from icestream import shipping
+    from icestream.jars import resolve_jars
+
+    if args.requirements:
+        print("\n".join(shipping.pinned_requirements()))
+        return 0
+    settings = settings_from(args)
+    master = "spark://HOST:7077" if settings.local_master else settings.spark_master
+    plan = shipping.ship_plan(dataclasses.replace(settings, spark_master=master))
+    for artifact in plan.artifacts:
+        print(f"ships {artifact} ({artifact.stat().st_size / 2**20:.1f} MiB)")
+    jars = resolve_jars(settings)
+    iceberg = ["--jars", ",".join(map(str, jars.jars))] if jars.jars else []
+    iceberg += ["--packages", ",".join(jars.packages)] if jars.packages else []
+    job = Path(shipping.PACKAGE) / "jobs" / "ingest.py"
+    command = ["spark-submit", "--master", master, *iceberg, *shipping.submit_arguments(plan), str(job)]
+    print(f"ICESTREAM_SHIP={settings.ship}; submit the ingest job with:\n  " + " ".join([*command, "--available-now"]))
+    return 0
+
+
+def _progress_line(progress: dict[str, Any]) -> str:
+    behind = progress["millis_behind_latest"]
+    lag = "-" if behind is None else f"{behind / 1000:.1f} s"
+    return (
+        f"batch {progress['batch_id']:>5}: read {progress['num_input_rows']:>6}  written {progress['written']:>6}  "
+        f"rejected {progress['rejected']:>4}  deduplicated {progress['deduplicated']:>4}  "
+        f"{progress['duration_ms']['total'] / 1000:6.2f} s  behind {lag}"
+    )
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    """Run the streaming ingest in the foreground until it stops (Ctrl-C or SIGTERM: graceful)."""
+    import signal
+    from datetime import datetime
+
+    from icestream.ingest import parse_trigger, start_ingest
+
+    settings = settings_from(args)
+    options: dict[str, Any] = {
+        "trigger_seconds": parse_trigger(args.trigger),
+        "available_now": args.available_now,
+        "max_batches": args.max_batches,
+        "duration_seconds": args.duration,
+        "starting_position": args.starting_position,
+        "max_records_per_shard": args.max_records_per_shard,
+        "dedupe": not args.no_dedupe,
+        "on_progress": None if args.quiet else lambda progress: print(_progress_line(progress), flush=True),
+    }
+    if args.starting_timestamp:
+        try:
+            options["starting_timestamp"] = datetime.fromisoformat(args.starting_timestamp)
+        except ValueError:
+            raise IcestreamError(f"--starting-timestamp {args.starting_timestamp!r} is not ISO-8601.") from None
+    query = start_ingest(settings=settings, **options)
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: query.stop(timeout=0))
+    query.await_termination()
+    batches = list(query.recent_progress)
+    totals = {
+        key: sum(batch[key] for batch in batches) for key in ("num_input_rows", "written", "rejected", "deduplicated")
+    }
+    print(
+        f"stopped after {len(batches)} batch(es): read {totals['num_input_rows']}, written {totals['written']}, "
+        f"rejected {totals['rejected']}, deduplicated {totals['deduplicated']}; progress in {query.progress_file}"
+    )
+    return 0
+
+
+def add_ingest_options(ingest: argparse.ArgumentParser) -> None:
+    """The options of ``icestream ingest``, shared with the job entry point (:mod:`icestream.jobs.ingest`)."""
+    ingest.add_argument("--trigger", default="5s", help="processing-time trigger, e.g. 1s, 500ms (default 5s)")
+    ingest.add_argument("--available-now", action="store_true", help="read what the stream holds now, commit, stop")
+    ingest.add_argument("--duration", type=float, help="stop after this many seconds")
+    ingest.add_argument("--max-batches", type=int, help="stop after this many batches")
+    ingest.add_argument(
+        "--starting-position", default=None, choices=START_POSITIONS,
+        help="where shards with no committed position start (default: the start_position setting, trim_horizon)",
+    )  # fmt: skip
+    ingest.add_argument("--starting-timestamp", help="ISO-8601 time, with --starting-position at_timestamp")
+    ingest.add_argument("--max-records-per-shard", type=int, default=10_000, help="per batch (default 10000)")
+    ingest.add_argument("--no-dedupe", action="store_true", help="keep duplicate event ids")
+    ingest.add_argument("--quiet", action="store_true", help="no line per batch")
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    """Add this module's commands to the ``icestream`` parser."""
+    ship = commands.add_parser("ship", help="build what cluster executors need; print the spark-submit line")
+    ship.add_argument("--requirements", action="store_true", help="print the executors' pinned requirements")
+    ship.set_defaults(handler=cmd_ship)
+
+    ingest = commands.add_parser("ingest", help="stream Kinesis into the Iceberg tables, exactly once")
+    add_ingest_options(ingest)
+    ingest.set_defaults(handler=cmd_ingest)

@@ -1,0 +1,139 @@
+"""``icestream emulator``, ``setup`` and ``doctor``: the local pieces and the checks."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import platform
+import sys
+from collections.abc import Callable
+
+from icestream.cli.common import settings_from
+from icestream.config import Settings
+from icestream.errors import IcestreamError
+
+
+def cmd_emulator(args: argparse.Namespace) -> int:
+    """Start, stop or report the local Kinesis emulator."""
+    from icestream.emulator import Emulator
+
+    emulator = Emulator(settings_from(args).path("run_dir"))
+    if args.action == "start":
+        print(emulator.start(port=args.port))
+        return 0
+    if args.action == "stop":
+        print("stopped" if emulator.stop() else "not running")
+        return 0
+    status = emulator.status()
+    print(f"{status.detail}" + (f": {status.endpoint} (pid {status.pid})" if status.endpoint else ""))
+    return 0 if status.healthy else 1
+
+
+def cmd_setup(args: argparse.Namespace) -> int:
+    """Create the stream, the namespace and the tables (idempotent)."""
+    from icestream.clients import ensure_stream
+    from icestream.spark import get_spark
+    from icestream.tables import setup_tables
+
+    settings = settings_from(args)
+    summary = ensure_stream(settings, shard_count=args.shards)
+    print(f"stream {settings.stream_name}: {summary['StreamStatus']}, {summary['OpenShardCount']} open shards")
+    for name in setup_tables(get_spark(settings), settings):
+        print(f"table {name}: ready")
+    return 0
+
+
+def _doctor_checks(settings: Settings, start_spark: bool) -> list[tuple[str, Callable[[], str]]]:
+    from icestream.catalog import describe_catalog
+    from icestream.clients import check_kinesis
+    from icestream.jars import iceberg_plan, sqlite_jdbc_driver
+    from icestream.shipping import check_executors
+    from icestream.spark import check_java, get_spark
+
+    def python() -> str:
+        if sys.version_info[:2] != (3, 11):
+            raise IcestreamError(
+                f"Python {platform.python_version()}; this project pins Python 3.11 (make run creates .venv)."
+            )
+        return f"Python {platform.python_version()} at {sys.executable}"
+
+    def spark_version() -> str:
+        version = importlib.metadata.version("pyspark")
+        if not version.startswith("3.5."):
+            raise IcestreamError(f"pyspark {version}; this project needs 3.5.x. Run `make clean run`.")
+        return f"pyspark {version}"
+
+    def jars() -> str:
+        plan = iceberg_plan(settings)
+        where = ", ".join(str(path) for path in plan.jars) or ", ".join(plan.packages) or "; ".join(plan.notes)
+        return f"Iceberg {settings.iceberg_version} jars ({plan.source}): {where}"
+
+    def catalog() -> str:
+        if settings.catalog_type != "jdbc":
+            return describe_catalog(settings)
+        jar, natives = sqlite_jdbc_driver(settings)
+        return f"{describe_catalog(settings)}; driver {jar}" + (f", natives in {natives[0]}" if natives else "")
+
+    def profile() -> str:
+        return (
+            f"profile {settings.profile}: table {settings.table_name}, stream {settings.stream_name}, "
+            f"warehouse {settings.warehouse_uri}, master {settings.spark_master}"
+        )
+
+    def spark() -> str:
+        session = get_spark(settings, app_name="icestream-doctor")  # also loads the Iceberg classes
+        session.sql("SELECT 1").collect()
+        return f"Spark {session.version} on {session.sparkContext.master} with the Iceberg catalog {settings.catalog!r}"
+
+    def executors() -> str:
+        return check_executors(get_spark(settings, app_name="icestream-doctor"), settings)
+
+    checks = [
+        ("python", python),
+        ("java", check_java),
+        ("spark", spark_version),
+        ("iceberg", jars),
+        ("catalog", catalog),
+        ("settings", profile),
+        ("kinesis", lambda: check_kinesis(settings)),
+    ]
+    if start_spark:
+        checks += [("session", spark), ("executors", executors)]
+    return checks
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """Check Java, Spark, the Iceberg jars, the settings and the Kinesis endpoint."""
+    try:
+        settings = settings_from(args)
+    except IcestreamError as error:
+        print(f"FAIL settings   {error}")
+        return 1
+    failures = 0
+    for name, check in _doctor_checks(settings, start_spark=not args.quick):
+        try:
+            print(f"OK   {name:<9} {check()}", flush=True)
+        except IcestreamError as error:
+            failures += 1
+            print(f"FAIL {name:<9} {error}", flush=True)
+        except Exception as error:  # noqa: BLE001 - doctor reports every check, whatever breaks
+            failures += 1
+            first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
+            print(f"FAIL {name:<9} unexpected {type(error).__name__}: {first_line}", flush=True)
+    return 1 if failures else 0
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    """Add this module's commands to the ``icestream`` parser."""
+    emulator = commands.add_parser("emulator", help="the local Kinesis emulator")
+    emulator.add_argument("action", choices=("start", "stop", "status"))
+    emulator.add_argument("--port", type=int, help="loopback port for start (default: a free one)")
+    emulator.set_defaults(handler=cmd_emulator)
+
+    setup = commands.add_parser("setup", help="create the stream, namespace and tables (idempotent)")
+    setup.add_argument("--shards", type=int, help="shards for a new stream (default: settings.shard_count)")
+    setup.set_defaults(handler=cmd_setup)
+
+    doctor = commands.add_parser("doctor", help="check Java, Spark, jars, settings and the endpoint")
+    doctor.add_argument("--quick", action="store_true", help="skip starting a Spark session")
+    doctor.set_defaults(handler=cmd_doctor)

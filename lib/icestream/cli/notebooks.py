@@ -1,0 +1,48 @@
+"""``icestream run``: the notebooks headless, with papermill."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from icestream.cli.common import settings_from
+
+
+def _parameters(pairs: list[list[str]] | None) -> dict[str, Any]:
+    # Values are read as YAML scalars, as papermill's -p does: 4 is an int, true a bool.
+    return {name: yaml.safe_load(value) for name, value in (pairs or [])}
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run notebooks headless with papermill."""
+    from icestream.runner import NotebookFailedError, notebook_paths, run_notebooks
+
+    settings = settings_from(args)
+    notebooks = notebook_paths(args.notebooks)
+    output = Path(args.output) if args.output else settings.path("output_dir")
+    try:
+        runs = run_notebooks(notebooks, output, _parameters(args.parameter), progress=not args.no_progress)
+    except NotebookFailedError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    print("\nwall time per notebook:")
+    for run in runs:
+        print(f"  {run.notebook:<32} {run.seconds:7.1f} s")
+    print(f"  {'total':<32} {sum(run.seconds for run in runs):7.1f} s   (executed copies in {output})")
+    return 0
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    """Add this module's commands to the ``icestream`` parser."""
+    run = commands.add_parser("run", help="run notebooks headless with papermill")
+    run.add_argument("notebooks", nargs="*", help="names or prefixes (default: all, in order)")
+    run.add_argument(
+        "-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"), help="passed to every notebook"
+    )
+    run.add_argument("--output", help="folder for executed copies (default: output/)")
+    run.add_argument("--no-progress", action="store_true", help="no per-cell progress bar")
+    run.set_defaults(handler=cmd_run)

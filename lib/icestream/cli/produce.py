@@ -1,0 +1,105 @@
+"""``icestream produce``: generated events to Kinesis, live, as a backfill, from a file or in the background."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from icestream.config import load_settings
+from icestream.errors import ConfigError
+
+
+def cmd_produce(args: argparse.Namespace) -> int:
+    """Generate records and send them: live (default), a history backfill, a file; or in the background.
+
+    The first line says what is sent, at what rate and why; the last one where every record went
+    (see :mod:`icestream.producer.plan` for what ``--count`` and ``--rate`` mean in each mode).
+    """
+    import json
+    import secrets
+
+    from icestream.clients import kinesis_client
+    from icestream.producer import background
+    from icestream.producer.plan import live_rate, plan_production
+    from icestream.producer.put import producer_client
+    from icestream.producer.run import run_production, run_summary_path
+
+    overrides = {"stream_name": args.stream} if args.stream else {}
+    if args.profile:
+        overrides["profile"] = args.profile
+    settings = load_settings(config_file=args.config, **overrides)
+    if args.stop:
+        print("stopped" if background.stop_background_producer(settings) else "not running")
+        return 0
+    if args.status:
+        status = background.background_producer_status(settings)
+        print(status.detail + (f" (pid {status.pid}, log {status.log})" if status.pid else ""))
+        if status.summary:
+            print(json.dumps(status.summary.producer.table()))
+        return 0
+    seed = args.seed if args.seed is not None else secrets.randbits(31)
+    mix = {"bad_rate": args.bad_rate, "duplicate_rate": args.duplicate_rate, "late_rate": args.late_rate}
+    if args.background:
+        if args.from_file or args.backfill_hours:
+            raise ConfigError("--background runs live production only; leave out --from-file and --backfill-hours.")
+        rate, why = live_rate(kinesis_client(settings), settings.stream_name, args.count, args.rate)
+        status = background.start_background_producer(
+            settings, rate=rate, duration=args.duration, count=args.count, seed=seed,
+            anomalies=args.anomalies or "none", **mix,
+        )  # fmt: skip
+        print(f"background producer started (pid {status.pid}) at {rate:,.0f} records/s ({why}); {status.detail}; "
+              f"log {status.log}")  # fmt: skip
+        return 0
+    client = producer_client(settings)  # before the plan: a live window starts when it is planned
+    plan = plan_production(settings, seed=seed, mix=mix, count=args.count, rate=args.rate, duration=args.duration,
+                           from_file=Path(args.from_file) if args.from_file else None,
+                           backfill_hours=args.backfill_hours, anomalies=args.anomalies, client=client)  # fmt: skip
+    print(plan.description, flush=True)
+    summary = run_production(
+        settings,
+        plan.records,
+        mode=plan.mode,
+        generator=plan.generator,
+        client=client,
+        progress=not args.no_progress,
+        total=args.count,
+        summary_file=Path(args.summary_file) if args.summary_file else None,
+        stop_on_sigterm=True,
+        **plan.options,
+    )
+    print(f"{plan.mode}: {summary.producer.line()}; summary in {run_summary_path(settings, plan.mode)}")
+    if summary.ground_truth is not None:
+        print(f"seed {summary.seed}; ground truth of {len(summary.anomalies)} anomalies in {summary.ground_truth}")
+    return 1 if summary.producer.failed else 0
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    """Add this module's commands to the ``icestream`` parser."""
+    produce = commands.add_parser("produce", help="generate events and send them to Kinesis (live, backfill, file)")
+    produce.add_argument(
+        "--count", type=int, help="records to send, exactly (events, duplicates and malformed ones; file: lines)"
+    )
+    produce.add_argument(
+        "--rate",
+        type=float,
+        help="records/s: live, the pace (default: the write limit with --count, 50 with --duration); "
+        "backfill and file, a cap (default none)",
+    )
+    produce.add_argument("--duration", type=float, help="live: seconds to run (or --count); backfill, file: a cap")
+    produce.add_argument("--from-file", help="send a JSON-lines file of payloads as they are")
+    produce.add_argument("--backfill-hours", type=float, help="history mode: event times over the last N hours")
+    produce.add_argument("--anomalies", help="'default', 'none' or e.g. spike:search:4,drop:add_to_cart:0.1@60+15")
+    produce.add_argument("--bad-rate", type=float, default=0.005, help="malformed records per event (default 0.005)")
+    produce.add_argument("--duplicate-rate", type=float, default=0.01, help="share of events sent twice (default 0.01)")
+    produce.add_argument("--late-rate", type=float, default=0.02, help="share of events sent late (default 0.02)")
+    produce.add_argument("--seed", type=int, help="generator seed (default: random; printed for reproduction)")
+    produce.add_argument("--stream", help="stream name (default: settings)")
+    produce.add_argument(
+        "--summary-file", help="also write the JSON summary here (always in <run_dir>/produce_<mode>_summary.json)"
+    )
+    produce.add_argument("--no-progress", action="store_true", help="no progress bar")
+    control = produce.add_mutually_exclusive_group()
+    control.add_argument("--background", action="store_true", help="run live production detached, for --duration s")
+    control.add_argument("--stop", action="store_true", help="stop the background producer")
+    control.add_argument("--status", action="store_true", help="report the background producer")
+    produce.set_defaults(handler=cmd_produce)
