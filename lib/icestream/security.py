@@ -8,7 +8,8 @@ CloudFormation template (:mod:`icestream.deploy`). It grants the stream's own Ki
 warehouse prefix in S3, the namespace's database and tables in Glue, and use of the KMS keys only
 through Kinesis and S3 (``kms:ViaService``).
 
-The tables below say which actions each kind of statement, Iceberg procedure and Kinesis call needs
+The tables below say which actions each kind of statement, Iceberg procedure, pyiceberg catalog call
+and Kinesis call needs
 through Iceberg's ``GlueCatalog`` and ``S3FileIO`` (what their code calls: ``glue:GetTable`` to load
 a table, ``glue:UpdateTable`` to commit a new ``metadata_location``, ``glue:DeleteTable`` for
 ``DROP TABLE``, S3 object reads and writes of metadata and data files, ``ListObjectsV2`` for orphan
@@ -107,6 +108,22 @@ PROCEDURE_GRANTS: dict[str, tuple[Grant, ...]] = {
     # Lists the table's location (S3FileIO.listPrefix: ListObjectsV2, i.e. s3:ListBucket), then deletes.
     "remove_orphan_files": (*_READ, ("s3:ListBucket", BUCKET), *_DELETE),
     "register_table": (*_READ, ("glue:GetDatabase", CATALOG_DATABASE), ("glue:CreateTable", CATALOG_TABLE)),
+}
+
+# pyiceberg's Catalog methods (its GlueCatalog calls the same Glue operations as Iceberg's Java one).
+PYICEBERG_CATALOG_GRANTS: dict[str, tuple[Grant, ...]] = {
+    "load_table": _READ,
+    "table_exists": (("glue:GetTable", CATALOG_TABLE),),
+    "create_table": KIND_GRANTS["create table"],
+    "create_table_if_not_exists": KIND_GRANTS["create table"],
+    "register_table": PROCEDURE_GRANTS["register_table"],
+    "drop_table": KIND_GRANTS["drop table"],
+    "purge_table": KIND_GRANTS["drop table purge"],
+    "rename_table": KIND_GRANTS["rename table"],
+    "create_namespace": KIND_GRANTS["create namespace"],
+    "load_namespace_properties": (("glue:GetDatabase", CATALOG_DATABASE),),
+    "list_tables": KIND_GRANTS["list tables"],
+    "list_namespaces": KIND_GRANTS["list namespaces"],
 }
 
 # Kinesis calls on an encrypted stream also use its key (AWS: "Permissions to use user-generated KMS keys").

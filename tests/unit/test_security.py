@@ -1,10 +1,10 @@
 """The IAM policy covers exactly what the workbook runs: derived from the code, not from a list kept by hand.
 
 The scan reads every module of the package and every notebook's code cells (syntax trees, not text):
-SQL statement texts and their kinds, Iceberg procedures called, DataFrame writes, and the boto3 client
-calls on the services the code creates clients for. ``icestream.security`` maps each to the IAM
-actions Iceberg's GlueCatalog and S3FileIO (or the Kinesis API) need; a small evaluator then asks the
-rendered policy whether it allows each action on the ARN the call would name, with the request's
+SQL statement texts and their kinds, Iceberg procedures called, DataFrame writes, pyiceberg catalog
+calls, and the boto3 client calls on the services the code creates clients for. ``icestream.security``
+maps each to the IAM actions Iceberg's GlueCatalog and S3FileIO (or the Kinesis API) need; a small
+evaluator then asks the rendered policy whether it allows each action on the ARN the call would name, with the request's
 condition keys (``s3:prefix``, ``kms:ViaService``, the S3 encryption context).
 """
 
@@ -122,7 +122,7 @@ def _api_operations(tree: ast.Module, services: set[str]) -> set[tuple[str, str]
 def derived_needs(encrypted: bool = True) -> tuple[dict[security.Grant, set[str]], dict[str, set[str]]]:
     """Every grant the code needs, with where each comes from, and what was found (for the checks)."""
     trees = _sources()
-    found: dict[str, set[str]] = {"kinds": set(), "procedures": set(), "services": set(), "operations": set()}
+    found: dict[str, set[str]] = {key: set() for key in ("kinds", "procedures", "services", "operations", "pyiceberg")}
     uses: dict[str, set[str]] = {}  # a need ("kind:read", "procedure:x", "kinesis:GetRecords") -> where
     for tree in trees.values():
         for node in ast.walk(tree):
@@ -143,6 +143,8 @@ def derived_needs(encrypted: bool = True) -> tuple[dict[security.Grant, set[str]
                     uses.setdefault(f"procedure:{first.value}", set()).add(where)
                 if node.func.attr == "writeTo":
                     uses.setdefault("kind:dataframe write", set()).add(where)
+                if node.func.attr in security.PYICEBERG_CATALOG_GRANTS:
+                    uses.setdefault(f"pyiceberg:{node.func.attr}", set()).add(where)
         for service, operation in _api_operations(tree, found["services"]):
             uses.setdefault(f"{service}:{operation}", set()).add(where)
     grants: dict[security.Grant, set[str]] = {}
@@ -156,6 +158,9 @@ def derived_needs(encrypted: bool = True) -> tuple[dict[security.Grant, set[str]
                 raise AssertionError(f"procedure {name} ({sorted(where)}): add what it needs to PROCEDURE_GRANTS")
             needed = set(security.PROCEDURE_GRANTS[name])
             found["procedures"].add(name)
+        elif family == "pyiceberg":
+            needed = set(security.PYICEBERG_CATALOG_GRANTS[name])
+            found["pyiceberg"].add(name)
         elif family == "kinesis":
             needed = security.kinesis_grants(name, encrypted)
             found["operations"].add(name)
@@ -217,6 +222,7 @@ def test_the_scan_sees_what_the_notebooks_run() -> None:
     assert {"rewrite_data_files", "rewrite_manifests", "expire_snapshots", "remove_orphan_files"} <= (
         found["procedures"]
     )
+    assert "load_table" in found["pyiceberg"]  # the third engine (lib/icestream/pyiceberg.py)
     # Notebook 04 re-creates its copy table with DROP TABLE ... PURGE (lake/table.py: recreate_events_copy).
     assert "lib/icestream/lake/table.py" in grants[("glue:DeleteTable", security.CATALOG_TABLE)]
     assert ("kms:GenerateDataKey", security.WAREHOUSE_KEY) in grants
