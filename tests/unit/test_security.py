@@ -277,3 +277,23 @@ def test_warehouse_key_follows_the_setting() -> None:
 def test_a_placeholder_without_a_value_is_refused() -> None:
     with pytest.raises(ConfigError, match="Unknown"):
         security.substitute({"Resource": "arn:${Unknown}"}, {})
+
+
+@pytest.mark.parametrize(
+    ("sql", "kind"),
+    [
+        ("DROP TABLE IF EXISTS {} PURGE", "drop table purge"),
+        ("DROP TABLE lake.ns.t", "drop table"),
+        ("ALTER TABLE {} RENAME TO lake.ns.u", "rename table"),
+        ("ALTER TABLE {} CREATE OR REPLACE TAG v1", "alter table"),
+        ("CREATE NAMESPACE IF NOT EXISTS {}", "create namespace"),
+        ("CREATE TABLE IF NOT EXISTS {} (id string) USING iceberg", "create table"),
+        ("MERGE INTO {} t USING s ON t.id = s.id WHEN MATCHED THEN DELETE", "write"),
+        ("SELECT count(*) FROM {}.snapshots", "read"),
+        ("SHOW TBLPROPERTIES {}", "read"),
+        ("SHOW TABLES IN lake.ns", "list tables"),
+    ],
+)
+def test_statement_kinds(sql: str, kind: str) -> None:
+    assert security.statement_kinds(sql) == {kind}
+    assert security.statement_kinds("a shard's sequence number") == set()
