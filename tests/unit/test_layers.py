@@ -22,7 +22,7 @@ MAX_LINES = 450
 LAYERS = (
     ("errors", "limits", "timestamps", "config"),
     ("schema", "jars", "catalog", "spark", "spark_daemon", "clients", "processes", "emulator", "moto_kinesis",
-     "tables", "security", "cluster", "shipping", "standalone"),
+     "tables", "security", "deploy", "cluster", "shipping", "standalone"),
     ("lake",),
     ("synthetic", "producer"),
     ("ingest",),
