@@ -23,6 +23,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from icestream.config import EMULATOR_DUMMY_KEYS, Settings
+from icestream.errors import ServiceUnavailableError
 
 ROLE_SESSION_NAME = "icestream"
 ASSUME_ROLE_FACTORY = "org.apache.iceberg.aws.AssumeRoleAwsClientFactory"
@@ -123,19 +124,22 @@ def session(settings: Settings) -> Any:
     return boto3.Session(botocore_session=assumed, region_name=settings.region)
 
 
-def client(settings: Settings, service: str, aws_session: Any = None) -> Any:
+def client(settings: Settings, service: str, aws_session: Any = None, **options: Any) -> Any:
     """A boto3 client for ``s3``, ``glue`` or ``kinesis`` at the settings' endpoint for it.
 
     Args:
         settings: The active settings.
         service: The service name.
         aws_session: A session from :func:`session` to reuse (default: a new one).
+        **options: Client options (``config=botocore.config.Config(...)``).
 
     Returns:
         The client; a Glue client names ``glue_catalog_id`` in every call when it is set.
     """
     endpoint = getattr(settings, SERVICE_ENDPOINTS[service]) if service in SERVICE_ENDPOINTS else None
-    made = (aws_session or session(settings)).client(service, region_name=settings.region, endpoint_url=endpoint)
+    made = (aws_session or session(settings)).client(
+        service, region_name=settings.region, endpoint_url=endpoint, **options
+    )
     if service == "glue" and settings.glue_catalog_id:
         catalog_id = settings.glue_catalog_id
 
@@ -171,6 +175,35 @@ def pyiceberg_properties(settings: Settings, aws_session: Any = None) -> dict[st
         if frozen.token:
             properties["s3.session-token"] = frozen.token
     return properties
+
+
+def ensure_bucket(settings: Settings) -> str:
+    """Create the warehouse's bucket unless it exists (idempotent): for an emulator, whose state starts empty.
+
+    On real AWS the bucket, its encryption and its policy come from the deployment (CloudFormation).
+
+    Returns:
+        The bucket name.
+
+    Raises:
+        ServiceUnavailableError: If S3 does not answer at the endpoint.
+    """
+    from botocore.config import Config
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    bucket = urlparse(settings.warehouse_uri).netloc
+    s3 = client(settings, "s3", config=Config(connect_timeout=3, retries={"mode": "standard", "max_attempts": 2}))
+    try:
+        existing = {item["Name"] for item in s3.list_buckets().get("Buckets", [])}
+        if bucket not in existing:
+            where = {} if settings.region == "us-east-1" else {"LocationConstraint": settings.region}
+            s3.create_bucket(Bucket=bucket, **({"CreateBucketConfiguration": where} if where else {}))
+    except (BotoCoreError, ClientError) as error:
+        raise ServiceUnavailableError(
+            f"S3 at {settings.s3_endpoint or 'AWS'} could not create the warehouse bucket {bucket} ({error}). "
+            "Is the emulator running (LocalStack: docker run -p 4566:4566 localstack/localstack)?"
+        ) from None
+    return bucket
 
 
 def endpoint_host(endpoint: str) -> tuple[str, bool]:

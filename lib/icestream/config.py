@@ -359,24 +359,17 @@ def _validate_endpoint(settings: Settings, name: str) -> None:
 def _validate_aws(settings: Settings) -> None:
     for name in ENDPOINT_SETTINGS:
         _validate_endpoint(settings, name)
-    if settings.glue_catalog_id is not None:
-        _check(
-            bool(_ACCOUNT_ID.fullmatch(settings.glue_catalog_id)),
-            "glue_catalog_id",
-            f"{settings.glue_catalog_id!r} is not a 12-digit AWS account id.",
-        )
-    _check(settings.s3_sse_type in S3_SSE_TYPES, "s3_sse_type", f"choose one of {', '.join(S3_SSE_TYPES)}.")
+    catalog_id, role = settings.glue_catalog_id, settings.aws_role_arn
     _check(
-        settings.s3_sse_key is None or settings.s3_sse_type == "kms",
-        "s3_sse_key",
-        "a KMS key needs ICESTREAM_S3_SSE_TYPE=kms.",
+        catalog_id is None or bool(_ACCOUNT_ID.fullmatch(catalog_id)), "glue_catalog_id", "need a 12-digit account id."
     )
-    if settings.aws_role_arn is not None:
-        _check(
-            bool(_ROLE_ARN.fullmatch(settings.aws_role_arn)),
-            "aws_role_arn",
-            f"{settings.aws_role_arn!r} is not a role ARN like arn:aws:iam::123456789012:role/icestream.",
-        )
+    _check(
+        role is None or bool(_ROLE_ARN.fullmatch(role)),
+        "aws_role_arn",
+        f"{role!r}: need arn:aws:iam::<account>:role/<name>.",
+    )
+    _check(settings.s3_sse_type in S3_SSE_TYPES, "s3_sse_type", f"choose one of {', '.join(S3_SSE_TYPES)}.")
+    _check(settings.s3_sse_key is None or settings.s3_sse_type == "kms", "s3_sse_key", "a key needs s3_sse_type=kms.")
     # s3a:// is Hadoop's S3A file system: Glue would record it as the table location, and Athena,
     # EMR and Glue jobs expect s3:// (Iceberg's S3FileIO reads both, writes what it is given).
     if settings.warehouse.startswith(("s3a://", "s3n://")):

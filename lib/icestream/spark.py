@@ -323,6 +323,8 @@ def get_spark(settings: Settings | None = None, app_name: str = "icestream") -> 
     conf = session_conf(settings)
     if settings.catalog_type == "jdbc":
         ensure_jdbc_catalog(settings)  # Spark starts with jdbc.init-catalog-tables=false (see there)
+    elif settings.profile == "localstack":
+        aws.ensure_bucket(settings)  # an emulator starts empty; on AWS the deployment makes the bucket
     shipped = ship_plan(settings) if not running else ShipPlan("none")  # spark-submit ships with its own options
     conf.update(shipped.conf)
     if settings.spark_master.startswith("local"):

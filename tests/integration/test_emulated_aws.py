@@ -127,7 +127,7 @@ def read_stream(settings: Settings) -> list[dict]:
 def written(endpoint: str, aws_environment):
     """Kinesis → rows → the events table in Glue + S3, in two commits (two ingest batches)."""
     settings = localstack_settings(endpoint, f"aws_{uuid.uuid4().hex[:8]}")
-    aws.client(settings, "s3").create_bucket(Bucket=BUCKET)
+    assert aws.ensure_bucket(settings) == aws.ensure_bucket(settings) == BUCKET  # idempotent, as get_spark calls it
     iam = aws.session(settings).client("iam", endpoint_url=endpoint)
     iam.create_role(RoleName=ROLE.rsplit("/", 1)[1], AssumeRolePolicyDocument="{}")
     ensure_stream(settings)

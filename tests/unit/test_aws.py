@@ -101,3 +101,11 @@ def test_a_cross_account_glue_client_names_the_catalog_in_every_call(fake_aws) -
             expected_params={"DatabaseName": "db", "Name": "t", "CatalogId": "210987654321"},
         )
         assert glue.get_table(DatabaseName="db", Name="t")["Table"]["Name"] == "t"
+
+
+def test_an_unreachable_emulator_is_a_service_error_that_says_what_to_do() -> None:
+    from icestream.errors import ServiceUnavailableError
+
+    settings = load_settings(profile="localstack", kinesis_endpoint="http://127.0.0.1:9")  # discard port: nothing
+    with pytest.raises(ServiceUnavailableError, match="could not create the warehouse bucket icestream-warehouse"):
+        aws.ensure_bucket(settings)
