@@ -114,10 +114,14 @@ def connect(settings: Settings | None = None) -> duckdb.DuckDBPyConnection:
         except duckdb.Error as error:
             raise DuckDBError(f"DuckDB could not load {path}: {error}") from None
     if on_s3:
+        from botocore.exceptions import BotoCoreError, ClientError
+
         try:
             connection.execute(s3_secret_sql(settings))
         except duckdb.Error as error:
             raise DuckDBError(f"DuckDB refused the S3 settings: {error}") from None
+        except (BotoCoreError, ClientError) as error:  # the role could not be assumed
+            raise DuckDBError(f"No AWS credentials for DuckDB's S3 reads: {error}. Check aws_role_arn.") from None
     connection.execute("SET TimeZone = 'UTC'")
     return connection
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from icestream import aws
 from icestream.catalog import current_metadata_location
 from icestream.config import Settings, validate_identifier
-from icestream.errors import ConfigError
+from icestream.errors import ConfigError, ServiceUnavailableError
 from icestream.timestamps import as_utc, from_micros, to_micros
 
 if TYPE_CHECKING:
@@ -51,6 +51,7 @@ def open_table(settings: Settings, table: str | None = None) -> Table:
 
     Raises:
         ConfigError: If the catalog or the table does not exist yet.
+        ServiceUnavailableError: If Glue does not answer or refuses the request.
     """
     from pyiceberg.exceptions import NoSuchTableError
 
@@ -60,11 +61,19 @@ def open_table(settings: Settings, table: str | None = None) -> Table:
 
         return StaticTable.from_metadata(current_metadata_location(settings, name))
     if settings.catalog_type == "glue":
+        from botocore.exceptions import BotoCoreError, ClientError
+
         try:
             return glue_catalog(settings).load_table((validate_identifier(settings.namespace, "namespace"), name))
         except NoSuchTableError:
             raise ConfigError(
                 f"table {settings.namespace}.{name} is not in the Glue catalog: create it first (00_setup)."
+            ) from None
+        except (BotoCoreError, ClientError) as error:
+            where = settings.glue_endpoint or f"AWS Glue in {settings.region}"
+            raise ServiceUnavailableError(
+                f"Glue at {where} did not answer for {settings.namespace}.{name}: {error}. Check the region, the "
+                "endpoint and the credentials (`icestream doctor`)."
             ) from None
     from pyiceberg.catalog.sql import SqlCatalog
 
