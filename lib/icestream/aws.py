@@ -101,27 +101,44 @@ def session(settings: Settings) -> Any:
     Returns:
         A ``boto3.Session`` in the settings' region.
     """
-    import boto3
+    return profile_session(settings.profile, settings.region, settings.aws_role_arn)
 
-    keys = dummy_keys(settings)
-    if keys is not None:
-        base = boto3.Session(aws_access_key_id=keys[0], aws_secret_access_key=keys[1], region_name=settings.region)
-    else:
-        base = boto3.Session(region_name=settings.region)
-    if not settings.aws_role_arn:
-        return base
+
+def profile_session(profile: str, region: str, role_arn: str | None = None, botocore_session: Any = None) -> Any:
+    """A boto3 session from a profile's credentials (dummy keys for emulators), then ``role_arn`` assumed.
+
+    Args:
+        profile: The icestream profile (``local`` and ``localstack`` use the emulator's dummy keys).
+        region: The region.
+        role_arn: A role to assume through STS (refreshed before it expires), or None.
+        botocore_session: A configured botocore session to build on (default: a new one).
+
+    Returns:
+        A ``boto3.Session``.
+    """
+    import boto3
     import botocore.session
+
+    keys = EMULATOR_DUMMY_KEYS.get(profile)
+    base_botocore = botocore_session or botocore.session.get_session()
+    if keys is not None:
+        base_botocore.set_credentials(*keys)
+    base = boto3.Session(botocore_session=base_botocore, region_name=region)
+    if not role_arn:
+        return base
     from botocore.credentials import AssumeRoleCredentialFetcher, DeferredRefreshableCredentials
 
     fetcher = AssumeRoleCredentialFetcher(
-        client_creator=base._session.create_client,
+        client_creator=base_botocore.create_client,
         source_credentials=base.get_credentials(),
-        role_arn=settings.aws_role_arn,
+        role_arn=role_arn,
         extra_args={"RoleSessionName": ROLE_SESSION_NAME},
     )
-    assumed = botocore.session.Session()
+    # The caller's botocore session keeps its customisations (clients.py's timestamp parser); the
+    # STS client above was given the base keys explicitly, so replacing the session's keys is safe.
+    assumed = botocore_session or botocore.session.get_session()
     assumed._credentials = DeferredRefreshableCredentials(method="assume-role", refresh_using=fetcher.fetch_credentials)
-    return boto3.Session(botocore_session=assumed, region_name=settings.region)
+    return boto3.Session(botocore_session=assumed, region_name=region)
 
 
 def client(settings: Settings, service: str, aws_session: Any = None, **options: Any) -> Any:

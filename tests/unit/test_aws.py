@@ -109,3 +109,19 @@ def test_an_unreachable_emulator_is_a_service_error_that_says_what_to_do() -> No
     settings = load_settings(profile="localstack", kinesis_endpoint="http://127.0.0.1:9")  # discard port: nothing
     with pytest.raises(ServiceUnavailableError, match="could not create the warehouse bucket icestream-warehouse"):
         aws.ensure_bucket(settings)
+
+
+def test_kinesis_clients_assume_the_role_in_every_process(fake_aws) -> None:
+    from icestream.clients import kinesis_connection
+
+    connection = kinesis_connection(load_settings(profile="aws", warehouse="s3://a/b", aws_role_arn=ROLE))
+    assert connection.role_arn == ROLE  # pickled to the executors, which assume it themselves
+    client = connection.client()
+    signed: list[str] = []
+    client.meta.events.register_last(
+        "request-created.kinesis", lambda request, **_: signed.append(str(request.headers["Authorization"]))
+    )
+    client.list_streams()
+    assert signed
+    assert f"Credential={fake_aws}/" not in signed[0]  # not the host's keys: the role's
+    assert "Credential=" in signed[0]
