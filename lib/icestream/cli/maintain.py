@@ -43,7 +43,8 @@ def cmd_maintain(args: argparse.Namespace) -> int:
     print(
         f"{'dry run: ' if args.dry_run else ''}maintaining {table.name}: compact hours before "
         f"{plan.compact_before:%Y-%m-%d %H:%M} UTC, expire snapshots before {plan.expire_before:%Y-%m-%d %H:%M} "
-        f"UTC (keeping {settings.stream_name}'s positions), orphans before {plan.orphans_before:%Y-%m-%d %H:%M} UTC",
+        f"UTC (keeping the newest snapshot with the positions of {settings.stream_name}), "
+        f"orphans before {plan.orphans_before:%Y-%m-%d %H:%M} UTC",
         flush=True,
     )
 
