@@ -168,7 +168,7 @@ class StepResult:
         elif self.outcome is not None and not self.outcome.ran:
             what = "planned (dry run), nothing changed"
         else:
-            what = ", ".join(f"{key.replace('_', ' ')} {value}" for key, value in self.changed.items()) or "nothing"
+            what = ", ".join(f"{key} {value}" for key, value in self.changed.items()) or "nothing"
         return f"{self.step:<10} {what}  [{self.seconds:.2f} s]"
 
 

@@ -9,7 +9,15 @@ import pytest
 from icestream.cli import main
 from icestream.errors import ConfigError
 from icestream.lake import LakeTable
-from icestream.lake.routine import STEPS, MaintenancePlan, parse_age, parse_steps, run_maintenance, start_of_hour
+from icestream.lake.routine import (
+    STEPS,
+    MaintenancePlan,
+    parse_age,
+    parse_steps,
+    results_frame,
+    run_maintenance,
+    start_of_hour,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -68,6 +76,10 @@ def test_a_failing_step_is_reported_and_the_others_still_run() -> None:
     assert results[0].outcome.statement.sql == "CALL lake.system.rewrite_manifests(table => 'ns.t')"
     assert results[0].line().startswith("manifests  FAILED: ")
     assert "\n" not in results[0].error
+    frame = results_frame(results)
+    assert list(frame.index) == ["manifests", "orphans"]
+    assert list(frame.columns) == ["seconds", "error"]
+    assert frame["error"].str.len().gt(0).all()
 
 
 def test_cli_refuses_an_orphan_age_below_a_day(capsys: pytest.CaptureFixture[str]) -> None:
