@@ -17,10 +17,9 @@ from icestream.kpl import encode_aggregate
 from icestream.producer.aggregate import Aggregator, open_shard_starts
 from icestream.producer.put import produce
 from icestream.synthetic.wire import Record
-from tests.integration.test_ingest import SimulatedCrashError, assert_accounted, drain, event_payload, fresh, put
+from tests.integration.test_ingest import SimulatedCrashError, assert_accounted, drain, event_payload, put
 
 pytestmark = pytest.mark.integration
-__all__ = ["fresh"]  # the fixture, imported for this module's tests
 
 
 def user_records(first: int, count: int) -> list[Record]:
@@ -40,7 +39,7 @@ def send_aggregated(settings: Settings, records: list[Record], per_aggregate: in
 
 
 def test_aggregated_gzip_records_land_once_each_across_a_crash(spark, fresh, tmp_path: Path) -> None:
-    settings = fresh()
+    settings = fresh(prefix="kpl")
     records = user_records(0, 150)
     aggregator = send_aggregated(settings, records, per_aggregate=7)
     assert aggregator.aggregates >= 20
