@@ -280,7 +280,8 @@ class _ShardReader:
         detail = parsed.detail if sub is None or parsed.detail.startswith("user record") else (
             f"user record {sub} of a KPL aggregate: {parsed.detail}"
         )  # fmt: skip
-        text = raw.decode("utf-8", errors="replace")[:4096]
+        # Readable text of a compressed payload is its decompressed form; raw_data keeps the bytes as sent.
+        text = (raw if payload is None else payload).decode("utf-8", errors="replace")[:4096]
         yield (
             "reject", *position, None, None, None, None, None, None, None, bytes(raw), text, parsed.reason,
             detail, None, None,

@@ -71,6 +71,9 @@ def test_corrupt_payloads_are_rejected_with_reasons() -> None:
     assert "MD5" in rows[0]["detail"]
     assert rows[-1]["detail"].startswith("user record 1 of a KPL aggregate")
     assert rows[-1]["raw_data"] == b"\x1f\x8bbroken"
+    invalid = gzip.compress(b'{"event_id": ')
+    [row] = run(FakeKinesis([invalid]))[0]
+    assert (row["reason"], row["raw_data"], row["raw_text"]) == ("invalid_json", invalid, '{"event_id": ')
     assert rows[-1]["partition_key"] == "b"
     assert [row["event_id"] for row in rows if row["kind"] == "event"] == ["e7"]
 
