@@ -9,7 +9,15 @@ import pytest
 
 from icestream.compression import compress
 from icestream.ingest.expand import RECORD_REJECT_REASONS, expand_record
-from icestream.ingest.positions import TRIM_HORIZON, ShardPlan, after, committed_mark, earliest, mark_key
+from icestream.ingest.positions import (
+    TRIM_HORIZON,
+    ShardPlan,
+    after,
+    committed_mark,
+    earliest,
+    mark_key,
+    plan_shards,
+)
 from icestream.kpl import encode_aggregate
 from tests.unit.ingest.test_reader import FakeKinesis, payload, run
 
@@ -124,3 +132,11 @@ def test_positions_with_sub_sequence_numbers_order_and_stay_compatible() -> None
     assert earliest("AFTER:17", "AFTER:17:3") == "AFTER:17:3"
     assert earliest("AFTER:17:3", "AFTER:9") == "AFTER:9"
     assert json.loads(json.dumps({"s": after("17", 0)})) == {"s": "AFTER:17:0"}
+
+
+def test_plans_start_at_the_table_further_behind_inside_an_aggregate() -> None:
+    listing = [{"ShardId": "shardId-0", "SequenceNumberRange": {"StartingSequenceNumber": "1"}}]
+    [plan] = plan_shards(listing, {"shardId-0": "AFTER:1000:1"}, {"shardId-0": "AFTER:1000:3"}, TRIM_HORIZON)
+    assert (plan.start, plan.events_committed, plan.rejects_committed) == ("AFTER:1000:1", "1000:1", "1000:3")
+    [plan] = plan_shards(listing, {"shardId-0": "AFTER:1000"}, {"shardId-0": "AFTER:1000:3"}, TRIM_HORIZON)
+    assert plan.start == "AFTER:1000:3"
