@@ -78,3 +78,28 @@ def test_aggregated_gzip_records_land_once_each_across_a_crash(spark, fresh, tmp
         position for row in summaries if row.p for position in json.loads(row.p).values() if position.count(":") == 2
     ]
     assert inside, "no batch ended inside an aggregate"
+
+
+def test_cli_sends_the_sample_file_aggregated_and_compressed(stream_settings: Settings, capsys) -> None:
+    from icestream.cli import main
+    from icestream.clients import ensure_stream
+    from icestream.compression import decompress
+    from icestream.config import project_home
+    from icestream.kpl import decode_aggregate, is_aggregate
+    from tests.integration.test_producer_emulator import read_stream
+
+    ensure_stream(stream_settings, shard_count=2)
+    sample = project_home() / "data" / "samples" / "events.jsonl"
+    code = main(["produce", "--stream", stream_settings.stream_name, "--from-file", str(sample), "--no-progress",
+                 "--aggregate", "4", "--compress", "gzip"])  # fmt: skip
+    assert code == 0
+    lines = sample.read_bytes().splitlines()
+    assert f"{len(lines)} user records in" in capsys.readouterr().out
+    found = read_stream(stream_settings)
+    assert any(is_aggregate(record["Data"]) for record in found)
+    payloads = []
+    for record in found:
+        members = decode_aggregate(record["Data"]) if is_aggregate(record["Data"]) else None
+        for data in [member.data for member in members] if members else [record["Data"]]:
+            payloads.append(decompress(data, 10**6))
+    assert sorted(payloads) == sorted(lines)
