@@ -31,7 +31,7 @@ from icestream.clients import KinesisConnection
 from icestream.errors import ShardReadError
 from icestream.ingest import positions as pos
 from icestream.ingest.dedupe import Packer
-from icestream.ingest.expand import expand_record, needs_decoding
+from icestream.ingest.expand import SPECIAL_FIRST_BYTES, expand_record, needs_decoding
 from icestream.ingest.parse import ParsedEvent, Rejection, parse_payload
 from icestream.ingest.positions import ShardPlan
 from icestream.ingest.progress import ReadStats
@@ -126,8 +126,9 @@ class _ShardReader:
         self.emitted = 0
         # A plan starting inside an aggregate: its user records up to this one are done already.
         self.resume = (pos.last_sequence(plan.start), pos.last_sub(plan.start))
-        self.events_done = pos.mark_key(plan.events_committed)
-        self.rejects_done = pos.mark_key(plan.rejects_committed)
+        # Replay thresholds as sort keys; None (nothing committed) spares every record the comparison.
+        self.events_done = pos.mark_key(plan.events_committed) if plan.events_committed else None
+        self.rejects_done = pos.mark_key(plan.rejects_committed) if plan.rejects_committed else None
 
     def _pace(self, operation: str) -> None:
         wait = self.options.min_call_interval - (time.monotonic() - self.last_call.get(operation, 0.0))
@@ -226,9 +227,12 @@ class _ShardReader:
             stats.last_arrival = stamp if stats.last_arrival is None else max(stats.last_arrival, stamp)
         data = record["Data"]
         partition_key = record.get("PartitionKey")
-        if not needs_decoding(data):  # the common case, without the expansion's objects
+        # The common case, a plain payload, goes without the expansion's objects.
+        if not data or data[0] not in SPECIAL_FIRST_BYTES or not needs_decoding(data):
             stats.read += 1
-            yield from self._user_record(sequence, None, partition_key, arrival, data, data, None)
+            row = self._user_record(sequence, None, partition_key, arrival, data, data, None)
+            if row is not None:
+                yield row
             return
         parts = expand_record(data, partition_key, self.options.max_event_bytes)
         resume_sequence, resume_sub = self.resume
@@ -239,8 +243,10 @@ class _ShardReader:
             if part.sub is not None and part.sub <= skip:
                 continue  # done in an earlier batch
             stats.read += 1
-            yield from self._user_record(sequence, part.sub, part.partition_key, arrival, part.raw, part.payload,
-                                         part.rejection)  # fmt: skip
+            row = self._user_record(sequence, part.sub, part.partition_key, arrival, part.raw, part.payload,
+                                    part.rejection)  # fmt: skip
+            if row is not None:
+                yield row
             if part.sub is not None and part.sub < len(parts) - 1 and stats.read >= self.options.max_records:
                 stats.last_sub = part.sub  # the cap falls inside the aggregate
                 return
@@ -248,17 +254,17 @@ class _ShardReader:
     def _user_record(
         self, sequence: str, sub: int | None, partition_key: str | None, arrival: datetime | None,
         raw: bytes, payload: bytes | None, rejection: Rejection | None,
-    ) -> Iterator[tuple]:  # fmt: skip
+    ) -> tuple | None:  # fmt: skip
+        """The row of one user record, or None when it is not written (replayed, a repeat)."""
         stats = self.stats
         parsed = rejection if payload is None else parse_payload(payload, self.options.max_event_bytes)
         position = (self.plan.shard_id, sequence, partition_key, arrival)
-        key = pos.record_key(sequence, sub)
         if isinstance(parsed, ParsedEvent):
             stats.good += 1
             duplicate = self.options.dedupe and parsed.event_id in self.seen_ids
             if self.options.dedupe:
                 self.seen_ids.add(parsed.event_id)
-            if key <= self.events_done:
+            if self.events_done is not None and pos.record_key(sequence, sub) <= self.events_done:
                 stats.replayed_events += 1
             elif duplicate:
                 stats.deduplicated += 1
@@ -266,23 +272,23 @@ class _ShardReader:
                 if self.packer is not None:
                     self.packer.add(parsed.event_id, parsed.event_ts, arrival)
                 ordinal, self.emitted = self.emitted, self.emitted + 1
-                yield (
+                return (
                     "event", *position, parsed.event_id, parsed.user_id, parsed.session_id, parsed.event_type,
                     parsed.event_ts, parsed.properties, parsed.device_info, None, None, None, None, ordinal, None,
                 )  # fmt: skip
-            return
+            return None
         assert parsed is not None
         stats.rejected += 1
         stats.reasons[parsed.reason] = stats.reasons.get(parsed.reason, 0) + 1
-        if key <= self.rejects_done:
+        if self.rejects_done is not None and pos.record_key(sequence, sub) <= self.rejects_done:
             stats.replayed_rejects += 1
-            return
+            return None
         detail = parsed.detail if sub is None or parsed.detail.startswith("user record") else (
             f"user record {sub} of a KPL aggregate: {parsed.detail}"
         )  # fmt: skip
         # Readable text of a compressed payload is its decompressed form; raw_data keeps the bytes as sent.
         text = (raw if payload is None else payload).decode("utf-8", errors="replace")[:4096]
-        yield (
+        return (
             "reject", *position, None, None, None, None, None, None, None, bytes(raw), text, parsed.reason,
             detail, None, None,
         )  # fmt: skip
