@@ -23,6 +23,9 @@ place after compaction and snapshot expiry). Two rules make that impossible here
    duplicates), and re-reading those writes nothing to that table (duplicates are caught again
    by deduplication against committed rows). A table property ``icestream.source-stream`` records
    which stream feeds the table, so data from another stream is never mistaken for ours.
+   Rows carry no sub-sequence number, so a derived position is always after a whole record: if
+   the last positioned snapshot had ended inside a KPL aggregate and expired, the rest of that
+   aggregate would be skipped (maintenance keeps that snapshot: ``keep_positions_of``).
 
 Positions belong to one *incarnation* of a stream. A stream deleted and created again under the
 same name (or an in-memory emulator restarted) has the same shard ids but sequence numbers that
