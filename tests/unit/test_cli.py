@@ -95,3 +95,8 @@ def test_ship_requirements_lists_the_executors_pins(capsys: pytest.CaptureFixtur
     pins = capsys.readouterr().out.split()
     assert any(pin.startswith("boto3==") for pin in pins)
     assert all("==" in pin for pin in pins)
+
+
+def test_produce_refuses_aggregation_in_the_background(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["produce", "--aggregate", "5", "--background"]) == 2
+    assert "--aggregate and --compress are for foreground runs" in capsys.readouterr().err
