@@ -25,7 +25,7 @@ from typing import Any
 from icestream.clients import KinesisConnection
 from icestream.errors import ShardReadError
 from icestream.ingest.dedupe import Packer
-from icestream.ingest.parse import ParsedEvent, parse_payload
+from icestream.ingest.parse import parse_event
 from icestream.ingest.positions import ShardPlan, sequence_key
 from icestream.ingest.progress import ReadStats
 from icestream.ingest.retry import THROTTLE_CODES, error_code, is_transient_call
@@ -202,25 +202,23 @@ class _ShardReader:
             stats.first_arrival = stamp if stats.first_arrival is None else min(stats.first_arrival, stamp)
             stats.last_arrival = stamp if stats.last_arrival is None else max(stats.last_arrival, stamp)
         data = record["Data"]
-        parsed = parse_payload(data, self.options.max_event_bytes)
+        parsed = parse_event(data, self.options.max_event_bytes)
         position = (self.plan.shard_id, sequence, record.get("PartitionKey"), arrival)
-        if isinstance(parsed, ParsedEvent):
+        if type(parsed) is tuple:
             stats.good += 1
-            duplicate = self.options.dedupe and parsed.event_id in self.seen_ids
+            event_id = parsed[0]
+            duplicate = self.options.dedupe and event_id in self.seen_ids
             if self.options.dedupe:
-                self.seen_ids.add(parsed.event_id)
+                self.seen_ids.add(event_id)
             if self.plan.events_committed and sequence_key(sequence) <= sequence_key(self.plan.events_committed):
                 stats.replayed_events += 1
             elif duplicate:
                 stats.deduplicated += 1
             else:
                 if self.packer is not None:
-                    self.packer.add(parsed.event_id, parsed.event_ts, arrival)
+                    self.packer.add(event_id, parsed[4], arrival)
                 ordinal, self.emitted = self.emitted, self.emitted + 1
-                yield (
-                    "event", *position, parsed.event_id, parsed.user_id, parsed.session_id, parsed.event_type,
-                    parsed.event_ts, parsed.properties, parsed.device_info, None, None, None, None, ordinal, None,
-                )  # fmt: skip
+                yield ("event", *position, *parsed, None, None, None, None, ordinal, None)
             return
         stats.rejected += 1
         stats.reasons[parsed.reason] = stats.reasons.get(parsed.reason, 0) + 1
