@@ -40,6 +40,11 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str]]] = {
         ["--records", "60000", "--runs", "5"],
         ["--records", "60000", "--runs", "5", "--sustained-records", "200000"],
     ),
+    "pipeline": (
+        "bench_pipeline.py",
+        ["--records", "60000", "--runs", "3", "--e2e-records", "30000"],
+        ["--records", "200000", "--runs", "5", "--e2e-records", "60000"],
+    ),
     "scaling": ("bench_scaling.py", ["--records", "20000", "--runs", "2"], ["--records", "100000", "--runs", "3"]),
     "freshness": ("bench_freshness.py", ["--seconds", "25"], ["--full", "--seconds", "45"]),
     "maintenance": ("bench_maintenance.py", ["--commits", "100"], ["--commits", "600", "--runs", "5"]),
@@ -114,6 +119,17 @@ def summary_rows(timings: dict[str, dict[str, Any]], suite_seconds: float | None
         add("1 throughput", f"ingest / ceiling, longer drain of {long['records']:,} records",
             f"{ratio:.2f} ({long['ingest_dedupe_records_per_s']['median']:,.0f} rec/s; "
             f"ceiling {long['ceiling_records_per_s']['median']:,.0f} rec/s)", "≥ 0.7", ratio >= 0.7)  # fmt: skip
+    if pipeline := load("pipeline"):
+        data = pipeline["per_core"]
+        ratio = data["ratio_pipeline_to_native"]["median"]
+        add("17 pipeline", f"ingest pipeline / Spark's native JSON load, per core-second, {data['records']:,} records",
+            f"{ratio:.2f} ({data['pipeline_records_per_core_second']['median']:,.0f} vs "
+            f"{data['native_records_per_core_second']['median']:,.0f} rec/core-s)", "≥ 0.5", ratio >= 0.5)  # fmt: skip
+        if (e2e := pipeline.get("end_to_end")) is not None:
+            ratio = e2e["ratio_ingest_to_ceiling"]["median"]
+            add("17 pipeline", f"ingest / bare GetRecords ceiling, {e2e['records']:,} records",
+                f"{ratio:.2f} ({e2e['ingest_records_per_s']['median']:,.0f} vs "
+                f"{e2e['ceiling_records_per_s']['median']:,.0f} rec/s)", "≥ 0.9", ratio >= 0.9)  # fmt: skip
     if scaling := load("scaling"):
         shards = scaling["shards"]
         add("2 scaling", f"throughput {shards[-1]['shards']} shards / {shards[0]['shards']} shard",

@@ -32,7 +32,7 @@ from icestream.errors import ShardReadError
 from icestream.ingest import positions as pos
 from icestream.ingest.dedupe import Packer
 from icestream.ingest.expand import SPECIAL_FIRST_BYTES, expand_record, needs_decoding
-from icestream.ingest.parse import ParsedEvent, Rejection, parse_payload
+from icestream.ingest.parse import Rejection, parse_event
 from icestream.ingest.positions import ShardPlan
 from icestream.ingest.progress import ReadStats
 from icestream.ingest.retry import THROTTLE_CODES, error_code, is_transient_call
@@ -257,25 +257,23 @@ class _ShardReader:
     ) -> tuple | None:  # fmt: skip
         """The row of one user record, or None when it is not written (replayed, a repeat)."""
         stats = self.stats
-        parsed = rejection if payload is None else parse_payload(payload, self.options.max_event_bytes)
+        parsed = rejection if payload is None else parse_event(payload, self.options.max_event_bytes)
         position = (self.plan.shard_id, sequence, partition_key, arrival)
-        if isinstance(parsed, ParsedEvent):
+        if type(parsed) is tuple:  # the fast path's event fields
             stats.good += 1
-            duplicate = self.options.dedupe and parsed.event_id in self.seen_ids
+            event_id = parsed[0]
+            duplicate = self.options.dedupe and event_id in self.seen_ids
             if self.options.dedupe:
-                self.seen_ids.add(parsed.event_id)
+                self.seen_ids.add(event_id)
             if self.events_done is not None and pos.record_key(sequence, sub) <= self.events_done:
                 stats.replayed_events += 1
             elif duplicate:
                 stats.deduplicated += 1
             else:
                 if self.packer is not None:
-                    self.packer.add(parsed.event_id, parsed.event_ts, arrival)
+                    self.packer.add(event_id, parsed[4], arrival)
                 ordinal, self.emitted = self.emitted, self.emitted + 1
-                return (
-                    "event", *position, parsed.event_id, parsed.user_id, parsed.session_id, parsed.event_type,
-                    parsed.event_ts, parsed.properties, parsed.device_info, None, None, None, None, ordinal, None,
-                )  # fmt: skip
+                return ("event", *position, *parsed, None, None, None, None, ordinal, None)
             return None
         assert parsed is not None
         stats.rejected += 1

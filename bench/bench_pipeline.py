@@ -1,0 +1,349 @@
+"""The ingest's own cost per record against Spark's native JSON load, and end to end against the ceiling.
+
+Two measurements, each alternating its two sides in one run (issue 17, item 1):
+
+1. **Pipeline vs native, per core-second.** The same generated payloads go (a) through the ingest's
+   record pipeline after GetRecords -- decode, parse, validate, reject, dedupe, write, commit: the
+   real ``start_ingest(available_now=True)`` query, its read tasks fed Kinesis-shaped records
+   (``Data`` bytes, ``SequenceNumber``, ``PartitionKey``, ``ApproximateArrivalTimestamp``) from
+   memory instead of GetRecords -- and (b) through Spark's native path, ``spark.read.schema(...)
+   .json(file)`` → ``writeTo(table).append()``, each into a fresh events table. The cost is the CPU
+   time of this process (the driver), its JVM and the JVM's Python workers (psutil), so the other
+   helpers' processes and the emulator (which only answers ListShards here) do not count. Reported:
+   records per core-second of each, and their ratio per pair (target ≥ 0.5), with the split of
+   the pipeline's CPU between driver, JVM and Python workers and its batches' phases.
+2. **End to end.** One stream filled in the emulator, drained alternately by a bare boto3
+   GetRecords loop (``common.raw_drain``, the ceiling of ``bench_ingest.py``) and by the ingest
+   (``available_now``, dedupe on) into a fresh table: records per wall second and the ratio
+   (target ≥ 0.9).
+
+Run: ``.venv/bin/python bench/bench_pipeline.py`` (about 4 minutes; ``--help`` for sizes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import hashlib
+import pickle
+import statistics
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import (
+    SCRATCH,
+    banner,
+    bench_session,
+    command_line,
+    fill_stream,
+    new_table_settings,
+    raw_drain,
+    run_ingest,
+    shown,
+    sum_phases,
+    summary,
+    timed,
+    write_results,
+)
+
+TARGET_PER_CORE = 0.5
+TARGET_END_TO_END = 0.9
+
+
+# -- in-memory GetRecords ---------------------------------------------------------------------------
+
+
+class MemoryKinesis:
+    """GetShardIterator / GetRecords over per-shard records pickled to a folder (read by the workers).
+
+    This class and :func:`memory_read_arrow` are defined in the script, so Spark ships them to its
+    Python workers by value; the loaded records stay in the worker (it is reused) between batches.
+    """
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+        self.shards: dict[str, list[dict[str, Any]]] = {}
+
+    def _records(self, shard_id: str) -> list[dict[str, Any]]:
+        if shard_id not in self.shards:
+            with open(f"{self.folder}/{shard_id}.pickle", "rb") as source:
+                self.shards[shard_id] = pickle.load(source)  # noqa: S301 - written by this script
+        return self.shards[shard_id]
+
+    def get_shard_iterator(self, StreamName: str, ShardId: str, ShardIteratorType: str, **where: Any) -> dict:  # noqa: N803
+        records = self._records(ShardId)
+        index = 0
+        if ShardIteratorType == "AFTER_SEQUENCE_NUMBER":
+            keys = [int(record["SequenceNumber"]) for record in records]
+            index = bisect.bisect_right(keys, int(where["StartingSequenceNumber"]))
+        return {"ShardIterator": f"{ShardId}|{index}"}
+
+    def get_records(self, ShardIterator: str, Limit: int) -> dict:  # noqa: N803
+        shard_id, _, start = ShardIterator.partition("|")
+        records = self._records(shard_id)
+        begin = int(start)
+        page = records[begin : begin + Limit]
+        end = begin + len(page)
+        behind = 0 if end >= len(records) else 1000
+        return {"Records": page, "NextShardIterator": f"{shard_id}|{end}", "MillisBehindLatest": behind}
+
+
+def memory_read_arrow(folder: str) -> Any:
+    """A stand-in for ``reader.read_arrow``: the same task function, its client the records in memory."""
+    from icestream.ingest import reader
+
+    original = reader.read_arrow
+
+    def read_arrow(options: Any) -> Any:
+        task = original(options)
+
+        def run(batches: Any) -> Any:
+            from icestream.ingest import reader as worker_reader
+
+            client = worker_reader._CLIENTS.get(("bench-memory", folder))
+            if client is None:
+                client = worker_reader._CLIENTS[("bench-memory", folder)] = MemoryKinesis(folder)
+            worker_reader._CLIENTS[(options.connection, options.read_timeout)] = client
+            yield from task(batches)
+
+        return run
+
+    return read_arrow
+
+
+def shard_records(records: list[Any], shards: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Records as GetRecords returns them, routed to shards by the MD5 of the partition key (as Kinesis does)."""
+    starts = [int(shard["HashKeyRange"]["StartingHashKey"]) for shard in shards]
+    routed: dict[str, list[dict[str, Any]]] = {shard["ShardId"]: [] for shard in shards}
+    for number, record in enumerate(records):
+        hashed = int.from_bytes(hashlib.md5(record.partition_key.encode()).digest(), "big")  # noqa: S324
+        shard = shards[bisect.bisect_right(starts, hashed) - 1]["ShardId"]
+        routed[shard].append(
+            {
+                "SequenceNumber": str(49_000_000_000_000_000_000_000_000_000_000_000_000 + number),
+                "ApproximateArrivalTimestamp": datetime.fromtimestamp(record.send_at, UTC),
+                "Data": record.data,
+                "PartitionKey": record.partition_key,
+            }
+        )
+    return routed
+
+
+# -- CPU of this process, its JVM and the JVM's Python workers ----------------------------------------
+
+
+class CpuMeter:
+    """Core-seconds used by the driver process, its JVM and the JVM's descendants (Python workers)."""
+
+    def __init__(self, spark: Any) -> None:
+        import os
+
+        import psutil
+
+        self.driver = psutil.Process(os.getpid())
+        self.jvm = psutil.Process(int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()))
+
+    def sample(self) -> dict[str, float]:
+        """Cumulative core-seconds per group: ``driver``, ``jvm``, ``workers`` (ended ones via their parents)."""
+        import psutil
+
+        def used(process: Any, children: bool) -> float:
+            try:
+                times = process.cpu_times()
+            except psutil.Error:
+                return 0.0
+            total = times.user + times.system
+            return total + (times.children_user + times.children_system if children else 0.0)
+
+        workers = sum(used(child, True) for child in self.jvm.children(recursive=True))
+        jvm = used(self.jvm, False)
+        jvm_children = 0.0
+        try:
+            times = self.jvm.cpu_times()
+            jvm_children = times.children_user + times.children_system
+        except psutil.Error:
+            pass
+        return {"driver": used(self.driver, False), "jvm": jvm, "workers": workers + jvm_children}
+
+    def measure(self, action: Any) -> tuple[dict[str, float], float, Any]:
+        """CPU used per group while ``action`` runs, its wall seconds and its result."""
+        before = self.sample()
+        seconds, result = timed(action)
+        after = self.sample()
+        return {key: max(0.0, after[key] - before[key]) for key in before}, seconds, result
+
+
+# -- the two sides ----------------------------------------------------------------------------------
+
+
+def native_load(spark: Any, settings: Any, payload_file: Path) -> int:
+    """Spark's own path: JSON lines with the explicit wire schema → a fresh events table."""
+    from pyspark.sql import functions as F  # noqa: N812
+
+    from icestream.schema import METADATA_COLUMNS, wire_schema
+    from icestream.tables import setup_tables
+
+    target = new_table_settings(settings.stream_name, prefix="native")
+    setup_tables(spark, target)
+    frame = spark.read.schema(wire_schema()).json(str(payload_file))
+    metadata = [F.lit(None).cast("string").alias(name) for name in METADATA_COLUMNS if not name.endswith("_ts")]
+    columns = [
+        "event_id", "user_id", "session_id", "event_type", F.to_timestamp("event_ts").alias("event_ts"),
+        "properties", "device_info", *metadata, F.to_timestamp("event_ts").alias("arrival_ts"),
+        F.current_timestamp().alias("ingest_ts"),
+    ]  # fmt: skip
+    # Rows without an event id cannot go into the table (event_id is NOT NULL). No shuffle before
+    # the write, as in the ingest's appends: the stricter baseline (a hash shuffle only adds cost).
+    valid = frame.where(F.col("event_id").isNotNull()).select(*columns)
+    valid.writeTo(target.table_name).option("distribution-mode", "none").append()
+    return spark.table(target.table_name).count()
+
+
+def pipeline_load(spark: Any, settings: Any, cap: int) -> dict[str, Any]:
+    """The ingest query over the in-memory records into a fresh table (dedupe on)."""
+    target = new_table_settings(settings.stream_name, prefix="pipeline")
+    return run_ingest(spark, target, dedupe=True, max_records_per_shard=cap)
+
+
+def per_core(args: argparse.Namespace, spark: Any, settings: Any) -> dict[str, Any]:
+    """Pipeline and native, alternating, per core-second; ratios per pair."""
+    from icestream.clients import ensure_stream, kinesis_client, list_shards
+    from icestream.ingest import source
+    from icestream.synthetic.generator import backfill_config, generate
+
+    generated, _ = generate(backfill_config(hours=3, count=args.records, seed=args.seed))
+    # What Kinesis would accept, one JSON line each (a payload with a newline byte cannot be a line).
+    records = [r for r in generated if r.kind != "kinesis_oversized" and b"\n" not in r.data and b"\r" not in r.data]
+    ensure_stream(settings, shard_count=args.shards)  # empty: only ListShards is asked of it
+    folder = SCRATCH / "pipeline" / "records"
+    folder.mkdir(parents=True, exist_ok=True)
+    routed = shard_records(records, list_shards(kinesis_client(settings), settings.stream_name))
+    for shard_id, rows in routed.items():
+        (folder / f"{shard_id}.pickle").write_bytes(pickle.dumps(rows, protocol=pickle.HIGHEST_PROTOCOL))
+    payload_file = folder.parent / "payloads.jsonl"
+    payload_file.write_bytes(b"".join(record.data + b"\n" for record in records))
+    source.read_arrow = memory_read_arrow(str(folder))  # the read tasks' client: the records in memory
+    print(f"{len(records):,} records ({sum(len(r.data) for r in records) / len(records):.0f} bytes on average) "
+          f"in {args.shards} shards: {', '.join(str(len(rows)) for rows in routed.values())}", flush=True)  # fmt: skip
+
+    meter = CpuMeter(spark)
+    sides = {
+        "pipeline": lambda: pipeline_load(spark, settings, args.max_records_per_shard),
+        "native": lambda: native_load(spark, settings, payload_file),
+    }
+    for _ in range(args.warmup):
+        for action in sides.values():
+            action()
+    runs: dict[str, list[dict[str, Any]]] = {"pipeline": [], "native": []}
+    for number in range(args.runs):
+        order = list(sides) if number % 2 == 0 else list(reversed(sides))
+        for name in order:
+            cpu, seconds, result = meter.measure(sides[name])
+            core_seconds = sum(cpu.values())
+            runs[name].append({"cpu": cpu, "core_seconds": core_seconds, "seconds": seconds, "result": result,
+                               "per_core_second": len(records) / core_seconds})  # fmt: skip
+        pipe, native = runs["pipeline"][-1], runs["native"][-1]
+        written = sum(batch["written"] or 0 for batch in pipe["result"]["progress"])
+        print(
+            f"run {number + 1}: pipeline {pipe['per_core_second']:8.0f} rec/core-s ({pipe['core_seconds']:.1f} "
+            f"core-s, {pipe['seconds']:.1f} s, {written:,} written)   native {native['per_core_second']:8.0f} "
+            f"rec/core-s ({native['core_seconds']:.1f} core-s, {native['seconds']:.1f} s)   "
+            f"ratio {pipe['per_core_second'] / native['per_core_second']:.2f}",
+            flush=True,
+        )
+    pipe_runs, native_runs = runs["pipeline"], runs["native"]
+    middle = sorted(range(args.runs), key=lambda index: pipe_runs[index]["per_core_second"])[args.runs // 2]
+    split = {key: statistics.median(run["cpu"][key] for run in pipe_runs) for key in ("driver", "jvm", "workers")}
+    result = {
+        "records": len(records),
+        "shards": args.shards,
+        "max_records_per_shard": args.max_records_per_shard,
+        "pipeline_records_per_core_second": summary([run["per_core_second"] for run in pipe_runs]),
+        "native_records_per_core_second": summary([run["per_core_second"] for run in native_runs]),
+        "ratio_pipeline_to_native": summary(
+            [a["per_core_second"] / b["per_core_second"] for a, b in zip(pipe_runs, native_runs, strict=True)]
+        ),
+        "pipeline_records_per_s": summary([len(records) / run["seconds"] for run in pipe_runs]),
+        "native_records_per_s": summary([len(records) / run["seconds"] for run in native_runs]),
+        "pipeline_core_seconds_by_process": split,
+        "native_core_seconds_by_process": {
+            key: statistics.median(run["cpu"][key] for run in native_runs) for key in ("driver", "jvm", "workers")
+        },
+        "pipeline_phases_s_median_run": sum_phases(pipe_runs[middle]["result"]["phases"]),
+        "pipeline_batches": pipe_runs[middle]["result"]["batches"],
+        "target_ratio": TARGET_PER_CORE,
+    }
+    print(f"pipeline: {shown(result['pipeline_records_per_core_second'], ' rec/core-s', 0)}")
+    print(f"native:   {shown(result['native_records_per_core_second'], ' rec/core-s', 0)}")
+    ratio = result["ratio_pipeline_to_native"]["median"]
+    print(f"ratio pipeline / native per core-second: {shown(result['ratio_pipeline_to_native'])}; "
+          f"target >= {TARGET_PER_CORE}: {'met' if ratio >= TARGET_PER_CORE else 'NOT met'}")  # fmt: skip
+    print("pipeline core-seconds by process (median): " + ", ".join(f"{k} {v:.2f}" for k, v in split.items()))
+    phases = result["pipeline_phases_s_median_run"]
+    print("pipeline phases of the median run (s): " + ", ".join(f"{k} {v:.2f}" for k, v in phases.items()))
+    return result
+
+
+def end_to_end(args: argparse.Namespace, spark: Any, settings: Any) -> dict[str, Any]:
+    """The ingest draining the emulator against the bare GetRecords loop, alternating."""
+    from icestream.config import load_settings
+
+    stream = load_settings(stream_name=f"{settings.stream_name}-e2e", shard_count=args.shards)
+    sent = fill_stream(stream, args.e2e_records, args.shards, seed=args.seed)
+    print(f"stream {stream.stream_name}: {sent:,} records in {args.shards} shards", flush=True)
+
+    def ingest() -> dict[str, Any]:
+        return run_ingest(spark, new_table_settings(stream.stream_name), dedupe=True,
+                          max_records_per_shard=args.max_records_per_shard)  # fmt: skip
+
+    ingest()  # warm-up
+    ceiling, rates = [], []
+    for number in range(args.runs):
+        steps = [("ceiling", lambda: timed(lambda: raw_drain(stream))), ("ingest", ingest)]
+        for name, action in steps if number % 2 == 0 else reversed(steps):
+            if name == "ceiling":
+                seconds, count = action()
+                ceiling.append(count / seconds)
+            else:
+                rates.append(action()["rate"])
+        print(f"e2e run {number + 1}: ceiling {ceiling[-1]:8.0f} rec/s   ingest {rates[-1]:8.0f} rec/s   "
+              f"ratio {rates[-1] / ceiling[-1]:.2f}", flush=True)  # fmt: skip
+    result = {
+        "records": sent,
+        "ceiling_records_per_s": summary(ceiling),
+        "ingest_records_per_s": summary(rates),
+        "ratio_ingest_to_ceiling": summary([a / b for a, b in zip(rates, ceiling, strict=True)]),
+        "target_ratio": TARGET_END_TO_END,
+    }
+    ratio = result["ratio_ingest_to_ceiling"]["median"]
+    print(f"end to end, ingest / bare GetRecords ceiling: {shown(result['ratio_ingest_to_ceiling'])}; "
+          f"target >= {TARGET_END_TO_END}: {'met' if ratio >= TARGET_END_TO_END else 'NOT met'}")  # fmt: skip
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=100_000, help="generated records for pipeline vs native")
+    parser.add_argument("--e2e-records", type=int, default=60_000, help="records in the end-to-end stream (0: skip)")
+    parser.add_argument("--shards", type=int, default=4)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=2, help="unmeasured runs of each side first")
+    parser.add_argument("--max-records-per-shard", type=int, default=10_000)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+
+    facts = banner("ingest pipeline vs Spark's native JSON load, and end to end", command_line())
+    with bench_session("pipeline", shards=args.shards) as (settings, spark):
+        results: dict[str, Any] = {"machine": facts, "command": command_line()}
+        results["per_core"] = per_core(args, spark, settings)
+        if args.e2e_records:
+            results["end_to_end"] = end_to_end(args, spark, settings)
+    write_results("pipeline", results)
+
+
+if __name__ == "__main__":
+    main()
