@@ -18,7 +18,7 @@ PYTEST_ARGS ?=
 BENCH_ARGS ?=
 LINT_PATHS := $(wildcard lib tests bench notebooks)
 
-.PHONY: help setup system venv jars emulator run test lint format lab stop clear-outputs clean reliability bench
+.PHONY: help setup system venv jars emulator run test lint format lab stop clear-outputs clean reliability bench reset
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -97,3 +97,6 @@ clear-outputs: venv  ## remove outputs saved into notebooks/ from JupyterLab (ex
 
 clean: stop  ## stop everything, then DELETE the venv, jars, warehouse (your tables), run state and outputs
 	rm -rf $(VENV) .cache data/warehouse data/run output .pytest_cache .ruff_cache
+
+reset: emulator  ## drop the workbook's tables, recreate the stream, clear run state; shows the plan unless YES=1
+	@$(BIN)/icestream reset $(if $(filter 1 yes,$(YES)),--yes)

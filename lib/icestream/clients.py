@@ -11,6 +11,7 @@ driver's and each executor's) assumes the role itself, from its own host's crede
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -204,3 +205,102 @@ def list_shards(client: Any, stream_name: str) -> list[dict[str, Any]]:
         answer = client.list_shards(NextToken=answer["NextToken"])
         shards.extend(answer["Shards"])
     return shards
+
+
+def hash_key(partition_key: str) -> int:
+    """Where Kinesis puts a partition key: the MD5 of its UTF-8 bytes as a 128-bit unsigned integer."""
+    return int.from_bytes(hashlib.md5(partition_key.encode("utf-8"), usedforsecurity=False).digest(), "big")
+
+
+def shard_for_key(shards: list[dict[str, Any]], partition_key: str) -> str:
+    """The open shard whose hash-key range holds ``partition_key``'s hash (what PutRecord's ShardId says).
+
+    Args:
+        shards: :func:`list_shards`' records (closed shards are skipped).
+        partition_key: The key (the producer uses the user id).
+
+    Raises:
+        ValueError: If no open shard covers the hash (the list is incomplete).
+    """
+    key = hash_key(partition_key)
+    for shard in shards:
+        hash_range = shard["HashKeyRange"]
+        is_open = "EndingSequenceNumber" not in shard["SequenceNumberRange"]
+        if is_open and int(hash_range["StartingHashKey"]) <= key <= int(hash_range["EndingHashKey"]):
+            return str(shard["ShardId"])
+    raise ValueError(f"no open shard holds hash key {key}: list every shard of the stream")
+
+
+def shard_table(shards: list[dict[str, Any]]) -> Any:
+    """The shards as a small pandas table: id, parent, open, hash-key range and share, first sequence number.
+
+    Hash keys are 39-digit numbers, so they are shown as text (a float would round them).
+    """
+    import pandas as pd
+
+    rows = []
+    for shard in shards:
+        start, end = int(shard["HashKeyRange"]["StartingHashKey"]), int(shard["HashKeyRange"]["EndingHashKey"])
+        sequence = shard["SequenceNumberRange"]
+        rows.append(
+            {
+                "shard_id": shard["ShardId"],
+                "parent": shard.get("ParentShardId"),
+                "open": "EndingSequenceNumber" not in sequence,
+                "starting_hash_key": str(start),
+                "ending_hash_key": str(end),
+                "hash_key_share": (end - start + 1) / 2**128,
+                "starting_sequence_number": sequence["StartingSequenceNumber"],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def peek_records(
+    client: Any,
+    stream_name: str,
+    shard_id: str,
+    iterator_type: str,
+    limit: int = 3,
+    *,
+    sequence_number: str | None = None,
+    timestamp: datetime | None = None,
+) -> list[dict[str, Any]]:
+    """Read a few records of one shard from an iterator of the given type (one GetShardIterator, one GetRecords).
+
+    Args:
+        client: A boto3 Kinesis client.
+        stream_name: The stream.
+        shard_id: The shard.
+        iterator_type: ``TRIM_HORIZON``, ``LATEST``, ``AT_TIMESTAMP``, ``AT_SEQUENCE_NUMBER`` or
+            ``AFTER_SEQUENCE_NUMBER``.
+        limit: Records to read at most.
+        sequence_number: For the two ``*_SEQUENCE_NUMBER`` types.
+        timestamp: For ``AT_TIMESTAMP``.
+
+    Returns:
+        ``{"iterator": ..., "sequence_number", "arrival", "partition_key", "bytes"}`` per record.
+    """
+    options: dict[str, Any] = {"StreamName": stream_name, "ShardId": shard_id, "ShardIteratorType": iterator_type}
+    if sequence_number is not None:
+        options["StartingSequenceNumber"] = sequence_number
+    if timestamp is not None:
+        options["Timestamp"] = timestamp
+    iterator = client.get_shard_iterator(**options)["ShardIterator"]
+    records = client.get_records(ShardIterator=iterator, Limit=limit)["Records"]
+    return [
+        {
+            "iterator": iterator_type,
+            "sequence_number": record["SequenceNumber"],
+            "arrival": record["ApproximateArrivalTimestamp"],
+            "partition_key": record["PartitionKey"],
+            "bytes": len(record["Data"]),
+        }
+        for record in records
+    ]
+
+
+def retention_hours(client: Any, stream_name: str) -> int:
+    """How long the stream keeps a record (``RetentionPeriodHours``: 24 by default, up to 8,760)."""
+    summary = client.describe_stream_summary(StreamName=stream_name)["StreamDescriptionSummary"]
+    return int(summary["RetentionPeriodHours"])

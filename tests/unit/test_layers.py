@@ -26,7 +26,7 @@ LAYERS = (
     ("lake",),
     ("synthetic", "producer"),
     ("ingest",),
-    ("realtime", "health", "anomaly", "duckdb", "pyiceberg"),
+    ("realtime", "health", "anomaly", "duckdb", "pyiceberg", "reset"),
     ("plots", "runner", "cli", "jobs"),
 )  # fmt: skip
 

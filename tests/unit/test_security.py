@@ -30,8 +30,10 @@ pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "lib" / "icestream"
-# Modules left out of the scan, with the reason: nothing in them reaches AWS.
+# Modules left out of the scan, with the reason: nothing in them reaches AWS with the jobs' role.
 NOT_SCANNED = {
+    "reset.py": "`icestream reset` deletes the stream and the tables: a person runs it with their own "
+    "credentials; the scheduled jobs' role must not be able to",
     "moto_kinesis.py": "patches moto's in-process Kinesis backend, whose methods are named like the API",
     "security.py": "holds the statement patterns this test applies; it runs no SQL",
 }

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from icestream.config import Settings
 
+TIME_TRAVEL_SUFFIX = "time_travel"  # 04's copy for writes is <table>_time_travel
 STATEMENTS_KEPT = 100  # a long-lived table object (the ingest's) must not grow without bound
 
 
@@ -103,7 +104,7 @@ class LakeTable:
         return f"{self.name}.branch_{validate_identifier(branch, 'branch')}"
 
 
-def recreate_events_copy(spark: SparkSession, settings: Settings, suffix: str = "time_travel") -> LakeTable:
+def recreate_events_copy(spark: SparkSession, settings: Settings, suffix: str = TIME_TRAVEL_SUFFIX) -> LakeTable:
     """Drop and create an empty table with the events table's DDL, named ``<table>_<suffix>``.
 
     Returns:

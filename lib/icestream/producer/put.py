@@ -25,11 +25,10 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from tqdm import tqdm
-
 from icestream.config import Settings
 from icestream.errors import ConfigError, ServiceUnavailableError
 from icestream.limits import MAX_BYTES_PER_PUT, MAX_PARTITION_KEY_CHARS, MAX_RECORD_BYTES, MAX_RECORDS_PER_PUT
+from icestream.producer.progress import progress_bar
 from icestream.producer.summary import FailedRecord, ProduceSummary
 from icestream.synthetic.wire import Record
 
@@ -283,7 +282,7 @@ class Producer:
             pace: Send each record at its ``send_at`` wall time (live mode).
             duration: Stop after this many seconds (records not yet taken are not generated).
             total: Expected record count, for the progress bar.
-            progress: Show a tqdm progress bar.
+            progress: Show progress: a bar on a terminal, one line at the end elsewhere.
             linger: When waiting for due records, wake at most this often, so batches are not tiny.
 
         Returns:
@@ -302,7 +301,7 @@ class Producer:
         wall_offset = time.time() - started  # monotonic → wall clock, for pacing by send_at
         deadline = started + duration if duration else None
         builder = BatchBuilder()
-        bar = tqdm(total=total, disable=not progress, unit="rec", mininterval=0.5, desc=f"→ {self.stream_name}")
+        bar = progress_bar(total, f"→ {self.stream_name}", enabled=progress)
         sender = _Sender(self, summary, bar)
 
         def flush() -> None:

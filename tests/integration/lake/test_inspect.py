@@ -106,3 +106,26 @@ def test_unlisted_metadata_sizes_are_marked_unavailable_not_dropped(loaded, monk
     row = health.health_report(stats).set_index("check").loc["metadata bytes / data bytes"]
     assert row["status"] == "UNKNOWN"
     assert row["detail"].startswith("unavailable: cannot list s3://bucket")
+
+
+def test_snapshot_ids_are_exact_integers_never_floats(loaded) -> None:
+    """Ids are 64-bit: as float64 (what pandas makes of a column with a null) they print as 8.416206e+18
+    and lose their last digits, so every frame notebooks 04 and 06 show keeps them as integers."""
+    table, _ = loaded
+    snaps = table.inspect.snapshots()
+    history = table.inspect.history()
+    frames = {
+        "snapshots.snapshot_id": snaps["snapshot_id"],
+        "snapshots.parent_id": snaps["parent_id"],
+        "history.snapshot_id": history["snapshot_id"],
+        "history.parent_id": history["parent_id"],
+        "refs.snapshot_id": table.inspect.refs()["snapshot_id"],
+        "metadata_log.latest_snapshot_id": table.inspect.metadata_log()["latest_snapshot_id"],
+        "manifests.added_snapshot_id": table.inspect.manifests()["added_snapshot_id"],
+    }
+    for column, values in frames.items():
+        assert values.dtype.kind in "iu" or str(values.dtype) == "Int64", f"{column} is {values.dtype}"
+    assert snaps["parent_id"].isna().iloc[0], "the first snapshot has no parent: a null, kept as <NA>"
+    assert str(snaps["parent_id"].dtype) == "Int64"
+    assert snaps["parent_id"].iloc[1:].tolist() == snaps["snapshot_id"].iloc[:-1].tolist()
+    assert "e+" not in snaps[["snapshot_id", "parent_id"]].to_string()

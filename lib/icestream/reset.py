@@ -1,0 +1,162 @@
+"""Start the workbook over: drop its tables, recreate its stream, clear its run state.
+
+``icestream reset`` (and ``make reset``) calls :func:`plan_reset`, shows the plan, and only with
+``--yes`` calls :func:`apply_reset`. Nothing else in the warehouse is touched: only the tables the
+workbook itself creates from the configured table name (the events table, its rejects table, 00's
+layout demo and 04's time-travel copy). The stream is deleted and created again with as many open
+shards as it had, so its sequence numbers start over; the ingest ignores positions of an earlier
+incarnation of a stream anyway (:mod:`icestream.ingest.positions`), and the dropped tables take
+theirs with them. The emulator's own state (``emulator.json``) and the executed notebooks in
+``output/`` are kept.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from icestream.clients import ensure_stream, kinesis_client
+from icestream.config import Settings, validate_identifier
+from icestream.errors import ServiceUnavailableError
+from icestream.ingest.progress import PROGRESS_FILE
+from icestream.lake.layout import LAYOUT_DEMO_SUFFIX
+from icestream.lake.table import TIME_TRAVEL_SUFFIX
+from icestream.producer.background import LOG_FILE, STATE_FILE, stop_background_producer
+from icestream.producer.run import RUN_SUMMARY_FILE
+from icestream.synthetic.ground_truth import GROUND_TRUTH_FILE
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+# Run state the workbook writes into run_dir (producer summaries, ground truth, the ingest's
+# progress log, the notebooks' summaries, the background producer's state and log). The table
+# lease lives in a table property, so it goes with the tables.
+RUN_STATE_PATTERNS = (
+    RUN_SUMMARY_FILE.format(mode="*"),
+    GROUND_TRUTH_FILE,
+    PROGRESS_FILE,
+    STATE_FILE,
+    LOG_FILE,
+    "0[0-9]_*_summary.json",
+)
+COPY_SUFFIXES = (LAYOUT_DEMO_SUFFIX, TIME_TRAVEL_SUFFIX)  # tables named <table>_<suffix> the notebooks create
+
+
+@dataclass(frozen=True)
+class ResetPlan:
+    """What a reset deletes and recreates.
+
+    Attributes:
+        stream: The stream name.
+        shard_count: Open shards the recreated stream gets (as many as it has now, else the setting).
+        stream_exists: Whether the stream exists now.
+        tables: The workbook's tables that exist now (qualified names).
+        files: Run-state files that exist now.
+    """
+
+    stream: str
+    shard_count: int
+    stream_exists: bool
+    tables: tuple[str, ...]
+    files: tuple[Path, ...]
+
+    def describe(self) -> list[str]:
+        """One line per thing a reset deletes or recreates."""
+        lines = [f"drop table {name}" for name in self.tables]
+        verb = "delete and recreate" if self.stream_exists else "create"
+        lines.append(f"{verb} stream {self.stream} ({self.shard_count} shards)")
+        lines += [f"delete {path}" for path in self.files]
+        return lines
+
+
+def workbook_tables(settings: Settings) -> tuple[str, ...]:
+    """The qualified names of every table the workbook creates (existing or not)."""
+    copies = [
+        dataclasses.replace(settings, table=validate_identifier(f"{settings.table}_{suffix}", "table")).table_name
+        for suffix in COPY_SUFFIXES
+    ]
+    return (settings.table_name, settings.rejects_table_name, *copies)
+
+
+def run_state_files(settings: Settings) -> tuple[Path, ...]:
+    """The run-state files in ``run_dir`` a reset deletes (the emulator's state is not one of them)."""
+    run_dir = settings.path("run_dir")
+    if not run_dir.is_dir():
+        return ()
+    return tuple(sorted({path for pattern in RUN_STATE_PATTERNS for path in run_dir.glob(pattern) if path.is_file()}))
+
+
+def _open_shards(client: Any, stream: str) -> int | None:
+    try:
+        summary = client.describe_stream_summary(StreamName=stream)["StreamDescriptionSummary"]
+    except client.exceptions.ResourceNotFoundException:
+        return None
+    return int(summary["OpenShardCount"])
+
+
+def plan_reset(spark: SparkSession, settings: Settings) -> ResetPlan:
+    """What :func:`apply_reset` would do now; changes nothing.
+
+    Raises:
+        ServiceUnavailableError: If Kinesis does not answer.
+    """
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        shards = _open_shards(kinesis_client(settings), settings.stream_name)
+    except (BotoCoreError, ClientError) as error:
+        raise ServiceUnavailableError(f"Kinesis does not answer ({error}); start it or check the profile.") from None
+    return ResetPlan(
+        stream=settings.stream_name,
+        shard_count=shards or settings.shard_count,
+        stream_exists=shards is not None,
+        tables=tuple(name for name in workbook_tables(settings) if spark.catalog.tableExists(name)),
+        files=run_state_files(settings),
+    )
+
+
+def _delete_stream(client: Any, stream: str, timeout: float) -> None:
+    client.delete_stream(StreamName=stream, EnforceConsumerDeletion=True)
+    deadline = time.monotonic() + timeout
+    while _open_shards(client, stream) is not None:  # real Kinesis deletes in the background
+        if time.monotonic() > deadline:
+            raise ServiceUnavailableError(f"stream {stream} still exists {timeout:.0f} s after DeleteStream.")
+        time.sleep(1.0)
+
+
+def apply_reset(spark: SparkSession, settings: Settings, plan: ResetPlan, timeout: float = 300.0) -> ResetPlan:
+    """Carry out a plan: stop the background producer, drop the tables, recreate the stream, delete the files.
+
+    The tables are dropped with ``PURGE`` (their files go too). Set up the tables again with
+    ``icestream setup`` or notebook 00.
+
+    Args:
+        spark: The session.
+        settings: Names the stream, the tables and the run folder.
+        plan: From :func:`plan_reset`.
+        timeout: Seconds to wait for the stream to be deleted and active again.
+
+    Returns:
+        The plan as carried out.
+
+    Raises:
+        ServiceUnavailableError: If Kinesis does not answer or the stream does not go away in time.
+    """
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    stop_background_producer(settings)  # it would write into the stream and the run folder
+    for name in plan.tables:
+        spark.sql(f"DROP TABLE IF EXISTS {name} PURGE")  # names from workbook_tables: validated
+    client = kinesis_client(settings)
+    try:
+        if plan.stream_exists:
+            _delete_stream(client, plan.stream, timeout)
+    except (BotoCoreError, ClientError) as error:
+        raise ServiceUnavailableError(f"could not delete stream {plan.stream}: {error}") from None
+    ensure_stream(settings, shard_count=plan.shard_count, timeout=timeout)
+    for path in plan.files:
+        path.unlink(missing_ok=True)
+    return plan

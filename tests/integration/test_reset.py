@@ -1,0 +1,90 @@
+"""``icestream reset``: the plan changes nothing; --yes drops the tables, recreates the stream, clears run state."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+
+from icestream.cli import main
+from icestream.clients import ensure_stream, kinesis_client, list_shards
+from icestream.config import load_settings
+from icestream.lake.layout import create_layout_demo
+from icestream.reset import apply_reset, plan_reset, workbook_tables
+from icestream.tables import setup_tables
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def workbook(spark, emulator: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A private workbook: its own stream (3 shards, one record), tables and run folder with run state."""
+    suffix = uuid.uuid4().hex[:8]
+    overrides = {"stream_name": f"reset-{suffix}", "table": f"reset_{suffix}", "kinesis_endpoint": emulator}
+    settings = load_settings(run_dir=str(tmp_path / "run"), **overrides)
+    ensure_stream(settings, shard_count=3)
+    kinesis_client(settings).put_record(StreamName=settings.stream_name, Data=b"{}", PartitionKey="u1")
+    setup_tables(spark, settings)
+    create_layout_demo(spark, settings)
+    run_dir = settings.path("run_dir")
+    run_dir.mkdir(parents=True)
+    state = ["produce_backfill_summary.json", "anomalies_truth.jsonl", "ingest_progress.jsonl"]
+    state.append("02_ingest_summary.json")
+    for name in state:
+        (run_dir / name).write_text(json.dumps({"name": name}))
+    (run_dir / "emulator.json").write_text("{}")  # the emulator's own state: never deleted
+    for key, value in {"ICESTREAM_RUN_DIR": str(run_dir), "ICESTREAM_KINESIS_ENDPOINT": emulator}.items():
+        monkeypatch.setenv(key, value)
+    yield settings, [run_dir / name for name in state]
+    for name in workbook_tables(settings):
+        spark.sql(f"DROP TABLE IF EXISTS {name} PURGE")
+
+
+def test_a_plan_lists_what_would_go_and_changes_nothing(workbook, spark) -> None:
+    settings, state = workbook
+    table = settings.table
+    plan = plan_reset(spark, settings)
+    assert set(plan.tables) == {settings.table_name, settings.rejects_table_name,
+                                f"{settings.namespace_name}.{table}_layout_demo"}  # fmt: skip
+    assert plan.stream_exists
+    assert plan.shard_count == 3
+    assert set(plan.files) == set(state)
+    assert all(spark.catalog.tableExists(name) for name in plan.tables), "a plan changes nothing"
+    assert all(path.is_file() for path in state)
+
+
+def test_cli_needs_yes_and_then_starts_the_workbook_over(workbook, spark, capsys, monkeypatch) -> None:
+    settings, state = workbook
+    monkeypatch.setenv("ICESTREAM_STREAM_NAME", settings.stream_name)
+    monkeypatch.setenv("ICESTREAM_TABLE", settings.table)
+    client = kinesis_client(settings)
+    created_before = client.describe_stream_summary(StreamName=settings.stream_name)["StreamDescriptionSummary"][
+        "StreamCreationTimestamp"
+    ]
+
+    assert main(["reset"]) == 2
+    shown = capsys.readouterr().out
+    assert f"drop table {settings.table_name}" in shown
+    assert f"delete and recreate stream {settings.stream_name} (3 shards)" in shown
+    assert spark.catalog.tableExists(settings.table_name), "without --yes nothing is dropped"
+
+    assert main(["reset", "--yes"]) == 0
+    assert not any(spark.catalog.tableExists(name) for name in workbook_tables(settings))
+    assert not any(path.exists() for path in state)
+    assert (settings.path("run_dir") / "emulator.json").is_file()
+    summary = client.describe_stream_summary(StreamName=settings.stream_name)["StreamDescriptionSummary"]
+    assert summary["StreamStatus"] == "ACTIVE"
+    assert summary["OpenShardCount"] == 3
+    assert summary["StreamCreationTimestamp"] >= created_before
+    for shard in list_shards(client, settings.stream_name):
+        iterator = client.get_shard_iterator(
+            StreamName=settings.stream_name, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+        )["ShardIterator"]
+        assert client.get_records(ShardIterator=iterator)["Records"] == [], "the recreated stream is empty"
+
+    # Reset again on the empty workbook: nothing left to drop, the stream recreated again.
+    again = apply_reset(spark, settings, plan_reset(spark, settings))
+    assert again.tables == ()
+    assert again.files == ()
