@@ -28,10 +28,11 @@ from icestream.ingest import positions as pos
 from icestream.ingest.options import IngestOptions
 from icestream.ingest.progress import BatchProgress, IndexStats
 from icestream.ingest.source import ReadBatch, TablePositions
+from icestream.ingest.transform import REJECT_COLUMNS, after_committed, run_transform
 from icestream.lake.evolution import align_columns
 from icestream.lake.inspect import ancestry
 from icestream.lake.summary import BATCH_KEY, CREATED_KEY, POSITIONS_KEY, QUERY_KEY, STREAM_KEY
-from icestream.schema import REJECT_COLUMNS_DDL, table_columns
+from icestream.schema import table_columns
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
 # Rows one write task takes: a batch at the default cap (10,000 per shard) is one task per table.
 # A hash shuffle first (the tables' own write.distribution-mode) cost about 0.2 s per batch here.
 WRITE_ROWS_PER_TASK = 250_000
-REJECT_COLUMNS = tuple(column.split()[0] for column in REJECT_COLUMNS_DDL)
 
 
 @dataclass
@@ -147,8 +147,9 @@ class TableSink:
         drop = batch.keys(dropped) if batch is not None and dropped is not None else set()
         if drop:
             events = events.where(~F.concat_ws(":", "shard_id", "ordinal").isin(sorted(drop)))
+        routed = None
         if self.options.transform is not None:
-            events = self._transformed(events.select(*table_columns()))
+            events, routed = self._transformed(events.select(*table_columns()), read)
         events = self._aligned(events)
         progress.dropped.update(key.rsplit(":", 1)[0] for key in drop)
         progress.durations.dedupe = time.monotonic() - mark
@@ -156,8 +157,12 @@ class TableSink:
         new_rejects = sum(stats.rejected - stats.replayed_rejects for stats in read.shards)
         new_events = sum(stats.good - stats.replayed_events - stats.deduplicated for stats in read.shards) - len(drop)
         mark = time.monotonic()
-        rejects = self._append(self.rejects, read.kept("reject").select(*REJECT_COLUMNS), new_rejects, new_positions,
-                               read.batch_id)  # fmt: skip
+        reject_rows = read.kept("reject").select(*REJECT_COLUMNS)
+        routed_count = 0
+        if routed is not None:
+            routed_count = routed.count()  # runs the transform once more; it is over cached rows
+            reject_rows = reject_rows.unionByName(routed) if routed_count else reject_rows
+        rejects = self._append(self.rejects, reject_rows, new_rejects + routed_count, new_positions, read.batch_id)
         progress.durations.write_rejects = time.monotonic() - mark
         fault("between_commits", read.batch_id)
         mark = time.monotonic()
@@ -172,7 +177,7 @@ class TableSink:
         if written is not None:
             progress.events_snapshot_id, progress.written = written.snapshot_id, written.rows
             if written.snapshot_id is not None:
-                progress.transform_dropped = max(0, new_events - written.rows)
+                progress.transform_dropped = max(0, new_events - written.rows - routed_count)
         if self.options.dedupe:
             progress.dedupe_index = IndexStats(len(self.index), self.index.loads, self.index.loaded_rows)
 
@@ -231,12 +236,16 @@ class TableSink:
         kept = np.setdiff1d(np.arange(len(batch), dtype=np.int64), dropped, assume_unique=True)
         self.index.add(batch, kept)
 
-    def _transformed(self, events: DataFrame) -> DataFrame:
-        result = self.options.transform(events)  # type: ignore[misc]
-        missing = [column for column in table_columns() if column not in result.columns]
-        if missing:
-            raise ConfigError(f"the ingest transform must keep the table's columns; it dropped {', '.join(missing)}.")
-        return result.select(*table_columns())
+    def _transformed(self, events: DataFrame, read: ReadBatch) -> tuple[DataFrame, DataFrame | None]:
+        """The transform's events, and the rows it routes to rejects (see ``ingest.transform``).
+
+        Routed rows the rejects table already holds (a retry after a crash between the two
+        commits) are left out, by the rejects positions each shard's plan carries.
+        """
+        events, routed = run_transform(self.options.transform, events, read.batch_id)  # type: ignore[arg-type]
+        if routed is not None:
+            routed = routed.where(after_committed({plan.shard_id: plan.rejects_committed for plan in read.plans}))
+        return events, routed
 
     def _aligned(self, events: DataFrame) -> DataFrame:
         """Match the table's current columns: schema evolution while streaming (see lake.evolution)."""
