@@ -62,6 +62,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         "starting_position": args.starting_position,
         "max_records_per_shard": args.max_records_per_shard,
         "dedupe": not args.no_dedupe,
+        "archive": True if args.archive else None,  # None: the archive_raw setting
         "on_progress": None if args.quiet else lambda progress: print(_progress_line(progress), flush=True),
     }
     if args.transform:
@@ -100,6 +101,10 @@ def add_ingest_options(ingest: argparse.ArgumentParser) -> None:
     ingest.add_argument("--max-records-per-shard", type=int, default=10_000, help="per batch (default 10000)")
     ingest.add_argument("--no-dedupe", action="store_true", help="keep duplicate event ids")
     ingest.add_argument("--quiet", action="store_true", help="no line per batch")
+    ingest.add_argument(
+        "--archive", action="store_true",
+        help="also keep every record as received in <table>_raw (default: the archive_raw setting)",
+    )  # fmt: skip
     ingest.add_argument(
         "--transform", metavar="MODULE:FUNCTION",
         help="function DataFrame -> DataFrame run on each batch's events; rows given a reject_reason go to rejects",

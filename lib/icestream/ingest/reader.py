@@ -54,6 +54,7 @@ class ReadOptions:
     max_records: int = MAX_RECORDS_PER_GET  # per shard per batch: one full GetRecords answer
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
     dedupe: bool = True
+    archive: bool = False  # also yield a ``raw`` row per record (the raw archive)
     batch_id: int | None = None  # written to every row (BATCH_FIELDS)
     ingest_ts: datetime | None = None  # when the batch's read began, written to every row
     min_call_interval: float = 1 / GET_CALLS_PER_SECOND  # per shard and API
@@ -202,8 +203,27 @@ class _ShardReader:
             stats.first_arrival = stamp if stats.first_arrival is None else min(stats.first_arrival, stamp)
             stats.last_arrival = stamp if stats.last_arrival is None else max(stats.last_arrival, stamp)
         data = record["Data"]
-        parsed = parse_payload(data, self.options.max_event_bytes)
         position = (self.plan.shard_id, sequence, record.get("PartitionKey"), arrival)
+        if self.options.archive and sequence_key(sequence) > sequence_key(self.plan.archive_committed):
+            stats.archived += 1  # the raw archive: the record as received, before any parsing
+            yield (
+                "raw",
+                *position,
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                bytes(data),
+                None,
+                None,
+                None,
+                None,
+                None,
+            )
+        parsed = parse_payload(data, self.options.max_event_bytes)
         if isinstance(parsed, ParsedEvent):
             stats.good += 1
             duplicate = self.options.dedupe and parsed.event_id in self.seen_ids

@@ -33,10 +33,13 @@ from icestream.lake.evolution import align_columns
 from icestream.lake.inspect import ancestry
 from icestream.lake.summary import BATCH_KEY, CREATED_KEY, POSITIONS_KEY, QUERY_KEY, STREAM_KEY
 from icestream.schema import table_columns
+from icestream.tables import create_archive_table
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+ARCHIVE_SELECT = ("raw_data AS data", "shard_id", "sequence_number", "partition_key", "arrival_ts", "ingest_ts",
+                  "batch_id")  # fmt: skip
 # Rows one write task takes: a batch at the default cap (10,000 per shard) is one task per table.
 # A hash shuffle first (the tables' own write.distribution-mode) cost about 0.2 s per batch here.
 WRITE_ROWS_PER_TASK = 250_000
@@ -93,6 +96,8 @@ class TableSink:
         self.stream_created = stream_created
         self.events = _Table(settings.table_name)
         self.rejects = _Table(settings.rejects_table_name)
+        # The raw archive, when on, is created on first use: it is optional, so setup may predate it.
+        self.archive = _Table(create_archive_table(spark, settings)) if options.archive else None
         for table in (self.events, self.rejects):
             if not spark.catalog.tableExists(table.name):
                 raise ConfigError(
@@ -102,9 +107,15 @@ class TableSink:
         self.index = dedupe.CommittedIndex(settings.table_name, query_id, lookback)
 
     @property
+    def tables(self) -> tuple[_Table, ...]:
+        """The tables it writes, in commit order: the raw archive (when on), rejects, events."""
+        return (self.archive, self.rejects, self.events) if self.archive is not None else (self.rejects, self.events)
+
+    @property
     def committed(self) -> TablePositions:
         """The positions each table's last commit carried."""
-        return TablePositions(self.events.committed, self.rejects.committed)
+        archive = self.archive.committed if self.archive is not None else {}
+        return TablePositions(self.events.committed, self.rejects.committed, archive)
 
     def recover(self) -> Recovered:
         """Load what both tables committed: the start path, also used before a batch retry."""
@@ -112,6 +123,8 @@ class TableSink:
         events = pos.load_committed(self.spark, self.events.name, name, created)
         rejects = pos.load_committed(self.spark, self.rejects.name, name, created)
         self.events.committed, self.rejects.committed = dict(events.positions), dict(rejects.positions)
+        if self.archive is not None:
+            self.archive.committed = dict(pos.load_committed(self.spark, self.archive.name, name, created).positions)
         self.index.reset()  # it is filled from the table again when the next batch needs it
         return Recovered(
             TablePositions(dict(events.positions), dict(rejects.positions)),
@@ -121,7 +134,7 @@ class TableSink:
 
     def mark_source(self) -> None:
         """Record in both tables which stream (and incarnation) feeds them."""
-        for table in (self.events, self.rejects):
+        for table in self.tables:
             pos.mark_source_stream(self.spark, table.name, self.settings.stream_name, self.stream_created)
 
     def commit(
@@ -137,7 +150,7 @@ class TableSink:
             read: The batch's cached rows and per-shard stats.
             new_positions: Where every shard stands once this batch is committed.
             progress: Filled in: counts, snapshots, dedupe and write durations.
-            fault: Called with ``("between_commits" | "after_commit", batch_id)``.
+            fault: Called with ``("after_archive" | "between_commits" | "after_commit", batch_id)``.
         """
         from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
@@ -157,6 +170,13 @@ class TableSink:
         new_rejects = sum(stats.rejected - stats.replayed_rejects for stats in read.shards)
         new_events = sum(stats.good - stats.replayed_events - stats.deduplicated for stats in read.shards) - len(drop)
         mark = time.monotonic()
+        if self.archive is not None:
+            # First, so it is never behind the other two: every record read is archived exactly once.
+            archived = sum(stats.archived for stats in read.shards)
+            self._append(
+                self.archive, read.kept("raw").selectExpr(*ARCHIVE_SELECT), archived, new_positions, read.batch_id
+            )
+            fault("after_archive", read.batch_id)
         reject_rows = read.kept("reject").select(*REJECT_COLUMNS)
         routed_count = 0
         if routed is not None:
