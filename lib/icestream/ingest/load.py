@@ -159,7 +159,8 @@ def parse_file(
     for number, line in split_lines(content):
         counts["lines"] += 1
         parsed = parse_payload(line, max_event_bytes)
-        position = (shard, str(number), None, arrival)
+        # By name, not position: the reader's row layout may grow columns.
+        row = {"shard_id": shard, "sequence_number": str(number), "partition_key": None, "arrival_ts": arrival}
         if isinstance(parsed, ParsedEvent):
             counts["good"] += 1
             if dedupe_ids and parsed.event_id in seen:
@@ -167,19 +168,20 @@ def parse_file(
                 continue
             seen.add(parsed.event_id)
             packer.add(parsed.event_id, parsed.event_ts, arrival)
-            yield (
-                "event", *position, parsed.event_id, parsed.user_id, parsed.session_id, parsed.event_type,
-                parsed.event_ts, parsed.properties, parsed.device_info, None, None, None, None, emitted, None,
+            row.update(
+                kind="event", event_id=parsed.event_id, user_id=parsed.user_id, session_id=parsed.session_id,
+                event_type=parsed.event_type, event_ts=parsed.event_ts, properties=parsed.properties,
+                device_info=parsed.device_info, ordinal=emitted,
             )  # fmt: skip
             emitted += 1
-            continue
-        counts["rejected"] += 1
-        counts["reasons"][parsed.reason] = counts["reasons"].get(parsed.reason, 0) + 1
-        text = line.decode("utf-8", errors="replace")[:4096]
-        yield (
-            "reject", *position, None, None, None, None, None, None, None, bytes(line), text, parsed.reason,
-            parsed.detail, None, None,
-        )  # fmt: skip
+        else:
+            counts["rejected"] += 1
+            counts["reasons"][parsed.reason] = counts["reasons"].get(parsed.reason, 0) + 1
+            row.update(
+                kind="reject", raw_data=bytes(line), raw_text=line.decode("utf-8", errors="replace")[:4096],
+                reason=parsed.reason, detail=parsed.detail,
+            )  # fmt: skip
+        yield tuple(row.get(name) for name in ROW_FIELDS)
     meta = dict.fromkeys(ROW_FIELDS)
     meta.update(kind="meta", shard_id=shard, raw_data=packer.pack(), meta=json.dumps(counts))
     yield tuple(meta[name] for name in ROW_FIELDS)
