@@ -60,7 +60,7 @@ def expire_archive(
         spark: The session.
         settings: Name the table and the stream; ``archive_retention_days`` is the default retention.
         retention_days: Days of arrival to keep (default: the setting).
-        now: The current time (tests pass one).
+        now: The time the retention counts back from (default: now; tests pass one).
 
     Returns:
         What was deleted and expired; nothing happens if the archive was never created.
@@ -79,5 +79,6 @@ def expire_archive(
     if old:
         # The cutoff is a literal built here from a validated number of days, not user text.
         spark.sql(f"DELETE FROM {table.name} WHERE arrival_ts < {timestamp_literal(cutoff)}")
-    expired = table.maintenance.expire_snapshots(older_than=now, keep_positions_of=settings.stream_name)
+    # Every snapshot up to now (wall-clock, whatever ``now`` says) may still reference the deleted days.
+    expired = table.maintenance.expire_snapshots(older_than=datetime.now(UTC), keep_positions_of=settings.stream_name)
     return ArchiveExpiry(table.name, cutoff, old, expired)
