@@ -12,7 +12,8 @@ pointer. How the swap is made decides who may write at the same time:
 - ``glue``: AWS Glue's optimistic table versions: safe for several writers.
 
 :func:`current_metadata_location` finds a table's current metadata file without Spark (for DuckDB
-and pyiceberg).
+and pyiceberg): in the JDBC catalog's SQLite file, the Hadoop catalog's version hint, or the Glue
+table's ``metadata_location`` parameter (where Iceberg's GlueCatalog and Athena keep it).
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from icestream import aws
 from icestream.config import Settings, validate_identifier
-from icestream.errors import ConfigError
+from icestream.errors import ConfigError, ServiceUnavailableError
 
 if TYPE_CHECKING:
     pass
@@ -64,7 +66,10 @@ def describe_catalog(settings: Settings) -> str:
     where = {
         "jdbc": f"SQLite {settings.catalog_file}{created}",
         "hadoop": f"warehouse {settings.warehouse_uri}",
-        "glue": f"AWS Glue in {settings.region}, warehouse {settings.warehouse_uri}",
+        "glue": f"AWS Glue in {settings.region}"
+        + (f" at {settings.glue_endpoint}" if settings.glue_endpoint else "")
+        + (f" (catalog of account {settings.glue_catalog_id})" if settings.glue_catalog_id else "")
+        + f", warehouse {settings.warehouse_uri}",
     }[settings.catalog_type]
     if several_writers_safe(settings):
         safety = "safe for several writing processes"
@@ -97,27 +102,29 @@ def current_metadata_location(settings: Settings, table: str | None = None) -> s
     """The current metadata file of a table in the namespace, read from the catalog without Spark.
 
     The JDBC catalog's row for the table holds it (``iceberg_tables.metadata_location``); the Hadoop
-    catalog's ``version-hint.text`` names its version.
+    catalog's ``version-hint.text`` names its version; Glue's table has it as a parameter.
 
     Args:
         settings: The settings (catalog, warehouse, namespace).
         table: Table name in the namespace (default: the events table).
 
     Returns:
-        The location of the metadata JSON file (a ``file:`` URI or a path).
+        The location of the metadata JSON file (a ``file:`` URI, a path, or an ``s3://`` URI).
 
     Raises:
-        ConfigError: For a Glue catalog (ask Spark: ``icestream.duckdb.metadata_location``), or if
-            the catalog or the table does not exist yet.
+        ConfigError: If the catalog or the table does not exist yet, or a Hadoop catalog is on S3.
+        ServiceUnavailableError: If Glue does not answer or refuses the request.
     """
     namespace = validate_identifier(settings.namespace, "namespace")
     name = validate_identifier(table or settings.table, "table")
     if settings.catalog_type == "jdbc":
         return _jdbc_metadata_location(settings, namespace, name)
-    if settings.catalog_type != "hadoop" or "://" in settings.warehouse:
+    if settings.catalog_type == "glue":
+        return _glue_metadata_location(settings, namespace, name)
+    if "://" in settings.warehouse:
         raise ConfigError(
-            "the metadata file of a Glue (or S3) table is found through Spark: use "
-            "icestream.duckdb.metadata_location(spark, table), which asks the catalog."
+            "the metadata file of a Hadoop catalog table on S3 is found through Spark: use "
+            "LakeTable(spark, name).inspect.metadata_location(), which asks the catalog."
         )
     folder = Path(settings.warehouse_uri) / namespace / name / "metadata"
     hint = folder / "version-hint.text"
@@ -148,3 +155,25 @@ def _jdbc_metadata_location(settings: Settings, namespace: str, name: str) -> st
     if row is None or not row[0]:
         raise missing
     return str(row[0])
+
+
+def _glue_metadata_location(settings: Settings, namespace: str, name: str) -> str:
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    glue = aws.client(settings, "glue")
+    try:
+        table = glue.get_table(DatabaseName=namespace, Name=name)["Table"]
+    except glue.exceptions.EntityNotFoundException:
+        raise ConfigError(
+            f"table {namespace}.{name} is not in the Glue catalog: create it first (00_setup or `icestream setup`)."
+        ) from None
+    except (BotoCoreError, ClientError) as error:
+        where = settings.glue_endpoint or f"AWS Glue in {settings.region}"
+        raise ServiceUnavailableError(
+            f"Glue at {where} did not answer GetTable for {namespace}.{name}: {error}. Check the region, the "
+            "endpoint and the credentials (`icestream doctor`)."
+        ) from None
+    location = table.get("Parameters", {}).get("metadata_location")
+    if not location:
+        raise ConfigError(f"Glue table {namespace}.{name} is not an Iceberg table (no metadata_location parameter).")
+    return str(location)

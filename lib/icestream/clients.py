@@ -1,10 +1,11 @@
 """Kinesis clients for the active profile.
 
-``KinesisConnection`` is a small picklable value (endpoint, region, profile) that the driver
+``KinesisConnection`` is a small picklable value (endpoint, region, profile, role) that the driver
 resolves once and ships to Spark tasks, which build their own boto3 clients from it: executors on
 a cluster cannot read the driver's emulator state file. Dummy keys are used only for the
 ``local`` and ``localstack`` profiles, and the ``local`` profile refuses a non-loopback endpoint,
-so those keys are never sent anywhere but an emulator.
+so those keys are never sent anywhere but an emulator. With ``aws_role_arn`` every client (the
+driver's and each executor's) assumes the role itself, from its own host's credentials.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlparse
 
-from icestream.config import EMULATOR_DUMMY_KEYS, Settings
+from icestream.aws import profile_session
+from icestream.config import Settings
 from icestream.emulator import START_COMMAND, Emulator
 from icestream.errors import ConfigError, ServiceUnavailableError
 
@@ -30,6 +32,7 @@ class KinesisConnection:
     profile: str
     region: str
     endpoint: str | None
+    role_arn: str | None = None  # assumed by each process that opens a client
 
     def client(
         self, connect_timeout: float = 5.0, read_timeout: float = 30.0, max_attempts: int = 3, validate: bool = True
@@ -45,7 +48,6 @@ class KinesisConnection:
         Returns:
             A ``boto3`` Kinesis client.
         """
-        import boto3
         from botocore.config import Config
 
         options: dict[str, Any] = {
@@ -59,11 +61,8 @@ class KinesisConnection:
         }
         if self.endpoint:
             options["endpoint_url"] = self.endpoint
-        if self.profile in EMULATOR_DUMMY_KEYS:
-            access_key, secret_key = EMULATOR_DUMMY_KEYS[self.profile]
-            options["aws_access_key_id"] = access_key
-            options["aws_secret_access_key"] = secret_key
-        return boto3.session.Session(botocore_session=_botocore_session()).client("kinesis", **options)
+        session = profile_session(self.profile, self.region, self.role_arn, botocore_session=_botocore_session())
+        return session.client("kinesis", **options)
 
 
 def utc_timestamp(value: Any) -> Any:
@@ -117,7 +116,7 @@ def resolve_endpoint(settings: Settings) -> str | None:
 
 def kinesis_connection(settings: Settings) -> KinesisConnection:
     """Resolve the connection for the active profile (see :func:`resolve_endpoint`)."""
-    return KinesisConnection(settings.profile, settings.region, resolve_endpoint(settings))
+    return KinesisConnection(settings.profile, settings.region, resolve_endpoint(settings), settings.aws_role_arn)
 
 
 def kinesis_client(settings: Settings, **options: Any) -> Any:

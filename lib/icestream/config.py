@@ -6,7 +6,9 @@ named ``ICESTREAM_<SETTING>``, then explicit arguments (papermill parameters). E
 validated when settings load, so a bad value fails at once with a message naming the setting.
 
 No credential is a setting. The ``local`` and ``localstack`` profiles use fixed dummy keys that
-only their emulators accept; the ``aws`` profile uses boto3's default credential chain.
+only their emulators accept; the ``aws`` profile uses boto3's default credential chain, optionally
+assuming ``aws_role_arn`` (see :mod:`icestream.aws`). The ``localstack`` profile sends S3 and Glue
+to the same endpoint as Kinesis, as LocalStack and ``moto_server`` serve every service on one port.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ JAR_SOURCES = ("auto", "maven", "provided")
 # What a session on a non-local master ships to its executors (see icestream.shipping).
 SHIP_MODES = ("packed", "package", "none")
 CATALOG_TYPES = ("jdbc", "hadoop", "glue")
+S3_SSE_TYPES = ("none", "s3", "kms")  # Iceberg S3FileIO's s3.sse.type values this project supports
+ENDPOINT_SETTINGS = ("kinesis_endpoint", "s3_endpoint", "glue_endpoint")
 CATALOG_FILE = "catalog.db"  # the JDBC catalog's SQLite file, inside the warehouse folder
 SQLITE_JDBC_JAR = "/usr/share/java/sqlite-jdbc.jar"  # Debian's libxerial-sqlite-jdbc-java
 
@@ -46,6 +50,8 @@ EMULATOR_DUMMY_KEYS = {"local": ("testing", "testing"), "localstack": ("test", "
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 _STREAM_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 _REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d+$")
+_ACCOUNT_ID = re.compile(r"^\d{12}$")
+_ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$")
 _SPARK_MASTER = re.compile(
     r"^(local(\[(\*|[1-9]\d*)(,\s*[1-9]\d*)?\])?|local-cluster\[.+\]|spark://.+|yarn|k8s://.+|mesos://.+)$"
 )
@@ -100,6 +106,12 @@ class Settings:
     stream_name: str = "user-events"
     shard_count: int = 4
     kms_key_id: str | None = None  # server-side stream encryption, aws profile
+    s3_endpoint: str | None = None  # S3 (warehouse) endpoint; None = AWS's own (localstack: kinesis_endpoint)
+    glue_endpoint: str | None = None  # Glue catalog endpoint; None = AWS's own (localstack: kinesis_endpoint)
+    glue_catalog_id: str | None = None  # the AWS account whose Glue catalog holds the tables (cross-account)
+    s3_sse_type: str = "none"  # server-side encryption of files the catalog writes: none, s3 or kms
+    s3_sse_key: str | None = None  # the KMS key (id or ARN) for s3_sse_type=kms; None = the aws/s3 key
+    aws_role_arn: str | None = None  # a role every AWS client (driver, executors, Python) assumes first
     catalog: str = "lake"
     catalog_type: str = "jdbc"  # jdbc: safe for several writing processes; hadoop: one process only
     warehouse: str = "data/warehouse"
@@ -194,7 +206,13 @@ class Settings:
 
 _PROFILE_DEFAULTS: dict[str, dict[str, Any]] = {
     "local": {},
-    "localstack": {"kinesis_endpoint": "http://localhost:4566"},
+    # LocalStack serves every service on one port: S3 and Glue follow kinesis_endpoint (see load_settings).
+    "localstack": {
+        "kinesis_endpoint": "http://localhost:4566",
+        "catalog_type": "glue",
+        "jar_source": "maven",
+        "warehouse": "s3://icestream-warehouse/warehouse",
+    },
     "aws": {"catalog_type": "glue", "jar_source": "maven", "warehouse": ""},
 }
 
@@ -314,6 +332,11 @@ def load_settings(config_file: str | os.PathLike[str] | None = None, **overrides
             merged[name] = _coerce(name, value, origin)
             sources[name] = origin
     merged["profile"] = profile
+    if profile == "localstack":
+        for name in ("s3_endpoint", "glue_endpoint"):
+            if name not in merged:
+                merged[name] = merged["kinesis_endpoint"]
+                sources[name] = f"{sources['kinesis_endpoint']} (kinesis_endpoint)"
     settings = dataclasses.replace(Settings(), **merged, sources=sources)
     _validate(settings)
     return settings
@@ -324,19 +347,49 @@ def _check(condition: bool, setting: str, message: str) -> None:
         raise ConfigError(f"{ENV_PREFIX}{setting.upper()} / {setting}: {message}")
 
 
-def _validate(settings: Settings) -> None:
-    endpoint = settings.kinesis_endpoint
-    if endpoint is not None:
-        parsed = urlparse(endpoint)
+def _validate_endpoint(settings: Settings, name: str) -> None:
+    endpoint = getattr(settings, name)
+    if endpoint is None:
+        return
+    parsed = urlparse(endpoint)
+    _check(
+        parsed.scheme in ("http", "https") and bool(parsed.hostname) and not parsed.path.strip("/"),
+        name,
+        f"{endpoint!r} is not a URL like http://127.0.0.1:4566.",
+    )
+    try:
+        parsed.port  # noqa: B018 - raises ValueError on a malformed port
+    except ValueError:
+        _check(False, name, f"{endpoint!r} has an invalid port.")
+
+
+def _validate_aws(settings: Settings) -> None:
+    for name in ENDPOINT_SETTINGS:
+        _validate_endpoint(settings, name)
+    catalog_id, role = settings.glue_catalog_id, settings.aws_role_arn
+    _check(
+        catalog_id is None or bool(_ACCOUNT_ID.fullmatch(catalog_id)), "glue_catalog_id", "need a 12-digit account id."
+    )
+    _check(
+        role is None or bool(_ROLE_ARN.fullmatch(role)),
+        "aws_role_arn",
+        f"{role!r}: need arn:aws:iam::<account>:role/<name>.",
+    )
+    _check(settings.s3_sse_type in S3_SSE_TYPES, "s3_sse_type", f"choose one of {', '.join(S3_SSE_TYPES)}.")
+    _check(settings.s3_sse_key is None or settings.s3_sse_type == "kms", "s3_sse_key", "a key needs s3_sse_type=kms.")
+    # s3a:// is Hadoop's S3A file system: Glue would record it as the table location, and Athena,
+    # EMR and Glue jobs expect s3:// (Iceberg's S3FileIO reads both, writes what it is given).
+    if settings.warehouse.startswith(("s3a://", "s3n://")):
         _check(
-            parsed.scheme in ("http", "https") and bool(parsed.hostname) and not parsed.path.strip("/"),
-            "kinesis_endpoint",
-            f"{endpoint!r} is not a URL like http://127.0.0.1:4566.",
+            False,
+            "warehouse",
+            f"{settings.warehouse!r}: use s3://{settings.warehouse.split('://', 1)[1]} instead; Glue records the "
+            "warehouse in every table's location, and Athena and Glue jobs expect s3://.",
         )
-        try:
-            parsed.port  # noqa: B018 - raises ValueError on a malformed port
-        except ValueError:
-            _check(False, "kinesis_endpoint", f"{endpoint!r} has an invalid port.")
+
+
+def _validate(settings: Settings) -> None:
+    _validate_aws(settings)
     _check(
         bool(_REGION.fullmatch(settings.region)), "region", f"{settings.region!r} is not an AWS region like us-east-1."
     )
@@ -378,7 +431,7 @@ def _validate(settings: Settings) -> None:
     )
     if settings.catalog_type == "glue":
         _check(
-            settings.warehouse.startswith(("s3://", "s3a://")),
+            settings.warehouse.startswith("s3://"),
             "warehouse",
             "the Glue catalog needs an S3 warehouse such as s3://my-bucket/warehouse.",
         )

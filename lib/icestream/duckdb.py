@@ -8,13 +8,16 @@ manifests and the Parquet files. :func:`kpi_dashboard` is the dashboard of
 
 DuckDB cannot download extensions here, so :func:`connect` loads them from the pinned wheels
 ``duckdb-extension-avro`` and ``duckdb-extension-iceberg`` by file path (avro first: iceberg reads
-its manifests with it), with automatic installing and loading turned off.
+its manifests with it), with automatic installing and loading turned off. A warehouse on S3 adds
+``httpfs`` (S3 reads) and ``aws`` (the credential chain) from their wheels, and an S3 secret: the
+AWS credential chain on real AWS (environment, ``AWS_PROFILE``, SSO, instance role), the boto3
+session's keys for an emulator or an assumed role (:mod:`icestream.aws`), and the S3 endpoint
+with path-style URLs when one is set.
 
 Where the metadata file is: ``LakeTable(spark, name).inspect.metadata_location()`` asks Iceberg's
 Java API through the Spark session, which works for every catalog. Without Spark,
-:func:`icestream.catalog.current_metadata_location` reads it from the JDBC catalog's SQLite file
-(or the Hadoop catalog's ``version-hint.text``); a Glue table's metadata lives in S3, which this
-local set-up does not read (DuckDB would need its ``httpfs`` extension and AWS credentials).
+:func:`icestream.catalog.current_metadata_location` reads it from the JDBC catalog's SQLite file,
+the Hadoop catalog's ``version-hint.text`` or the Glue table.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
+from icestream import aws
+from icestream.config import Settings
 from icestream.errors import ConfigError, DuckDBError
 from icestream.realtime import Dashboard, dashboard_from_parts, dashboard_sql
 from icestream.timestamps import to_micros
@@ -34,6 +39,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 EXTENSIONS = ("avro", "iceberg")  # load order matters: iceberg needs avro
+S3_EXTENSIONS = ("httpfs", "aws")  # S3 reads, and the AWS credential chain
 
 
 def extension_path(name: str) -> Path:
@@ -57,22 +63,65 @@ def extension_path(name: str) -> Path:
     return path
 
 
-def connect() -> duckdb.DuckDBPyConnection:
+def _literal(value: str) -> str:
+    # CREATE SECRET takes no bind parameters; its values are quoted as SQL string literals.
+    return "'{}'".format(value.replace("'", "''"))
+
+
+def s3_secret_sql(settings: Settings, aws_session: object = None) -> str:
+    """The ``CREATE SECRET`` statement that lets DuckDB read the warehouse from S3.
+
+    Args:
+        settings: The active settings.
+        aws_session: The boto3 session whose keys to use for an emulator or an assumed role
+            (default: :func:`icestream.aws.session`).
+
+    Returns:
+        The statement (it holds keys only for an emulator or an assumed role).
+    """
+    options = {"TYPE": "s3", "REGION": _literal(settings.region)}
+    if aws.dummy_keys(settings) is None and not settings.aws_role_arn:
+        options["PROVIDER"] = "credential_chain"
+    else:
+        frozen = (aws_session or aws.session(settings)).get_credentials().get_frozen_credentials()
+        options |= {"KEY_ID": _literal(frozen.access_key), "SECRET": _literal(frozen.secret_key)}
+        if frozen.token:
+            options["SESSION_TOKEN"] = _literal(frozen.token)
+    if settings.s3_endpoint:
+        host, tls = aws.endpoint_host(settings.s3_endpoint)
+        options |= {"ENDPOINT": _literal(host), "URL_STYLE": "'path'", "USE_SSL": str(tls).lower()}
+    return "CREATE OR REPLACE SECRET icestream_s3 ({})".format(", ".join(f"{k} {v}" for k, v in options.items()))
+
+
+def connect(settings: Settings | None = None) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with the avro and iceberg extensions loaded from the wheels.
 
     The session time zone is UTC, as Spark's is, so timestamps print the same in both engines.
 
+    Args:
+        settings: The active settings; with an ``s3://`` warehouse, S3 access is set up as well.
+
     Raises:
-        DuckDBError: If an extension cannot be found or loaded.
+        DuckDBError: If an extension cannot be found or loaded, or the S3 secret is refused.
     """
     connection = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
-    for name in EXTENSIONS:
+    on_s3 = settings is not None and settings.warehouse_uri.startswith("s3://")
+    for name in (*S3_EXTENSIONS, *EXTENSIONS) if on_s3 else EXTENSIONS:
         path = extension_path(name)
         try:
             # LOAD takes no bind parameter; the path is the wheel's own file, quoted for SQL.
             connection.execute("LOAD '{}'".format(str(path).replace("'", "''")))
         except duckdb.Error as error:
             raise DuckDBError(f"DuckDB could not load {path}: {error}") from None
+    if on_s3:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            connection.execute(s3_secret_sql(settings))
+        except duckdb.Error as error:
+            raise DuckDBError(f"DuckDB refused the S3 settings: {error}") from None
+        except (BotoCoreError, ClientError) as error:  # the role could not be assumed
+            raise DuckDBError(f"No AWS credentials for DuckDB's S3 reads: {error}. Check aws_role_arn.") from None
     connection.execute("SET TimeZone = 'UTC'")
     return connection
 

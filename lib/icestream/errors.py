@@ -46,6 +46,10 @@ class EmulatorError(IcestreamError):
     """The local Kinesis emulator could not be started or stopped."""
 
 
+class StorageListingError(IcestreamError):
+    """A table's folder could not be listed (e.g. no Hadoop FileSystem for its scheme); the message says why."""
+
+
 class DuckDBError(IcestreamError):
     """DuckDB or its Iceberg extension could not be used; the message says what to do."""
 

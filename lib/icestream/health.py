@@ -55,10 +55,12 @@ class TableStats:
     manifests: int
     metadata_bytes: int  # current metadata.json, manifest lists and manifests of the kept snapshots
     previous_metadata_bytes: int  # older metadata.json versions (history, bounded by the table properties)
+    metadata_unavailable: str = ""  # why some metadata sizes are unknown (a listing failed); empty when all are known
 
     def table(self) -> dict[str, float | int]:
-        """The numbers as one row for a pandas table (sizes in MiB)."""
+        """The numbers as one row for a pandas table (sizes in MiB; ``metadata_unavailable`` is in the report)."""
         values: dict[str, float | int] = asdict(self)
+        values.pop("metadata_unavailable")
         for key in (
             "data_bytes",
             "average_file_bytes",
@@ -89,6 +91,7 @@ def collect_stats(table: LakeTable, small_file_bytes: int | None = None) -> Tabl
     achievable_files = int(sum(max(1, math.ceil(b / target)) for b in per_partition["bytes"]))
     data_bytes = int(data["file_size_in_bytes"].sum())
     meta = table.inspect.metadata_files()
+    unavailable = meta["unavailable"].dropna()
     return TableStats(
         records=int(data["record_count"].sum()),
         data_files=len(data),
@@ -104,6 +107,7 @@ def collect_stats(table: LakeTable, small_file_bytes: int | None = None) -> Tabl
         manifests=len(table.inspect.manifests()),
         metadata_bytes=int(meta.loc[meta["kind"] != "previous metadata.json", "bytes"].fillna(0).sum()),
         previous_metadata_bytes=int(meta.loc[meta["kind"] == "previous metadata.json", "bytes"].fillna(0).sum()),
+        metadata_unavailable=str(unavailable.iloc[0]) if len(unavailable) else "",
     )
 
 
@@ -136,7 +140,8 @@ def health_report(stats: TableStats, thresholds: HealthThresholds = HealthThresh
         thresholds: The limits.
 
     Returns:
-        Columns ``check``, ``value``, ``limit``, ``status``, ``detail``.
+        Columns ``check``, ``value``, ``limit``, ``status`` (OK, WARN, or UNKNOWN when a number could
+        not be measured: the detail then starts with ``unavailable:`` and the reason), ``detail``.
     """
     files = max(stats.data_files, 1)
     size_ratio = stats.average_file_bytes / stats.achievable_average_bytes if stats.achievable_average_bytes else 1.0
@@ -156,6 +161,7 @@ def health_report(stats: TableStats, thresholds: HealthThresholds = HealthThresh
         ("delete files / data files", stats.delete_files / files, thresholds.max_delete_file_ratio, "max",
          f"{stats.delete_files} delete files"),
     ]  # fmt: skip
+    unknown = {"metadata bytes / data bytes": stats.metadata_unavailable} if stats.metadata_unavailable else {}
     rows = []
     for check, value, limit, kind, detail in lines:
         ok = value <= limit if kind == "max" else value >= limit
@@ -164,8 +170,9 @@ def health_report(stats: TableStats, thresholds: HealthThresholds = HealthThresh
                 "check": check,
                 "value": round(float(value), 3),
                 "limit": f"{'≤' if kind == 'max' else '≥'} {limit:g}",
-                "status": "OK" if ok else "WARN",
-                "detail": detail,
+                "status": "UNKNOWN" if check in unknown else "OK" if ok else "WARN",
+                # A size that could not be measured is said so first, never counted as zero bytes.
+                "detail": f"unavailable: {unknown[check]}; known part: {detail}" if check in unknown else detail,
             }
         )
     return pd.DataFrame(rows)

@@ -8,6 +8,8 @@ column statistics), prunes files with the row filter, and reads the Parquet file
   it): this module only reads, so it takes no write lock from the ingest and never creates the
   catalog's tables (``init_catalog_tables=false``).
 - ``hadoop``: ``StaticTable.from_metadata`` on the current metadata file (the version hint).
+- ``glue``: pyiceberg's ``GlueCatalog`` with a boto3 Glue client from :func:`icestream.aws.session`
+  (the emulator's keys, or the assumed role), and S3 reads through pyarrow at the settings' endpoint.
 
 :func:`events_by_type` answers the workbook's real-time question (events by type in the last N
 minutes) so the three engines can be compared on one snapshot; ``snapshot_id`` reads an older one.
@@ -22,14 +24,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from icestream import aws
 from icestream.catalog import current_metadata_location
 from icestream.config import Settings, validate_identifier
-from icestream.errors import ConfigError
+from icestream.errors import ConfigError, ServiceUnavailableError
 from icestream.timestamps import as_utc, from_micros, to_micros
 
 if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
+    from pyiceberg.catalog.glue import GlueCatalog
     from pyiceberg.table import Table
 
 EVENT_TIME = "event_ts"
@@ -46,22 +50,32 @@ def open_table(settings: Settings, table: str | None = None) -> Table:
         The pyiceberg table, at its current metadata.
 
     Raises:
-        ConfigError: If the catalog or the table does not exist yet, or the catalog is Glue (this
-            local set-up has no pyiceberg Glue client; install ``pyiceberg[glue]`` and open it with
-            ``pyiceberg.catalog.glue.GlueCatalog``).
+        ConfigError: If the catalog or the table does not exist yet.
+        ServiceUnavailableError: If Glue does not answer or refuses the request.
     """
+    from pyiceberg.exceptions import NoSuchTableError
+
     name = validate_identifier(table or settings.table, "table")
     if settings.catalog_type == "hadoop":
         from pyiceberg.table import StaticTable
 
         return StaticTable.from_metadata(current_metadata_location(settings, name))
-    if settings.catalog_type != "jdbc":
-        raise ConfigError(
-            f"pyiceberg here opens the jdbc and hadoop catalogs, not {settings.catalog_type}: install "
-            "pyiceberg[glue] and open the table with pyiceberg.catalog.glue.GlueCatalog."
-        )
+    if settings.catalog_type == "glue":
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            return glue_catalog(settings).load_table((validate_identifier(settings.namespace, "namespace"), name))
+        except NoSuchTableError:
+            raise ConfigError(
+                f"table {settings.namespace}.{name} is not in the Glue catalog: create it first (00_setup)."
+            ) from None
+        except (BotoCoreError, ClientError) as error:
+            where = settings.glue_endpoint or f"AWS Glue in {settings.region}"
+            raise ServiceUnavailableError(
+                f"Glue at {where} did not answer for {settings.namespace}.{name}: {error}. Check the region, the "
+                "endpoint and the credentials (`icestream doctor`)."
+            ) from None
     from pyiceberg.catalog.sql import SqlCatalog
-    from pyiceberg.exceptions import NoSuchTableError
 
     path = settings.catalog_file
     if not path.is_file():
@@ -78,6 +92,22 @@ def open_table(settings: Settings, table: str | None = None) -> Table:
         raise ConfigError(
             f"table {settings.namespace}.{name} is not in the catalog {path}: create it first (00_setup)."
         ) from None
+
+
+def glue_catalog(settings: Settings) -> GlueCatalog:
+    """pyiceberg's Glue catalog for the active settings (endpoints, catalog id, credentials).
+
+    Returns:
+        The catalog, named like Spark's (``settings.catalog``).
+    """
+    from pyiceberg.catalog.glue import GlueCatalog
+
+    aws_session = aws.session(settings)
+    return GlueCatalog(
+        settings.catalog,
+        client=aws.client(settings, "glue", aws_session),
+        **aws.pyiceberg_properties(settings, aws_session),
+    )
 
 
 def snapshots(table: Table) -> pd.DataFrame:

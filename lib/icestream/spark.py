@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from icestream import aws
 from icestream.catalog import ensure_jdbc_catalog
 from icestream.cluster import existing_conf, merged, with_master
 from icestream.config import Settings, load_settings
@@ -98,7 +99,8 @@ def catalog_conf(settings: Settings) -> dict[str, str]:
     if settings.catalog_type == "glue":
         conf[f"{prefix}.catalog-impl"] = "org.apache.iceberg.aws.glue.GlueCatalog"
         conf[f"{prefix}.io-impl"] = "org.apache.iceberg.aws.s3.S3FileIO"
-        conf[f"{prefix}.client.region"] = settings.region
+        # Endpoints, cross-account catalog, SSE-KMS, assume-role: see icestream.aws.
+        conf.update({f"{prefix}.{key}": value for key, value in aws.iceberg_properties(settings).items()})
     elif settings.catalog_type == "jdbc":
         # Commits are a compare-and-set of the table's row in SQLite: safe for several processes.
         conf[f"{prefix}.type"] = "jdbc"
@@ -218,8 +220,21 @@ def session_conf(settings: Settings) -> dict[str, str]:
         **plan.spark_conf(),
         **java_options(plan),
         **catalog_conf(settings),
+        **aws_executor_conf(settings),
     }
     return conf
+
+
+def aws_executor_conf(settings: Settings) -> dict[str, str]:
+    """``spark.executorEnv.*``: the region, the driver's AWS profile, the emulator's dummy keys.
+
+    Executors on a cluster do not inherit the driver's environment, so an ``AWS_PROFILE`` or a
+    region set there would reach the driver's AWS clients only. Nothing is set for a local
+    catalog on the local profile, which talks to no AWS service but the Kinesis emulator.
+    """
+    if settings.catalog_type != "glue" and settings.profile == "local":
+        return {}
+    return {f"spark.executorEnv.{name}": value for name, value in aws.executor_environ(settings).items()}
 
 
 def _verify_classes(spark: SparkSession, settings: Settings) -> None:
@@ -308,6 +323,8 @@ def get_spark(settings: Settings | None = None, app_name: str = "icestream") -> 
     conf = session_conf(settings)
     if settings.catalog_type == "jdbc":
         ensure_jdbc_catalog(settings)  # Spark starts with jdbc.init-catalog-tables=false (see there)
+    elif settings.profile == "localstack":
+        aws.ensure_bucket(settings)  # an emulator starts empty; on AWS the deployment makes the bucket
     shipped = ship_plan(settings) if not running else ShipPlan("none")  # spark-submit ships with its own options
     conf.update(shipped.conf)
     if settings.spark_master.startswith("local"):
@@ -324,7 +341,9 @@ def get_spark(settings: Settings | None = None, app_name: str = "icestream") -> 
     for key, value in merged(conf, theirs).items():
         builder = builder.config(key, value)
     try:
-        with _environ(shipped.environ):
+        # The driver JVM starts with the same AWS variables its executors get (see aws_executor_conf).
+        driver_environ = aws.executor_environ(settings) if aws_executor_conf(settings) else {}
+        with _environ({**driver_environ, **shipped.environ}):
             spark = builder.getOrCreate()
     except Exception as error:  # noqa: BLE001 - py4j/JVM start-up errors have no common base
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__

@@ -83,11 +83,17 @@ def driver_env(
     return make
 
 
-def run_driver(command: Sequence[str], env: dict[str, str], log: Path) -> subprocess.CompletedProcess[str]:
-    """Run a driver to its end in ``log``'s folder (the test's tmp folder); its output goes to ``log`` too."""
+def run_driver(
+    command: Sequence[str], env: dict[str, str], log: Path, drivers: int = 1
+) -> subprocess.CompletedProcess[str]:
+    """Run a command to its end in ``log``'s folder (the test's tmp folder); its output goes to ``log`` too.
+
+    ``drivers`` is how many drivers the command starts one after the other (one per notebook for
+    ``icestream run``): each gets :data:`DRIVER_TIMEOUT`.
+    """
     result = subprocess.run(
-        list(command), env=env, capture_output=True, text=True, timeout=DRIVER_TIMEOUT, stdin=subprocess.DEVNULL,
-        cwd=log.parent,
+        list(command), env=env, capture_output=True, text=True, timeout=DRIVER_TIMEOUT * drivers,
+        stdin=subprocess.DEVNULL, cwd=log.parent,
     )  # fmt: skip
     log.write_text(f"$ {' '.join(command)}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}")
     return result

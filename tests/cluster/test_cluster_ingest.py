@@ -10,12 +10,15 @@ from __future__ import annotations
 import signal
 import sys
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from icestream.jars import resolve_jars
 from icestream.shipping import ENV_ALIAS, ShipPlan, submit_arguments
 from icestream.standalone import StandaloneCluster, spark_home
+from icestream.synthetic.generator import backfill_config
 from tests.cluster.conftest import DRIVER_TIMEOUT, run_driver
+from tests.conftest import generated_table
 from tests.reliability.faultproxy import FaultProxy
 from tests.reliability.ingest_runner import running
 from tests.reliability.workload import Workload, verify
@@ -155,3 +158,27 @@ def test_a_worker_killed_while_a_batch_reads_loses_and_duplicates_nothing(
     verdict = verify(spark, made, workload.ledger)
     assert verdict.exact, verdict
     assert verdict.events == 1_200
+
+
+def test_query_notebooks_run_with_their_drivers_on_the_cluster(
+    spark, driver_env, spark_cluster: StandaloneCluster, tmp_path: Path
+) -> None:
+    """Notebooks 03 to 06 against a table with two hours of history, each kernel a driver on the cluster."""
+    end = datetime.now(UTC).replace(microsecond=0)
+    config = backfill_config(hours=2, count=6_000, end=end, seed=13)
+    with generated_table(spark, "nbcluster", config, 3_000) as (made, _name, _records, counts):
+        before = _executor_folders(spark_cluster)
+        output = tmp_path / "executed"
+        command = [
+            sys.executable, "-m", "icestream.cli", "run", "03", "04", "05", "06", "--output", str(output),
+            "--no-progress", "-p", "score_start", (end - timedelta(minutes=60)).isoformat(),
+            "-p", "score_end", end.isoformat(), "-p", "orphan_dry_run", "true",
+        ]  # fmt: skip
+        result = run_driver(command, driver_env(made), tmp_path / "notebooks.log", drivers=4)
+        assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+        applications = {folder.parent.name for folder in _executor_folders(spark_cluster) - before}
+        executed = sorted(path.name[:2] for path in output.glob("*.ipynb"))
+        rows = spark.table(_name).count()
+    assert executed == ["03", "04", "05", "06"]
+    assert len(applications) == 4, f"one application per notebook on the cluster: {sorted(applications)}"
+    assert rows == counts["written"], "the notebooks and 06's maintenance kept every row, added none"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from datetime import UTC, datetime
 
 import pandas as pd
@@ -11,7 +10,6 @@ import pytest
 from icestream import duckdb as duck
 from icestream import realtime
 from icestream.catalog import current_metadata_location
-from icestream.errors import ConfigError
 from icestream.lake import LakeTable
 from icestream.synthetic.generator import backfill_config
 from tests.conftest import generated_table
@@ -62,15 +60,8 @@ def test_both_engines_give_the_same_dashboard(table, connection, minutes) -> Non
     pd.testing.assert_frame_equal(from_spark.by_device, from_duckdb.by_device, check_dtype=False)
 
 
-def test_glue_metadata_is_found_through_spark(table) -> None:
-    local, _ = table
-    glue = dataclasses.replace(local, catalog_type="glue", warehouse="s3://bucket/warehouse")
-    with pytest.raises(ConfigError, match="metadata_location"):
-        current_metadata_location(glue)
-
-
 def test_extensions_come_from_the_wheels() -> None:
-    for name in duck.EXTENSIONS:
+    for name in (*duck.EXTENSIONS, *duck.S3_EXTENSIONS):
         path = duck.extension_path(name)
         assert path.is_file()
         assert path.name == f"{name}.duckdb_extension"

@@ -178,6 +178,7 @@ def test_remove_orphan_files_only_touches_old_unreferenced_files(spark, small_fi
     cutoff = datetime.now(UTC) - timedelta(hours=25)
 
     listed = table.maintenance.remove_orphan_files(older_than=cutoff).values("orphan_file_location")
+    assert "prefix_listing => true" in table.last_statement.sql  # listed through the table's FileIO
     assert [Path(location.removeprefix("file:")).name for location in listed] == [orphan.name]
     assert orphan.exists()
     table.maintenance.remove_orphan_files(older_than=cutoff, delete=True)

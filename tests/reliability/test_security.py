@@ -121,7 +121,7 @@ def test_names_that_bypass_settings_still_never_reach_sql(spark, settings) -> No
 
 def test_iam_policy_is_least_privilege() -> None:
     template = policy_template()
-    assert "ACCOUNT_ID" in json.dumps(template)
+    assert "${AWS::AccountId}" in json.dumps(template)  # CloudFormation Fn::Sub variables
     aws = load_settings(profile="aws", region="eu-west-1", warehouse="s3://lake-bucket/icestream", stream_name="ev",
                         namespace="analytics", kms_key_id="1234abcd-12ab-34cd-56ef-1234567890ab")  # fmt: skip
     policy = iam_policy(aws, account_id="123456789012")
@@ -139,9 +139,10 @@ def test_iam_policy_is_least_privilege() -> None:
     assert statements["WarehouseObjects"]["Resource"] == "arn:aws:s3:::lake-bucket/icestream/*"
     assert "arn:aws:glue:eu-west-1:123456789012:table/analytics/*" in statements["GlueCatalog"]["Resource"]
     assert statements["KmsForStream"]["Resource"].endswith(":key/1234abcd-12ab-34cd-56ef-1234567890ab")
-    assert not any(placeholder in json.dumps(policy) for placeholder in ("ACCOUNT_ID", "REGION", "BUCKET", "KMS_KEY"))
+    assert "${" not in json.dumps(policy)
+    assert statements["KmsForWarehouse"]["Condition"]["StringEquals"]["kms:ViaService"] == "s3.eu-west-1.amazonaws.com"
     without_key = iam_policy(dataclasses.replace(aws, kms_key_id=None), account_id="123456789012")
-    assert "KmsForStream" not in {statement["Sid"] for statement in without_key["Statement"]}
+    assert {"KmsForStream", "KmsForWarehouse"}.isdisjoint(statement["Sid"] for statement in without_key["Statement"])
     actions = sum(len(statement["Action"]) for statement in policy["Statement"])
     figures.record("security", "IAM policy", statements=len(policy["Statement"]), actions=actions,
                    wildcard_actions=0, wildcard_resources=1)  # fmt: skip

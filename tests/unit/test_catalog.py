@@ -83,10 +83,32 @@ def test_hadoop_metadata_location_is_the_version_hint(tmp_path: Path) -> None:
     assert catalog.current_metadata_location(settings) == str(metadata / "v7.metadata.json")
 
 
-def test_glue_metadata_is_found_through_spark() -> None:
-    settings = load_settings(profile="aws", warehouse="s3://bucket/warehouse")
-    with pytest.raises(ConfigError, match="metadata_location"):
-        catalog.current_metadata_location(settings)
+@pytest.fixture
+def glue_settings(monkeypatch: pytest.MonkeyPatch):
+    """The aws profile against moto's in-process Glue (no network, no account)."""
+    from moto import mock_aws
+
+    for name, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    with mock_aws():
+        yield load_settings(profile="aws", warehouse="s3://bucket/warehouse")
+
+
+def test_glue_metadata_location_is_the_glue_tables_parameter(glue_settings) -> None:
+    from icestream import aws
+
+    glue = aws.client(glue_settings, "glue")
+    glue.create_database(DatabaseInput={"Name": "streaming_analytics"})
+    location = "s3://bucket/warehouse/streaming_analytics.db/user_events/metadata/00001-a.metadata.json"
+    table = {"Name": "user_events", "Parameters": {"table_type": "ICEBERG", "metadata_location": location}}
+    glue.create_table(DatabaseName="streaming_analytics", TableInput=table)
+    glue.create_table(DatabaseName="streaming_analytics", TableInput={"Name": "plain_hive", "Parameters": {}})
+    assert catalog.current_metadata_location(glue_settings) == location
+    with pytest.raises(ConfigError, match="not an Iceberg table"):
+        catalog.current_metadata_location(glue_settings, "plain_hive")
+    with pytest.raises(ConfigError, match="not in the Glue catalog"):
+        catalog.current_metadata_location(glue_settings, "missing")
 
 
 def test_names_are_validated_before_any_lookup(jdbc_settings) -> None:

@@ -65,6 +65,15 @@ def test_run_parameters_are_yaml_scalars() -> None:
     assert notebooks._parameters(args.parameter) == {"shard_count": 2, "stream_name": "s1"}
 
 
+def test_run_parameters_that_yaml_reads_as_dates_or_lists_stay_strings() -> None:
+    pairs = [["score_start", "2026-11-23T10:00:00+00:00"], ["day", "2026-11-23"], ["types", "[a, b]"]]
+    pairs += [["dry", "true"], ["hours", "1.5"], ["now", "null"]]
+    assert notebooks._parameters(pairs) == {
+        "score_start": "2026-11-23T10:00:00+00:00", "day": "2026-11-23", "types": "[a, b]",
+        "dry": True, "hours": 1.5, "now": None,
+    }  # fmt: skip
+
+
 def test_unknown_notebook_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["run", "99_nothing"]) == 2
     assert "No notebook matches '99_nothing'" in capsys.readouterr().err
@@ -86,3 +95,8 @@ def test_ship_requirements_lists_the_executors_pins(capsys: pytest.CaptureFixtur
     pins = capsys.readouterr().out.split()
     assert any(pin.startswith("boto3==") for pin in pins)
     assert all("==" in pin for pin in pins)
+
+
+def test_produce_refuses_aggregation_in_the_background(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["produce", "--aggregate", "5", "--background"]) == 2
+    assert "--aggregate and --compress are for foreground runs" in capsys.readouterr().err

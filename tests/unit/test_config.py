@@ -181,3 +181,40 @@ def test_settings_hold_no_credentials() -> None:
     described = " ".join(load_settings().describe()).lower()
     assert "secret" not in described
     assert "access_key" not in described
+
+
+@pytest.mark.parametrize("catalog_type", ["glue", "hadoop"])
+def test_an_s3a_warehouse_is_refused_with_the_s3_spelling(catalog_type: str) -> None:
+    # Glue would record s3a:// in every table's location, where Athena and Glue jobs expect s3://.
+    with pytest.raises(ConfigError, match=r"WAREHOUSE.*use s3://bucket/warehouse instead"):
+        load_settings(profile="aws", catalog_type=catalog_type, warehouse="s3a://bucket/warehouse")
+
+
+def test_localstack_sends_s3_and_glue_where_kinesis_goes(monkeypatch: pytest.MonkeyPatch) -> None:
+    localstack = load_settings(profile="localstack")
+    assert (localstack.s3_endpoint, localstack.glue_endpoint) == ("http://localhost:4566",) * 2
+    assert (localstack.catalog_type, localstack.warehouse_uri) == ("glue", "s3://icestream-warehouse/warehouse")
+    monkeypatch.setenv("ICESTREAM_KINESIS_ENDPOINT", "http://127.0.0.1:4567")
+    moved = load_settings(profile="localstack")
+    assert (moved.kinesis_endpoint, moved.s3_endpoint, moved.glue_endpoint) == ("http://127.0.0.1:4567",) * 3
+    assert moved.sources["s3_endpoint"] == "environment (kinesis_endpoint)"
+    # An explicit S3 endpoint (MinIO, say) wins; the aws profile talks to AWS's own endpoints.
+    assert load_settings(profile="localstack", s3_endpoint="http://127.0.0.1:9000").s3_endpoint.endswith(":9000")
+    aws = load_settings(profile="aws", warehouse="s3://bucket/warehouse")
+    assert (aws.s3_endpoint, aws.glue_endpoint) == (None, None)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "named"),
+    [
+        ({"s3_endpoint": "localhost:4566"}, "S3_ENDPOINT"),
+        ({"glue_endpoint": "ftp://127.0.0.1:1"}, "GLUE_ENDPOINT"),
+        ({"glue_catalog_id": "12345"}, "GLUE_CATALOG_ID"),
+        ({"s3_sse_type": "aes"}, "S3_SSE_TYPE"),
+        ({"s3_sse_key": "alias/lake"}, "S3_SSE_KEY"),  # a key without s3_sse_type=kms
+        ({"aws_role_arn": "arn:aws:iam::123:role/x"}, "AWS_ROLE_ARN"),
+    ],
+)
+def test_invalid_aws_settings_name_the_setting(overrides: dict, named: str) -> None:
+    with pytest.raises(ConfigError, match=f"ICESTREAM_{named} / "):
+        load_settings(profile="aws", warehouse="s3://bucket/warehouse", **overrides)

@@ -45,3 +45,13 @@ def test_sizes_are_shown_in_mib() -> None:
     assert row["data_MiB"] == 8.0
     assert row["target_file_MiB"] == 128.0
     assert "data_bytes" not in row
+
+
+def test_metadata_sizes_that_could_not_be_listed_are_unknown_not_ok() -> None:
+    reason = "cannot list s3://bucket/t/metadata: No FileSystem for scheme s3"
+    report = health_report(stats(metadata_bytes=0, metadata_unavailable=reason)).set_index("check")
+    row = report.loc["metadata bytes / data bytes"]
+    assert row["status"] == "UNKNOWN"
+    assert row["detail"].startswith(f"unavailable: {reason}; known part:")
+    assert (report.drop(index="metadata bytes / data bytes")["status"] == "OK").all()
+    assert "metadata_unavailable" not in stats(metadata_unavailable=reason).table()

@@ -48,6 +48,45 @@ def test_the_hadoop_and_glue_catalogs(tmp_path: Path) -> None:
     assert "spark.sql.catalog.lake.type" not in glue
 
 
+def test_the_glue_catalog_gets_sse_kms_cross_account_endpoints_and_assume_role() -> None:
+    key = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    role = "arn:aws:iam::123456789012:role/icestream-ingest"
+    settings = load_settings(
+        profile="aws", warehouse="s3://b/w", region="eu-west-1", s3_sse_type="kms", s3_sse_key=key,
+        glue_catalog_id="210987654321", aws_role_arn=role,
+    )  # fmt: skip
+    conf = spark.catalog_conf(settings)
+    prefix = "spark.sql.catalog.lake."
+    assert {key_: value for key_, value in conf.items() if key_.startswith(prefix + "s3.")} == {
+        prefix + "s3.sse.type": "kms",
+        prefix + "s3.sse.key": key,
+    }
+    assert conf[prefix + "glue.id"] == "210987654321"
+    assert conf[prefix + "client.factory"] == "org.apache.iceberg.aws.AssumeRoleAwsClientFactory"
+    assert (conf[prefix + "client.assume-role.arn"], conf[prefix + "client.assume-role.region"]) == (role, "eu-west-1")
+
+
+def test_localstack_sends_the_catalog_and_its_files_to_the_emulator() -> None:
+    conf = spark.catalog_conf(load_settings(profile="localstack", kinesis_endpoint="http://127.0.0.1:4567"))
+    prefix = "spark.sql.catalog.lake."
+    assert conf[prefix + "catalog-impl"] == "org.apache.iceberg.aws.glue.GlueCatalog"
+    assert conf[prefix + "glue.endpoint"] == conf[prefix + "s3.endpoint"] == "http://127.0.0.1:4567"
+    assert conf[prefix + "s3.path-style-access"] == "true"
+    assert conf[prefix + "warehouse"] == "s3://icestream-warehouse/warehouse"
+
+
+def test_the_region_and_the_drivers_aws_profile_reach_the_executors(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_PROFILE", "analytics")
+    conf = spark.session_conf(load_settings(profile="aws", warehouse="s3://b/w", region="eu-west-1"))
+    executor_env = {key: value for key, value in conf.items() if key.startswith("spark.executorEnv.AWS_")}
+    assert executor_env == {
+        "spark.executorEnv.AWS_REGION": "eu-west-1",
+        "spark.executorEnv.AWS_DEFAULT_REGION": "eu-west-1",
+        "spark.executorEnv.AWS_PROFILE": "analytics",
+    }
+    assert spark.aws_executor_conf(load_settings()) == {}  # the local profile talks to no AWS service
+
+
 @pytest.mark.parametrize(
     ("existing", "options", "expected"),
     [

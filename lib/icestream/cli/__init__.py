@@ -1,4 +1,4 @@
-"""The ``icestream`` command line: emulator, setup, doctor, produce, ingest, load, ship and the notebook runner.
+"""The ``icestream`` command line: emulator, setup, doctor, produce, ingest, load, ship, maintain and notebooks.
 
 Each command lives in a module of this package with a ``register(commands)`` function; adding a
 command is one module and one entry in :data:`COMMAND_MODULES`. Errors a user can cause are printed
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import argparse
 
-from icestream.cli import ingest, load, local, notebooks, produce
+from icestream.cli import ingest, load, local, maintain, notebooks, produce
 from icestream.cli.common import add_common_options, run_handler
 
-COMMAND_MODULES = (local, notebooks, produce, ingest, load)
+COMMAND_MODULES = (local, notebooks, produce, ingest, maintain, load)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -13,8 +13,15 @@ from icestream.cli.common import settings_from
 
 
 def _parameters(pairs: list[list[str]] | None) -> dict[str, Any]:
-    # Values are read as YAML scalars, as papermill's -p does: 4 is an int, true a bool.
-    return {name: yaml.safe_load(value) for name, value in (pairs or [])}
+    # Values are read as YAML scalars, as papermill's -p does: 4 is an int, true a bool, null None.
+    # Anything else YAML would make of it (a date, a list) stays the string that was typed: the
+    # notebooks' parameters are literals, and papermill must write them into the notebook as JSON.
+    return {name: _scalar(value) for name, value in (pairs or [])}
+
+
+def _scalar(text: str) -> Any:
+    value = yaml.safe_load(text)
+    return value if value is None or isinstance(value, bool | int | float | str) else text
 
 
 def cmd_run(args: argparse.Namespace) -> int:

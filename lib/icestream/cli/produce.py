@@ -18,8 +18,9 @@ def cmd_produce(args: argparse.Namespace) -> int:
     import json
     import secrets
 
-    from icestream.clients import kinesis_client
+    from icestream.clients import kinesis_client, list_shards
     from icestream.producer import background
+    from icestream.producer.aggregate import Aggregator, open_shard_starts
     from icestream.producer.plan import live_rate, plan_production
     from icestream.producer.put import producer_client
     from icestream.producer.run import run_production, run_summary_path
@@ -39,7 +40,10 @@ def cmd_produce(args: argparse.Namespace) -> int:
         return 0
     seed = args.seed if args.seed is not None else secrets.randbits(31)
     mix = {"bad_rate": args.bad_rate, "duplicate_rate": args.duplicate_rate, "late_rate": args.late_rate}
+    packing = args.aggregate is not None or args.compress is not None
     if args.background:
+        if packing:
+            raise ConfigError("--aggregate and --compress are for foreground runs; leave them out with --background.")
         if args.from_file or args.backfill_hours:
             raise ConfigError("--background runs live production only; leave out --from-file and --backfill-hours.")
         rate, why = live_rate(kinesis_client(settings), settings.stream_name, args.count, args.rate)
@@ -55,6 +59,12 @@ def cmd_produce(args: argparse.Namespace) -> int:
                            from_file=Path(args.from_file) if args.from_file else None,
                            backfill_hours=args.backfill_hours, anomalies=args.anomalies, client=client)  # fmt: skip
     print(plan.description, flush=True)
+    aggregator = None
+    if packing:
+        aggregator = Aggregator(
+            per_aggregate=args.aggregate or 1, compression=args.compress,
+            shard_starts=open_shard_starts(list_shards(client, settings.stream_name)),
+        )  # fmt: skip
     summary = run_production(
         settings,
         plan.records,
@@ -62,12 +72,16 @@ def cmd_produce(args: argparse.Namespace) -> int:
         generator=plan.generator,
         client=client,
         progress=not args.no_progress,
-        total=args.count,
+        total=args.count if args.aggregate is None else None,  # the bar counts Kinesis records
+        aggregator=aggregator,
         summary_file=Path(args.summary_file) if args.summary_file else None,
         stop_on_sigterm=True,
         **plan.options,
     )
     print(f"{plan.mode}: {summary.producer.line()}; summary in {run_summary_path(settings, plan.mode)}")
+    if aggregator is not None:
+        print(f"{aggregator.user_records} user records in {aggregator.aggregates} KPL aggregates "
+              f"(up to {aggregator.per_aggregate} each), compression {aggregator.compression or 'none'}")  # fmt: skip
     if summary.ground_truth is not None:
         print(f"seed {summary.seed}; ground truth of {len(summary.anomalies)} anomalies in {summary.ground_truth}")
     return 1 if summary.producer.failed else 0
@@ -98,6 +112,13 @@ def register(commands: argparse._SubParsersAction) -> None:
         "--summary-file", help="also write the JSON summary here (always in <run_dir>/produce_<mode>_summary.json)"
     )
     produce.add_argument("--no-progress", action="store_true", help="no progress bar")
+    produce.add_argument(
+        "--aggregate", type=int, metavar="N",
+        help="pack N user records per Kinesis record in the KPL aggregated format (within the 1 MiB limit)",
+    )  # fmt: skip
+    produce.add_argument(
+        "--compress", choices=("gzip", "zlib"), help="compress each payload (gzip, as CloudWatch Logs sends)"
+    )
     control = produce.add_mutually_exclusive_group()
     control.add_argument("--background", action="store_true", help="run live production detached, for --duration s")
     control.add_argument("--stop", action="store_true", help="stop the background producer")

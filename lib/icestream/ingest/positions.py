@@ -4,6 +4,8 @@ A position is a short string per shard:
 
 - ``TRIM_HORIZON`` or ``AT_TIMESTAMP:<epoch seconds>``: nothing read yet, start there;
 - ``AFTER:<sequence number>``: everything up to and including that record is done;
+- ``AFTER:<sequence number>:<sub-sequence number>``: that record is a KPL aggregate and its user
+  records up to and including that index are done (a batch ended inside it); the rest of it is not;
 - ``END:<sequence number or empty>``: the shard is closed and was read to its end.
 
 Each table the ingest writes carries its own positions in the summary of the very snapshot that
@@ -21,6 +23,9 @@ place after compaction and snapshot expiry). Two rules make that impossible here
    duplicates), and re-reading those writes nothing to that table (duplicates are caught again
    by deduplication against committed rows). A table property ``icestream.source-stream`` records
    which stream feeds the table, so data from another stream is never mistaken for ours.
+   Rows carry no sub-sequence number, so a derived position is always after a whole record: if
+   the last positioned snapshot had ended inside a KPL aggregate and expired, the rest of that
+   aggregate would be skipped (maintenance keeps that snapshot: ``keep_positions_of``).
 
 Positions belong to one *incarnation* of a stream. A stream deleted and created again under the
 same name (or an in-memory emulator restarted) has the same shard ids but sequence numbers that
@@ -51,9 +56,9 @@ SOURCE_CREATED_PROPERTY = "icestream.source-stream-created"
 TRIM_HORIZON = "TRIM_HORIZON"
 
 
-def after(sequence_number: str) -> str:
-    """Position just after a record."""
-    return f"AFTER:{sequence_number}"
+def after(sequence_number: str, sub: int | None = None) -> str:
+    """Position just after a record, or after user record ``sub`` of an aggregate."""
+    return f"AFTER:{sequence_number}" if sub is None else f"AFTER:{sequence_number}:{sub}"
 
 
 def at_timestamp(moment: datetime) -> str:
@@ -71,16 +76,45 @@ def is_finished(position: str | None) -> bool:
     return bool(position) and position.startswith("END:")
 
 
-def last_sequence(position: str | None) -> str | None:
-    """The last sequence number a position covers (None when nothing was read)."""
+def committed_mark(position: str | None) -> str | None:
+    """What a position covers: ``<sequence number>`` or ``<sequence number>:<sub>`` (None: nothing)."""
     if position and position.startswith(("AFTER:", "END:")):
         return position.split(":", 1)[1] or None
     return None
 
 
+def last_sequence(position: str | None) -> str | None:
+    """The sequence number of the last record a position covers, wholly or in part (None: nothing)."""
+    mark = committed_mark(position)
+    return mark.split(":", 1)[0] if mark else None
+
+
+def last_sub(position: str | None) -> int | None:
+    """The last user record done inside an aggregate the position ends in (None: ends after a record)."""
+    mark = committed_mark(position)
+    return int(mark.split(":", 1)[1]) if mark and ":" in mark else None
+
+
 def sequence_key(sequence_number: str | None) -> int:
     """Kinesis sequence numbers are decimal strings of up to 128 digits: compare them as integers."""
     return int(sequence_number) if sequence_number else -1
+
+
+WHOLE = float("inf")  # the sub-sequence key of a whole record: after every user record it holds
+
+
+def record_key(sequence_number: str, sub: int | None) -> tuple[int, float]:
+    """Order of a (user) record: by sequence number, then sub-sequence; a record that is not an
+    aggregate (``sub`` None) sorts as its whole self."""
+    return int(sequence_number), WHOLE if sub is None else sub
+
+
+def mark_key(mark: str | None) -> tuple[int, float]:
+    """Order of a :func:`committed_mark` (None, nothing done, is before every record)."""
+    if not mark:
+        return -1, WHOLE
+    sequence, _, sub = mark.partition(":")
+    return record_key(sequence, int(sub) if sub else None)
 
 
 def earliest(first: str | None, second: str | None) -> str | None:
@@ -93,10 +127,10 @@ def earliest(first: str | None, second: str | None) -> str | None:
         return second
     if is_finished(second):
         return first
-    first_seq, second_seq = last_sequence(first), last_sequence(second)
-    if first_seq is None or second_seq is None:
-        return first if first_seq is None else second
-    return first if sequence_key(first_seq) <= sequence_key(second_seq) else second
+    first_mark, second_mark = committed_mark(first), committed_mark(second)
+    if first_mark is None or second_mark is None:
+        return first if first_mark is None else second
+    return first if mark_key(first_mark) <= mark_key(second_mark) else second
 
 
 @dataclass(frozen=True)
@@ -193,10 +227,10 @@ class ShardPlan:
     """What one read task does in one batch."""
 
     shard_id: str
-    start: str  # TRIM_HORIZON, AT_TIMESTAMP:..., or AFTER:...
+    start: str  # TRIM_HORIZON, AT_TIMESTAMP:..., or AFTER:... (maybe inside an aggregate)
     closed: bool  # the shard has an ending sequence number: it will get no new records
-    events_committed: str | None  # records up to here are in the events table already
-    rejects_committed: str | None  # records up to here are in the rejects table already
+    events_committed: str | None  # records up to here (a committed_mark) are in the events table already
+    rejects_committed: str | None  # records up to here (a committed_mark) are in the rejects table already
     iterator: str | None = None  # a shard iterator continuing exactly at ``start``, if one is known
     archive_committed: str | None = None  # records up to here are in the raw archive already
 
@@ -252,8 +286,8 @@ def plan_shards(
                 shard_id=shard_id,
                 start=start,
                 closed="EndingSequenceNumber" in shard.get("SequenceNumberRange", {}),
-                events_committed=last_sequence(events_position),
-                rejects_committed=last_sequence(rejects_position),
+                events_committed=committed_mark(events_position),
+                rejects_committed=committed_mark(rejects_position),
             )
         )
     return plans

@@ -30,7 +30,8 @@ class ReadStats:
     """What one read task did to one shard in one batch (its meta row)."""
 
     shard_id: str
-    # Records: read = good + rejected; of the good ones, replayed and deduplicated are not new.
+    # User records (a KPL aggregate counts each record it holds): read = good + rejected; of the
+    # good ones, replayed and deduplicated are not new.
     read: int = 0
     good: int = 0
     rejected: int = 0
@@ -41,6 +42,8 @@ class ReadStats:
     reasons: dict[str, int] = field(default_factory=dict)  # rejected records per reason
     # Where the read ended, and how far behind the tip that is.
     last_sequence: str | None = None
+    last_sub: int | None = None  # the read ended inside aggregate last_sequence, after this user record
+    aggregated: int = 0  # KPL aggregates among the Kinesis records read
     finished: bool = False  # a closed shard read to its end
     millis_behind: int | None = None
     next_iterator: str | None = None  # continues after last_sequence; the next batch may reuse it

@@ -6,7 +6,12 @@ read limits (at most ``1 / min_call_interval`` GetRecords calls per second, at m
 per call), backs off with jitter on throttling and transient errors, renews an expired iterator
 from the last record it read, and stops when the shard is caught up, closed, or the cap is met.
 
-It yields one row per record kept (an event or a reject) and, last, one ``meta`` row describing
+Each Kinesis record first expands to the user records it carries (:mod:`icestream.ingest.expand`:
+KPL aggregates, gzip and zlib); the cap ``max_records`` counts user records, so a batch may end
+inside an aggregate, at a position with a sub-sequence number (``AFTER:<seq>:<sub>``), and the next
+batch starts at that record again and skips the user records already done.
+
+It yields one row per user record kept (an event or a reject) and, last, one ``meta`` row describing
 the read (counts, last sequence number, whether the shard ended, lag, retries), so a batch needs a
 single Spark job to both read and learn what was read.
 """
@@ -24,8 +29,10 @@ from typing import Any
 
 from icestream.clients import KinesisConnection
 from icestream.errors import ShardReadError
+from icestream.ingest import positions as pos
 from icestream.ingest.dedupe import Packer
-from icestream.ingest.parse import ParsedEvent, parse_payload
+from icestream.ingest.expand import SPECIAL_FIRST_BYTES, expand_record, needs_decoding
+from icestream.ingest.parse import ParsedEvent, Rejection, parse_payload
 from icestream.ingest.positions import ShardPlan, sequence_key
 from icestream.ingest.progress import ReadStats
 from icestream.ingest.retry import THROTTLE_CODES, error_code, is_transient_call
@@ -94,6 +101,8 @@ def row_schema() -> Any:
 
 def _iterator_arguments(position: str) -> dict[str, Any]:
     kind, _, value = position.partition(":")
+    if kind == "AFTER" and pos.last_sub(position) is not None:  # inside an aggregate: read it again
+        return {"ShardIteratorType": "AT_SEQUENCE_NUMBER", "StartingSequenceNumber": pos.last_sequence(position)}
     if kind == "AFTER":
         return {"ShardIteratorType": "AFTER_SEQUENCE_NUMBER", "StartingSequenceNumber": value}
     if kind == "AT_TIMESTAMP":
@@ -116,6 +125,11 @@ class _ShardReader:
         # New events' digests for the driver's cross-shard and committed dedupe (see dedupe.py).
         self.packer = Packer() if options.dedupe else None
         self.emitted = 0
+        # A plan starting inside an aggregate: its user records up to this one are done already.
+        self.resume = (pos.last_sequence(plan.start), pos.last_sub(plan.start))
+        # Replay thresholds as sort keys; None (nothing committed) spares every record the comparison.
+        self.events_done = pos.mark_key(plan.events_committed) if plan.events_committed else None
+        self.rejects_done = pos.mark_key(plan.rejects_committed) if plan.rejects_committed else None
 
     def _pace(self, operation: str) -> None:
         wait = self.options.min_call_interval - (time.monotonic() - self.last_call.get(operation, 0.0))
@@ -175,10 +189,21 @@ class _ShardReader:
             self.failures = 0
             records = answer.get("Records", [])
             began_parse = time.monotonic()
-            for record in records:
+            cut = False
+            for index, record in enumerate(records):
                 yield from self._record(record)
+                # At the cap with user records left (in this aggregate or this answer): stop here;
+                # the answer's iterator continues after its last record, so it is not handed over.
+                if self.stats.read >= self.options.max_records and (
+                    self.stats.last_sub is not None or index + 1 < len(records)
+                ):
+                    cut = True
+                    break
             parse_time += time.monotonic() - began_parse
             self.stats.millis_behind = answer.get("MillisBehindLatest")
+            if cut:
+                self.stats.next_iterator = None
+                break
             next_iterator = answer.get("NextShardIterator")
             caught_up = self.stats.millis_behind in (0, None)
             if next_iterator is None or (self.plan.closed and caught_up and not records):
@@ -195,7 +220,6 @@ class _ShardReader:
     def _record(self, record: dict[str, Any]) -> Iterator[tuple]:
         stats = self.stats
         sequence = record["SequenceNumber"]
-        stats.read += 1
         stats.last_sequence = sequence
         arrival = record.get("ApproximateArrivalTimestamp")
         if arrival is not None:
@@ -203,33 +227,50 @@ class _ShardReader:
             stats.first_arrival = stamp if stats.first_arrival is None else min(stats.first_arrival, stamp)
             stats.last_arrival = stamp if stats.last_arrival is None else max(stats.last_arrival, stamp)
         data = record["Data"]
-        position = (self.plan.shard_id, sequence, record.get("PartitionKey"), arrival)
+        partition_key = record.get("PartitionKey")
+        # The raw archive: the Kinesis record as received (an aggregate once, not per user record),
+        # if the archive does not hold it yet. A batch resuming inside an aggregate skips it.
         if self.options.archive and sequence_key(sequence) > sequence_key(self.plan.archive_committed):
-            stats.archived += 1  # the raw archive: the record as received, before any parsing
-            yield (
-                "raw",
-                *position,
-                None,
-                None,
-                None,
-                None,
-                None,
-                None,
-                None,
-                bytes(data),
-                None,
-                None,
-                None,
-                None,
-                None,
-            )
-        parsed = parse_payload(data, self.options.max_event_bytes)
+            stats.archived += 1
+            yield ("raw", self.plan.shard_id, sequence, partition_key, arrival, *(None,) * 7, bytes(data), *(None,) * 5)
+        # The common case, a plain payload, goes without the expansion's objects.
+        if not data or data[0] not in SPECIAL_FIRST_BYTES or not needs_decoding(data):
+            stats.read += 1
+            row = self._user_record(sequence, None, partition_key, arrival, data, data, None)
+            if row is not None:
+                yield row
+            return
+        parts = expand_record(data, partition_key, self.options.max_event_bytes)
+        resume_sequence, resume_sub = self.resume
+        skip = resume_sub if resume_sequence == sequence and resume_sub is not None else -1
+        self.resume = (None, None)
+        stats.aggregated += parts[0].sub is not None
+        for part in parts:
+            if part.sub is not None and part.sub <= skip:
+                continue  # done in an earlier batch
+            stats.read += 1
+            row = self._user_record(sequence, part.sub, part.partition_key, arrival, part.raw, part.payload,
+                                    part.rejection)  # fmt: skip
+            if row is not None:
+                yield row
+            if part.sub is not None and part.sub < len(parts) - 1 and stats.read >= self.options.max_records:
+                stats.last_sub = part.sub  # the cap falls inside the aggregate
+                return
+
+    def _user_record(
+        self, sequence: str, sub: int | None, partition_key: str | None, arrival: datetime | None,
+        raw: bytes, payload: bytes | None, rejection: Rejection | None,
+    ) -> tuple | None:  # fmt: skip
+        """The row of one user record, or None when it is not written (replayed, a repeat)."""
+        stats = self.stats
+        parsed = rejection if payload is None else parse_payload(payload, self.options.max_event_bytes)
+        position = (self.plan.shard_id, sequence, partition_key, arrival)
         if isinstance(parsed, ParsedEvent):
             stats.good += 1
             duplicate = self.options.dedupe and parsed.event_id in self.seen_ids
             if self.options.dedupe:
                 self.seen_ids.add(parsed.event_id)
-            if self.plan.events_committed and sequence_key(sequence) <= sequence_key(self.plan.events_committed):
+            if self.events_done is not None and pos.record_key(sequence, sub) <= self.events_done:
                 stats.replayed_events += 1
             elif duplicate:
                 stats.deduplicated += 1
@@ -237,20 +278,25 @@ class _ShardReader:
                 if self.packer is not None:
                     self.packer.add(parsed.event_id, parsed.event_ts, arrival)
                 ordinal, self.emitted = self.emitted, self.emitted + 1
-                yield (
+                return (
                     "event", *position, parsed.event_id, parsed.user_id, parsed.session_id, parsed.event_type,
                     parsed.event_ts, parsed.properties, parsed.device_info, None, None, None, None, ordinal, None,
                 )  # fmt: skip
-            return
+            return None
+        assert parsed is not None
         stats.rejected += 1
         stats.reasons[parsed.reason] = stats.reasons.get(parsed.reason, 0) + 1
-        if self.plan.rejects_committed and sequence_key(sequence) <= sequence_key(self.plan.rejects_committed):
+        if self.rejects_done is not None and pos.record_key(sequence, sub) <= self.rejects_done:
             stats.replayed_rejects += 1
-            return
-        text = data.decode("utf-8", errors="replace")[:4096]
-        yield (
-            "reject", *position, None, None, None, None, None, None, None, bytes(data), text, parsed.reason,
-            parsed.detail, None, None,
+            return None
+        detail = parsed.detail if sub is None or parsed.detail.startswith("user record") else (
+            f"user record {sub} of a KPL aggregate: {parsed.detail}"
+        )  # fmt: skip
+        # Readable text of a compressed payload is its decompressed form; raw_data keeps the bytes as sent.
+        text = (raw if payload is None else payload).decode("utf-8", errors="replace")[:4096]
+        return (
+            "reject", *position, None, None, None, None, None, None, None, bytes(raw), text, parsed.reason,
+            detail, None, None,
         )  # fmt: skip
 
 

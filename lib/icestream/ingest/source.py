@@ -109,7 +109,7 @@ class ReadBatch:
             if stats.finished:
                 advanced[plan.shard_id] = pos.ended(stats.last_sequence or pos.last_sequence(plan.start))
             elif stats.last_sequence:
-                advanced[plan.shard_id] = pos.after(stats.last_sequence)
+                advanced[plan.shard_id] = pos.after(stats.last_sequence, stats.last_sub)
             else:
                 advanced.setdefault(plan.shard_id, plan.start)
         return advanced
@@ -223,8 +223,8 @@ class ShardSource:
         return [
             replace(
                 plan,
-                events_committed=pos.last_sequence(committed.events.get(plan.shard_id)),
-                rejects_committed=pos.last_sequence(committed.rejects.get(plan.shard_id)),
+                events_committed=pos.committed_mark(committed.events.get(plan.shard_id)),
+                rejects_committed=pos.committed_mark(committed.rejects.get(plan.shard_id)),
                 archive_committed=pos.last_sequence(committed.archive.get(plan.shard_id)),
                 iterator=iterators[plan.shard_id][0]
                 if plan.shard_id in iterators and iterators[plan.shard_id][1] == plan.start

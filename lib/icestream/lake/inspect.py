@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from icestream.config import validate_identifier
+from icestream.errors import StorageListingError
 from icestream.lake.statement import Statement
 from icestream.lake.summary import BATCH_KEY
 
@@ -104,13 +105,21 @@ def name_of(path: str) -> str:
 
 
 def _list_sizes(spark: SparkSession, folder: str) -> dict[str, int]:
-    """File name → size of the files in one folder, through the JVM's Hadoop FileSystem."""
+    """File name → size of the files in one folder, through the JVM's Hadoop FileSystem.
+
+    Raises:
+        StorageListingError: If the folder cannot be listed (on an ``s3://`` warehouse without an S3
+            FileSystem: "No FileSystem for scheme s3"); callers show the reason instead of a size.
+    """
     jvm = spark.sparkContext._jvm
     path = jvm.org.apache.hadoop.fs.Path(folder)
     try:
         statuses = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).listStatus(path)
-    except Exception:  # noqa: BLE001 - py4j wraps any Java I/O error; sizes are then unknown
-        return {}
+    except Exception as error:  # noqa: BLE001 - py4j wraps any Java I/O error
+        reason = str(getattr(error, "java_exception", None) or error).strip().splitlines()[0]
+        raise StorageListingError(
+            f"cannot list {folder}: {reason}; give Spark a FileSystem for this scheme (e.g. s3a with hadoop-aws)."
+        ) from None
     return {status.getPath().getName(): int(status.getLen()) for status in statuses}
 
 
@@ -245,8 +254,10 @@ class Inspect:
 
         Returns:
             ``kind`` (``metadata.json``, ``previous metadata.json``, ``manifest list`` or
-            ``manifest``), ``path``, ``bytes`` (missing when the file could not be listed). Previous
-            metadata files are history only; commits delete the oldest beyond
+            ``manifest``), ``path``, ``bytes`` and ``unavailable``: the listing's error when the
+            folder could not be listed (``bytes`` is then missing), else None. A file missing from
+            a listing that worked was deleted meanwhile by a commit; its ``bytes`` is missing too.
+            Previous metadata files are history only; commits delete the oldest beyond
             ``write.metadata.previous-versions-max``.
         """
         import pandas as pd
@@ -255,15 +266,21 @@ class Inspect:
         json_files = list(self.metadata_log()["file"])
         lists = self._frame(f"SELECT manifest_list FROM {name}.snapshots")["manifest_list"]
         manifests = self._frame(f"SELECT DISTINCT path, length FROM {name}.all_manifests")
-        sizes = _list_sizes(self._table.spark, json_files[-1].rsplit("/", 1)[0]) if json_files else {}
+        sizes: dict[str, int] = {}
+        listing_error = None
+        if json_files:
+            try:
+                sizes = _list_sizes(self._table.spark, json_files[-1].rsplit("/", 1)[0])
+            except StorageListingError as error:
+                listing_error = str(error)
         newest = len(json_files) - 1
-        rows = [
-            ("metadata.json" if index == newest else "previous metadata.json", path, sizes.get(name_of(path)))
-            for index, path in enumerate(json_files)
-        ]
-        rows += [("manifest list", path, sizes.get(name_of(path))) for path in lists if path]
-        rows += list(zip(["manifest"] * len(manifests), manifests["path"], manifests["length"], strict=True))
-        return pd.DataFrame(rows, columns=["kind", "path", "bytes"])
+        listed = [("metadata.json" if index == newest else "previous metadata.json", path)
+                  for index, path in enumerate(json_files)]  # fmt: skip
+        listed += [("manifest list", path) for path in lists if path]
+        rows = [(kind, path, sizes.get(name_of(path)), listing_error) for kind, path in listed]
+        sized = zip(manifests["path"], manifests["length"], strict=True)
+        rows += [("manifest", path, length, None) for path, length in sized]
+        return pd.DataFrame(rows, columns=["kind", "path", "bytes", "unavailable"])
 
     def metadata_columns(self, names: tuple[str, ...] = METADATA_TABLES) -> pd.DataFrame:
         """The columns of Iceberg's metadata tables, as ``DESCRIBE`` reports them for this table.

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 # Iceberg's remove_orphan_files procedure refuses anything younger: a writer that is still
 # committing has files on storage that no metadata references yet, and they would look orphaned.
 MIN_ORPHAN_AGE = timedelta(hours=24)
+# The procedure's own default age (older_than: 3 days ago), the margin Iceberg's docs recommend.
+DEFAULT_ORPHAN_AGE = timedelta(days=3)
 STRATEGIES = ("binpack", "sort")
 
 _OPTION_KEY = re.compile(r"^[a-z][a-z0-9.-]{0,99}$")
@@ -182,6 +184,11 @@ class Maintenance:
     def remove_orphan_files(self, older_than: datetime, delete: bool = False) -> Outcome:
         """List (and with ``delete``, delete) files under the table that no metadata references.
 
+        Files are listed through the table's FileIO (``prefix_listing => true``), not Hadoop's
+        FileSystem: on an ``s3://`` warehouse off EMR Hadoop has no FileSystem for the scheme
+        ("No FileSystem for scheme s3", apache/iceberg#11541), while S3FileIO lists it; locally
+        HadoopFileIO lists the same files.
+
         Args:
             older_than: Only files last modified before this; at most now minus
                 :data:`MIN_ORPHAN_AGE`, because a running writer's uncommitted files look exactly
@@ -200,5 +207,7 @@ class Maintenance:
                 f"older_than {older_than.isoformat()}: orphan removal must only touch files older than "
                 f"{MIN_ORPHAN_AGE}; a running writer's files are not referenced until it commits."
             )
-        statement = self._table.procedure("remove_orphan_files", older_than=moment, dry_run=str(not delete).lower())
+        statement = self._table.procedure(
+            "remove_orphan_files", older_than=moment, dry_run=str(not delete).lower(), prefix_listing="true"
+        )
         return self._table.apply(statement)

@@ -23,6 +23,7 @@ from typing import Any
 
 from icestream.config import Settings
 from icestream.errors import ConfigError
+from icestream.producer.aggregate import Aggregator
 from icestream.producer.put import Producer, producer_client
 from icestream.producer.summary import ProduceSummary
 from icestream.synthetic.generator import EventGenerator
@@ -135,6 +136,7 @@ def run_production(
     summary_file: Path | None = None,
     stop_on_sigterm: bool = False,
     client: Any | None = None,
+    aggregator: Aggregator | None = None,
     **options: Any,
 ) -> RunSummary:
     """Send records, write the anomaly ground truth and the run's summary, and return that summary.
@@ -148,6 +150,9 @@ def run_production(
         summary_file: Also write the summary here (JSON).
         stop_on_sigterm: Finish the current batch and write the summary on SIGTERM (main thread only).
         client: A Kinesis client (default: one for the active profile).
+        aggregator: Packs records into KPL aggregates and/or compresses them before sending
+            (:class:`~icestream.producer.aggregate.Aggregator`); the summary then counts Kinesis
+            records, the aggregator its user records.
         **options: Passed to :meth:`Producer.send`.
 
     Returns:
@@ -163,7 +168,7 @@ def run_production(
     sender = Producer(client or producer_client(settings), settings.stream_name)
     if stop_on_sigterm:
         signal.signal(signal.SIGTERM, lambda *_: sender.stop())
-    sent = sender.send(records, **options)
+    sent = sender.send(aggregator.records(records) if aggregator is not None else records, **options)
     generated: dict[str, Any] = {}
     if generator is not None:
         config = generator.config

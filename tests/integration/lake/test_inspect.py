@@ -71,3 +71,38 @@ def test_every_query_is_recorded_with_its_arguments(loaded) -> None:
     table.inspect.current_snapshot_id("main")
     assert table.last_statement.args == {"branch": "main"}
     assert str(table.last_statement).endswith("-- bound: :branch = 'main'")
+
+
+def test_a_folder_that_cannot_be_listed_raises_a_clear_error(spark) -> None:
+    # The failure notebook 06 hits on an s3:// warehouse without an S3 Hadoop FileSystem (iceberg#11541).
+    from icestream.errors import StorageListingError
+    from icestream.lake.inspect import _list_sizes
+
+    with pytest.raises(StorageListingError, match=r"cannot list s3://no-such-bucket/t/metadata: .*scheme"):
+        _list_sizes(spark, "s3://no-such-bucket/t/metadata")
+
+
+def test_unlisted_metadata_sizes_are_marked_unavailable_not_dropped(loaded, monkeypatch) -> None:
+    from icestream import health
+    from icestream.lake.inspect import Inspect
+
+    table, _ = loaded
+    real_log = Inspect.metadata_log
+
+    def log_on_s3(self):
+        frame = real_log(self)
+        frame["file"] = [path.replace("file:", "s3://bucket", 1) for path in frame["file"]]
+        return frame
+
+    monkeypatch.setattr(Inspect, "metadata_log", log_on_s3)
+    files = table.inspect.metadata_files()
+    unlisted = files[files["kind"].str.contains("metadata.json")]
+    assert unlisted["bytes"].isna().all()
+    assert unlisted["unavailable"].str.startswith("cannot list s3://bucket").all()
+    assert files.loc[files["kind"] == "manifest", "unavailable"].isna().all()
+
+    stats = health.collect_stats(table)
+    assert stats.metadata_unavailable.startswith("cannot list s3://bucket")
+    row = health.health_report(stats).set_index("check").loc["metadata bytes / data bytes"]
+    assert row["status"] == "UNKNOWN"
+    assert row["detail"].startswith("unavailable: cannot list s3://bucket")

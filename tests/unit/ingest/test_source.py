@@ -54,3 +54,11 @@ def test_kept_rows_are_those_the_first_read_reported() -> None:
 def test_a_shard_id_not_in_kinesis_format_never_reaches_sql() -> None:
     with pytest.raises(IngestError, match="unexpected shard id"):
         read_of(ReadStats("x' OR '1'='1", read=1, last_sequence="1")).kept("event")
+
+
+def test_a_read_that_ended_inside_an_aggregate_advances_to_its_sub_sequence_number() -> None:
+    read = read_of(ReadStats("shardId-000000000000", read=100, last_sequence="1002", last_sub=41))
+    assert read.advance({}) == {"shardId-000000000000": "AFTER:1002:41"}
+    assert read.capped
+    # The rows kept are by sequence number: the read yielded no user record past 41 of 1002.
+    assert "sequence_number <= '1002'" in read.kept("event")

@@ -45,8 +45,18 @@ def test_manifest_expiry_and_orphan_statements(planned: LakeTable) -> None:
         "older_than => TIMESTAMP '2026-11-19 13:05:07+00:00', retain_last => 10)"
     )
     listing = planned.maintenance.remove_orphan_files(MOMENT).statement.sql
-    assert listing.endswith("older_than => TIMESTAMP '2026-11-19 13:05:07+00:00', dry_run => true)")
-    assert planned.maintenance.remove_orphan_files(MOMENT, delete=True).statement.sql.endswith("dry_run => false)")
+    assert listing.endswith(
+        "older_than => TIMESTAMP '2026-11-19 13:05:07+00:00', dry_run => true, prefix_listing => true)"
+    )
+    deleting = planned.maintenance.remove_orphan_files(MOMENT, delete=True).statement.sql
+    assert deleting.endswith("dry_run => false, prefix_listing => true)")
+
+
+def test_orphan_removal_lists_through_the_tables_file_io(planned: LakeTable) -> None:
+    # Hadoop's FileSystem has no s3:// scheme off EMR ("No FileSystem for scheme s3", iceberg#11541);
+    # prefix listing goes through the table's FileIO (S3FileIO on S3), which also lists s3:// paths.
+    for delete in (False, True):
+        assert "prefix_listing => true" in planned.maintenance.remove_orphan_files(MOMENT, delete=delete).statement.sql
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,229 @@
+"""AWS access outside Kinesis: the S3 warehouse and the Glue catalog, for every engine alike.
+
+One set of settings (:mod:`icestream.config`) becomes what each engine needs:
+
+- :func:`iceberg_properties`: Iceberg's Java catalog properties (Spark's GlueCatalog and S3FileIO):
+  endpoints, ``glue.id`` for a catalog in another account, ``s3.sse.*`` for SSE-KMS, and
+  ``AssumeRoleAwsClientFactory`` when ``aws_role_arn`` is set.
+- :func:`executor_environ`: the environment the driver JVM and the executors start with. The AWS
+  SDK in an executor reads its region and named profile from the environment, and a driver's
+  ``AWS_PROFILE`` never reaches executors on a cluster unless it is passed along.
+- :func:`session`: a boto3 session for the Python side (pyiceberg's Glue client, DuckDB's keys,
+  Glue look-ups), with the emulators' dummy keys, or the role assumed through STS.
+- :func:`pyiceberg_properties`: pyiceberg's names for the same things (its S3 reads go through pyarrow).
+
+No credential is ever written into Spark's configuration: executors resolve their own (instance
+role, profile, or the role they assume); only the emulators' fixed dummy keys travel as variables.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+from urllib.parse import urlparse
+
+from icestream.config import EMULATOR_DUMMY_KEYS, Settings
+from icestream.errors import ServiceUnavailableError
+
+ROLE_SESSION_NAME = "icestream"
+ASSUME_ROLE_FACTORY = "org.apache.iceberg.aws.AssumeRoleAwsClientFactory"
+SERVICE_ENDPOINTS = {"s3": "s3_endpoint", "glue": "glue_endpoint", "kinesis": "kinesis_endpoint"}
+
+
+def dummy_keys(settings: Settings) -> tuple[str, str] | None:
+    """The emulator's fixed keys for the ``local`` and ``localstack`` profiles, else None (real AWS)."""
+    return EMULATOR_DUMMY_KEYS.get(settings.profile)
+
+
+def _catalog_location(settings: Settings) -> dict[str, str]:
+    """Where the catalog and its files are: Iceberg Java and pyiceberg spell these alike."""
+    named = {"glue.id": settings.glue_catalog_id, "glue.endpoint": settings.glue_endpoint}
+    named["s3.endpoint"] = settings.s3_endpoint
+    return {key: value for key, value in named.items() if value}
+
+
+def iceberg_properties(settings: Settings) -> dict[str, str]:
+    """Iceberg's AWS catalog properties (without the ``spark.sql.catalog.<name>.`` prefix).
+
+    Args:
+        settings: The active settings (a Glue catalog).
+
+    Returns:
+        Properties for GlueCatalog and S3FileIO; they travel with the FileIO to the executors.
+    """
+    properties = {"client.region": settings.region, **_catalog_location(settings)}
+    if settings.s3_endpoint:
+        # Emulators answer on one host name, not on <bucket>.<host>.
+        properties["s3.path-style-access"] = "true"
+    if settings.s3_sse_type != "none":
+        properties["s3.sse.type"] = settings.s3_sse_type
+        if settings.s3_sse_key:
+            properties["s3.sse.key"] = settings.s3_sse_key
+    if settings.aws_role_arn:
+        properties |= {
+            "client.factory": ASSUME_ROLE_FACTORY,
+            "client.assume-role.arn": settings.aws_role_arn,
+            "client.assume-role.region": settings.region,
+            "client.assume-role.session-name": ROLE_SESSION_NAME,
+        }
+    return properties
+
+
+def executor_environ(settings: Settings, environ: dict[str, str] | None = None) -> dict[str, str]:
+    """Environment variables the driver JVM and every executor need to reach AWS as the driver does.
+
+    Args:
+        settings: The active settings.
+        environ: The driver's environment (default ``os.environ``): its ``AWS_PROFILE`` and
+            ``AWS_CONFIG_FILE``/``AWS_SHARED_CREDENTIALS_FILE`` are passed on when set.
+
+    Returns:
+        ``AWS_REGION`` and ``AWS_DEFAULT_REGION`` always; the driver's profile variables when set;
+        the emulator's dummy keys for the ``local`` and ``localstack`` profiles.
+    """
+    environ = os.environ if environ is None else environ
+    variables = {"AWS_REGION": settings.region, "AWS_DEFAULT_REGION": settings.region}
+    for name in ("AWS_PROFILE", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE"):
+        if environ.get(name):
+            variables[name] = environ[name]
+    keys = dummy_keys(settings)
+    if keys is not None:
+        variables |= {"AWS_ACCESS_KEY_ID": keys[0], "AWS_SECRET_ACCESS_KEY": keys[1]}
+    return variables
+
+
+def session(settings: Settings) -> Any:
+    """A boto3 session for the active profile, the role in ``aws_role_arn`` assumed when set.
+
+    The assumed role's credentials refresh themselves before they expire (botocore's
+    ``AssumeRoleCredentialFetcher``), so a long notebook keeps working.
+
+    Returns:
+        A ``boto3.Session`` in the settings' region.
+    """
+    return profile_session(settings.profile, settings.region, settings.aws_role_arn)
+
+
+def profile_session(profile: str, region: str, role_arn: str | None = None, botocore_session: Any = None) -> Any:
+    """A boto3 session from a profile's credentials (dummy keys for emulators), then ``role_arn`` assumed.
+
+    Args:
+        profile: The icestream profile (``local`` and ``localstack`` use the emulator's dummy keys).
+        region: The region.
+        role_arn: A role to assume through STS (refreshed before it expires), or None.
+        botocore_session: A configured botocore session to build on (default: a new one).
+
+    Returns:
+        A ``boto3.Session``.
+    """
+    import boto3
+    import botocore.session
+
+    keys = EMULATOR_DUMMY_KEYS.get(profile)
+    base_botocore = botocore_session or botocore.session.get_session()
+    if keys is not None:
+        base_botocore.set_credentials(*keys)
+    base = boto3.Session(botocore_session=base_botocore, region_name=region)
+    if not role_arn:
+        return base
+    from botocore.credentials import AssumeRoleCredentialFetcher, DeferredRefreshableCredentials
+
+    fetcher = AssumeRoleCredentialFetcher(
+        client_creator=base_botocore.create_client,
+        source_credentials=base.get_credentials(),
+        role_arn=role_arn,
+        extra_args={"RoleSessionName": ROLE_SESSION_NAME},
+    )
+    # The caller's botocore session keeps its customisations (clients.py's timestamp parser); the
+    # STS client above was given the base keys explicitly, so replacing the session's keys is safe.
+    assumed = botocore_session or botocore.session.get_session()
+    assumed._credentials = DeferredRefreshableCredentials(method="assume-role", refresh_using=fetcher.fetch_credentials)
+    return boto3.Session(botocore_session=assumed, region_name=region)
+
+
+def client(settings: Settings, service: str, aws_session: Any = None, **options: Any) -> Any:
+    """A boto3 client for ``s3``, ``glue`` or ``kinesis`` at the settings' endpoint for it.
+
+    Args:
+        settings: The active settings.
+        service: The service name.
+        aws_session: A session from :func:`session` to reuse (default: a new one).
+        **options: Client options (``config=botocore.config.Config(...)``).
+
+    Returns:
+        The client; a Glue client names ``glue_catalog_id`` in every call when it is set.
+    """
+    endpoint = getattr(settings, SERVICE_ENDPOINTS[service]) if service in SERVICE_ENDPOINTS else None
+    made = (aws_session or session(settings)).client(
+        service, region_name=settings.region, endpoint_url=endpoint, **options
+    )
+    if service == "glue" and settings.glue_catalog_id:
+        catalog_id = settings.glue_catalog_id
+
+        def name_the_catalog(params: dict[str, Any], **_: Any) -> None:
+            params.setdefault("CatalogId", catalog_id)
+
+        # botocore's hook for default parameters: every Glue call then targets the other account.
+        made.meta.events.register("provide-client-params.glue", name_the_catalog)
+    return made
+
+
+def pyiceberg_properties(settings: Settings, aws_session: Any = None) -> dict[str, str]:
+    """pyiceberg's Glue catalog and S3 (pyarrow) properties for the active settings.
+
+    Credentials are passed only when boto3's own chain would not find the right ones: the
+    emulators' dummy keys, or the assumed role's current keys (frozen when the table is opened;
+    open the table again after the role's session, an hour by default, has expired).
+
+    Args:
+        settings: The active settings (a Glue catalog).
+        aws_session: The session whose credentials pyarrow should use (default: :func:`session`).
+
+    Returns:
+        Properties for ``pyiceberg.catalog.glue.GlueCatalog``.
+    """
+    properties = {"glue.region": settings.region, "s3.region": settings.region, "warehouse": settings.warehouse_uri}
+    properties |= _catalog_location(settings)
+    if settings.s3_endpoint:
+        properties["s3.force-virtual-addressing"] = "false"
+    if dummy_keys(settings) is not None or settings.aws_role_arn:
+        frozen = (aws_session or session(settings)).get_credentials().get_frozen_credentials()
+        properties |= {"s3.access-key-id": frozen.access_key, "s3.secret-access-key": frozen.secret_key}
+        if frozen.token:
+            properties["s3.session-token"] = frozen.token
+    return properties
+
+
+def ensure_bucket(settings: Settings) -> str:
+    """Create the warehouse's bucket unless it exists (idempotent): for an emulator, whose state starts empty.
+
+    On real AWS the bucket, its encryption and its policy come from the deployment (CloudFormation).
+
+    Returns:
+        The bucket name.
+
+    Raises:
+        ServiceUnavailableError: If S3 does not answer at the endpoint.
+    """
+    from botocore.config import Config
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    bucket = urlparse(settings.warehouse_uri).netloc
+    s3 = client(settings, "s3", config=Config(connect_timeout=3, retries={"mode": "standard", "max_attempts": 2}))
+    try:
+        existing = {item["Name"] for item in s3.list_buckets().get("Buckets", [])}
+        if bucket not in existing:
+            where = {} if settings.region == "us-east-1" else {"LocationConstraint": settings.region}
+            s3.create_bucket(Bucket=bucket, **({"CreateBucketConfiguration": where} if where else {}))
+    except (BotoCoreError, ClientError) as error:
+        raise ServiceUnavailableError(
+            f"S3 at {settings.s3_endpoint or 'AWS'} could not create the warehouse bucket {bucket} ({error}). "
+            "Is the emulator running (LocalStack: docker run -p 4566:4566 localstack/localstack)?"
+        ) from None
+    return bucket
+
+
+def endpoint_host(endpoint: str) -> tuple[str, bool]:
+    """``host:port`` of an endpoint URL and whether it uses TLS (DuckDB's ENDPOINT and USE_SSL)."""
+    parsed = urlparse(endpoint)
+    return parsed.netloc, parsed.scheme == "https"

@@ -1,0 +1,127 @@
+"""S3 and Glue settings as each engine needs them: Iceberg's Java properties, executors' environment, boto3."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from icestream import aws
+from icestream.config import load_settings
+
+pytestmark = pytest.mark.unit
+
+ROLE = "arn:aws:iam::123456789012:role/icestream-ingest"
+KEY = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+
+
+@pytest.fixture
+def fake_aws(monkeypatch: pytest.MonkeyPatch):
+    """moto in-process (no network); it puts base keys in the environment, as a real host has some."""
+    from moto import mock_aws
+
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    with mock_aws():
+        yield os.environ["AWS_ACCESS_KEY_ID"]
+
+
+def test_iceberg_properties_carry_sse_kms_cross_account_endpoints_and_the_role() -> None:
+    settings = load_settings(
+        profile="aws", warehouse="s3://lake/wh", region="eu-west-1", s3_sse_type="kms", s3_sse_key=KEY,
+        glue_catalog_id="210987654321", aws_role_arn=ROLE, s3_endpoint="https://s3.example.test",
+        glue_endpoint="https://glue.example.test",
+    )  # fmt: skip
+    assert aws.iceberg_properties(settings) == {
+        "client.region": "eu-west-1",
+        "glue.id": "210987654321",
+        "glue.endpoint": "https://glue.example.test",
+        "s3.endpoint": "https://s3.example.test",
+        "s3.path-style-access": "true",
+        "s3.sse.type": "kms",
+        "s3.sse.key": KEY,
+        "client.factory": "org.apache.iceberg.aws.AssumeRoleAwsClientFactory",
+        "client.assume-role.arn": ROLE,
+        "client.assume-role.region": "eu-west-1",
+        "client.assume-role.session-name": "icestream",
+    }
+    plain = aws.iceberg_properties(load_settings(profile="aws", warehouse="s3://lake/wh"))
+    assert plain == {"client.region": "us-east-1"}  # AWS's endpoints, the caller's account, bucket default SSE
+
+
+def test_executors_get_the_region_and_the_drivers_profile_never_real_keys() -> None:
+    settings = load_settings(profile="aws", warehouse="s3://lake/wh", region="eu-west-1")
+    driver = {"AWS_PROFILE": "analytics", "AWS_SECRET_ACCESS_KEY": "real-secret", "HOME": "/home/me"}
+    assert aws.executor_environ(settings, driver) == {
+        "AWS_REGION": "eu-west-1",
+        "AWS_DEFAULT_REGION": "eu-west-1",
+        "AWS_PROFILE": "analytics",
+    }
+    localstack = aws.executor_environ(load_settings(profile="localstack"), {})
+    assert (localstack["AWS_ACCESS_KEY_ID"], localstack["AWS_SECRET_ACCESS_KEY"]) == ("test", "test")
+
+
+def test_the_python_side_assumes_the_role_through_sts(fake_aws) -> None:
+    settings = load_settings(profile="aws", warehouse="s3://lake/wh", aws_role_arn=ROLE)
+    session = aws.session(settings)
+    identity = session.client("sts").get_caller_identity()
+    assert identity["Arn"].startswith("arn:aws:sts::123456789012:assumed-role/icestream-ingest/icestream")
+    assert session.get_credentials().get_frozen_credentials().access_key != fake_aws
+    # pyiceberg's pyarrow reads use the assumed role's keys, session token included.
+    properties = aws.pyiceberg_properties(settings, session)
+    assert properties["s3.access-key-id"] != fake_aws
+    assert properties["s3.session-token"]
+    without_role = aws.session(load_settings(profile="aws", warehouse="s3://lake/wh"))
+    assert without_role.get_credentials().get_frozen_credentials().access_key == fake_aws
+
+
+def test_pyiceberg_properties_point_at_the_emulator_with_its_dummy_keys() -> None:
+    properties = aws.pyiceberg_properties(load_settings(profile="localstack"))
+    assert properties == {
+        "glue.region": "us-east-1",
+        "s3.region": "us-east-1",
+        "warehouse": "s3://icestream-warehouse/warehouse",
+        "glue.endpoint": "http://localhost:4566",
+        "s3.endpoint": "http://localhost:4566",
+        "s3.force-virtual-addressing": "false",
+        "s3.access-key-id": "test",
+        "s3.secret-access-key": "test",
+    }
+    # On AWS without a role, pyarrow finds credentials itself (AWS_PROFILE, instance role ...).
+    assert "s3.access-key-id" not in aws.pyiceberg_properties(load_settings(profile="aws", warehouse="s3://a/b"))
+
+
+def test_a_cross_account_glue_client_names_the_catalog_in_every_call(fake_aws) -> None:
+    from botocore.stub import Stubber
+
+    glue = aws.client(load_settings(profile="aws", warehouse="s3://a/b", glue_catalog_id="210987654321"), "glue")
+    with Stubber(glue) as stub:
+        stub.add_response(
+            "get_table",
+            {"Table": {"Name": "t"}},
+            expected_params={"DatabaseName": "db", "Name": "t", "CatalogId": "210987654321"},
+        )
+        assert glue.get_table(DatabaseName="db", Name="t")["Table"]["Name"] == "t"
+
+
+def test_an_unreachable_emulator_is_a_service_error_that_says_what_to_do() -> None:
+    from icestream.errors import ServiceUnavailableError
+
+    settings = load_settings(profile="localstack", kinesis_endpoint="http://127.0.0.1:9")  # discard port: nothing
+    with pytest.raises(ServiceUnavailableError, match="could not create the warehouse bucket icestream-warehouse"):
+        aws.ensure_bucket(settings)
+
+
+def test_kinesis_clients_assume_the_role_in_every_process(fake_aws) -> None:
+    from icestream.clients import kinesis_connection
+
+    connection = kinesis_connection(load_settings(profile="aws", warehouse="s3://a/b", aws_role_arn=ROLE))
+    assert connection.role_arn == ROLE  # pickled to the executors, which assume it themselves
+    client = connection.client()
+    signed: list[str] = []
+    client.meta.events.register_last(
+        "request-created.kinesis", lambda request, **_: signed.append(str(request.headers["Authorization"]))
+    )
+    client.list_streams()
+    assert signed
+    assert f"Credential={fake_aws}/" not in signed[0]  # not the host's keys: the role's
+    assert "Credential=" in signed[0]
