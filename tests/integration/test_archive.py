@@ -110,3 +110,29 @@ def test_expire_archive_drops_whole_days_past_retention(spark, fresh) -> None:
     assert result.deleted_rows == len(arrivals) - len(expected)
     assert spark.sql(f"SELECT count(*) FROM {name}.snapshots").first()[0] == 1
     assert expire_archive(spark, settings, now=now).deleted_rows == 0
+
+
+def test_a_kpl_aggregate_is_archived_once_even_when_batches_end_inside_it(spark, fresh) -> None:
+    from tests.integration.test_ingest_kpl import send_aggregated, user_records
+    from tests.integration.test_producer_emulator import read_stream
+
+    settings = fresh(shards=2, prefix="arc", archive_raw=True)
+    records = user_records(0, 120)
+    send_aggregated(settings, records, per_aggregate=7)
+
+    def crash(at: str, batch_id: int) -> None:
+        if at == "between_commits" and batch_id == 2:
+            raise SimulatedCrashError(at)
+
+    # 25 user records per shard and batch: batches end inside aggregates of 7.
+    with pytest.raises(IngestError, match="SimulatedCrashError"):
+        drain(spark, settings, max_records_per_shard=25, fault_hook=crash, batch_retries=0)
+    drain(spark, settings, max_records_per_shard=25)
+
+    sent = read_stream(settings)
+    assert archived(spark, settings) == Counter((record["shard"], record["SequenceNumber"]) for record in sent)
+    data = sorted(bytes(row.data) for row in spark.table(settings.archive_table_name).select("data").collect())
+    assert data == sorted(bytes(record["Data"]) for record in sent)
+    events = Counter(row.event_id for row in spark.table(settings.table_name).select("event_id").collect())
+    assert set(events) == {record.event_id for record in records}
+    assert max(events.values()) == 1

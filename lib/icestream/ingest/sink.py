@@ -174,8 +174,9 @@ class TableSink:
             # First, so it is never behind the other two: every record read is archived exactly once.
             archived = sum(stats.archived for stats in read.shards)
             self._append(
-                self.archive, read.kept("raw").selectExpr(*ARCHIVE_SELECT), archived, new_positions, read.batch_id
-            )
+                self.archive, read.kept("raw").selectExpr(*ARCHIVE_SELECT), archived,
+                _furthest(new_positions, self.archive.committed), read.batch_id,
+            )  # fmt: skip
             fault("after_archive", read.batch_id)
         reject_rows = read.kept("reject").select(*REJECT_COLUMNS)
         routed_count = 0
@@ -270,3 +271,20 @@ class TableSink:
     def _aligned(self, events: DataFrame) -> DataFrame:
         """Match the table's current columns: schema evolution while streaming (see lake.evolution)."""
         return align_columns(events, self.spark.table(self.events.name).schema.fields)  # one catalog lookup
+
+
+def _furthest(positions: dict[str, str], committed: dict[str, str]) -> dict[str, str]:
+    """Per shard, the further of ``positions`` and what the archive committed.
+
+    After a crash the batch re-reads from the events' position, which may be behind the archive's
+    (it commits first): its commit must not move the archive's position back, or records it already
+    holds would be archived again.
+    """
+
+    def order(position: str | None) -> tuple[int, tuple[int, float]]:
+        return (1, (0, 0.0)) if pos.is_finished(position) else (0, pos.mark_key(pos.committed_mark(position)))
+
+    return {
+        shard: committed[shard] if shard in committed and order(committed[shard]) > order(position) else position
+        for shard, position in positions.items()
+    }
