@@ -130,6 +130,8 @@ class Settings:
     run_dir: str = "data/run"
     output_dir: str = "output"
     start_position: str = DEFAULT_START_POSITION
+    archive_raw: bool = False  # the ingest also keeps every record as received in <table>_raw
+    archive_retention_days: int = 30  # days of arrival the raw archive keeps (expire_archive)
     sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -141,6 +143,11 @@ class Settings:
     def rejects_table_name(self) -> str:
         """The table of records the ingest could not accept."""
         return f"{self.catalog}.{self.namespace}.{self.table}_rejects"
+
+    @property
+    def archive_table_name(self) -> str:
+        """The raw archive: every record as received (with ``archive_raw``)."""
+        return f"{self.catalog}.{self.namespace}.{self.table}_raw"
 
     @property
     def namespace_name(self) -> str:
@@ -406,6 +413,11 @@ def _validate(settings: Settings) -> None:
         settings.spark_log_level.upper() in ("ALL", "DEBUG", "ERROR", "FATAL", "INFO", "OFF", "TRACE", "WARN"),
         "spark_log_level",
         f"{settings.spark_log_level!r} is not a log4j level.",
+    )
+    _check(
+        1 <= settings.archive_retention_days <= 36_500,
+        "archive_retention_days",
+        f"{settings.archive_retention_days} must be between 1 and 36500.",
     )
     _check(
         settings.start_position in START_POSITIONS,

@@ -46,6 +46,16 @@ REJECT_COLUMNS_DDL = (
     "batch_id BIGINT COMMENT 'Ingest batch that rejected it'",
     *METADATA_COLUMNS_DDL,
 )
+# The raw archive (optional): each Kinesis record as received, partitioned by day of arrival.
+ARCHIVE_COLUMNS_DDL = (
+    "data BINARY COMMENT 'The record data exactly as read from Kinesis'",
+    "shard_id STRING COMMENT 'Kinesis shard the record was read from'",
+    "sequence_number STRING COMMENT 'Kinesis sequence number within the shard'",
+    "partition_key STRING",
+    "arrival_ts TIMESTAMP COMMENT 'Kinesis ApproximateArrivalTimestamp; partition source'",
+    "ingest_ts TIMESTAMP COMMENT 'When the ingest began reading the batch that archived it'",
+    "batch_id BIGINT COMMENT 'Ingest batch that archived it'",
+)
 
 
 def wire_schema() -> StructType:

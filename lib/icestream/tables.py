@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from icestream.config import Settings, validate_identifier
 from icestream.errors import ConfigError
-from icestream.schema import EVENT_COLUMNS_DDL, METADATA_COLUMNS_DDL, REJECT_COLUMNS_DDL
+from icestream.schema import ARCHIVE_COLUMNS_DDL, EVENT_COLUMNS_DDL, METADATA_COLUMNS_DDL, REJECT_COLUMNS_DDL
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -111,14 +111,36 @@ def create_rejects_table(spark: SparkSession, settings: Settings) -> str:
     return name
 
 
+def create_archive_table(spark: SparkSession, settings: Settings) -> str:
+    """Create the raw archive unless it exists; return its qualified name.
+
+    It is read by arrival day (replay a day, drop days past retention), so it is partitioned by
+    ``days(arrival_ts)``: expiring a day is a metadata-only delete of whole files.
+    """
+    name = qualified_name(settings.catalog, settings.namespace, f"{settings.table}_raw")
+    columns = ",\n  ".join(ARCHIVE_COLUMNS_DDL)
+    spark.sql(
+        f"CREATE TABLE IF NOT EXISTS {name} (\n  {columns}\n) USING iceberg\n"
+        f"PARTITIONED BY (days(arrival_ts))\n"
+        f"COMMENT 'Every record of {settings.stream_name} as received (the raw archive)'\n"
+        f"TBLPROPERTIES ({_properties_sql(TABLE_PROPERTIES)})"
+    )
+    _ensure_properties(spark, name)
+    return name
+
+
 def setup_tables(spark: SparkSession, settings: Settings) -> list[str]:
-    """Create the namespace, the events table and the rejects table (idempotent).
+    """Create the namespace, the events table and the rejects table (idempotent); the raw archive too
+    when ``archive_raw`` is on.
 
     Returns:
-        The qualified names of the two tables.
+        The qualified names of the tables.
     """
     create_namespace(spark, settings)
-    return [create_events_table(spark, settings), create_rejects_table(spark, settings)]
+    names = [create_events_table(spark, settings), create_rejects_table(spark, settings)]
+    if settings.archive_raw:
+        names.append(create_archive_table(spark, settings))
+    return names
 
 
 def show_create_table(spark: SparkSession, name: str) -> str:

@@ -51,6 +51,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     from datetime import datetime
 
     from icestream.ingest import parse_trigger, start_ingest
+    from icestream.ingest.transform import load_transform
 
     settings = settings_from(args)
     options: dict[str, Any] = {
@@ -61,8 +62,11 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         "starting_position": args.starting_position,
         "max_records_per_shard": args.max_records_per_shard,
         "dedupe": not args.no_dedupe,
+        "archive": True if args.archive else None,  # None: the archive_raw setting
         "on_progress": None if args.quiet else lambda progress: print(_progress_line(progress), flush=True),
     }
+    if args.transform:
+        options["transform"] = load_transform(args.transform)  # before Spark starts: a typo fails at once
     if args.starting_timestamp:
         try:
             options["starting_timestamp"] = datetime.fromisoformat(args.starting_timestamp)
@@ -97,6 +101,14 @@ def add_ingest_options(ingest: argparse.ArgumentParser) -> None:
     ingest.add_argument("--max-records-per-shard", type=int, default=10_000, help="per batch (default 10000)")
     ingest.add_argument("--no-dedupe", action="store_true", help="keep duplicate event ids")
     ingest.add_argument("--quiet", action="store_true", help="no line per batch")
+    ingest.add_argument(
+        "--archive", action="store_true",
+        help="also keep every record as received in <table>_raw (default: the archive_raw setting)",
+    )  # fmt: skip
+    ingest.add_argument(
+        "--transform", metavar="MODULE:FUNCTION",
+        help="function DataFrame -> DataFrame run on each batch's events; rows given a reject_reason go to rejects",
+    )  # fmt: skip
 
 
 def register(commands: argparse._SubParsersAction) -> None:

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 # The moments of a batch where ``fault_hook`` is called (tests raise there to simulate a crash).
+# With the raw archive on, it is also called at "after_archive" (its commit comes first).
 PHASES = ("before_read", "after_read", "between_commits", "after_commit")
 
 
@@ -33,7 +34,8 @@ class IngestOptions:
     dedupe: bool = True
     dedupe_lookback: timedelta = timedelta(hours=1)  # of event time, against committed rows
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
-    transform: Callable[[DataFrame], DataFrame] | None = None  # a Firehose-Lambda-like step
+    transform: Callable[[DataFrame], DataFrame] | None = None  # a Firehose-Lambda-like step (ingest.transform)
+    archive: bool = False  # keep every record as received in <table>_raw (ingest_options: archive_raw setting)
     position_commit_seconds: float = 30.0  # commit positions to a table with no new rows this often
     batch_retries: int = 3  # a batch failed by a transient error is retried from the committed state
     # During a backlog, read the next batch while this one dedupes and commits. Off by default: on
@@ -127,6 +129,8 @@ def ingest_options(settings: Settings, **options: Any) -> IngestOptions:
         raise ConfigError(f"unknown ingest option(s): {', '.join(sorted(unknown))}.")
     if options.get("starting_position") is None:
         options["starting_position"] = settings.start_position
+    if options.get("archive") is None:
+        options["archive"] = settings.archive_raw
     if "dedupe_lookback" in options and not isinstance(options["dedupe_lookback"], timedelta):
         options["dedupe_lookback"] = timedelta(seconds=float(options["dedupe_lookback"]))
     return IngestOptions(**options)

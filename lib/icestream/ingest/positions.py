@@ -232,6 +232,7 @@ class ShardPlan:
     events_committed: str | None  # records up to here (a committed_mark) are in the events table already
     rejects_committed: str | None  # records up to here (a committed_mark) are in the rejects table already
     iterator: str | None = None  # a shard iterator continuing exactly at ``start``, if one is known
+    archive_committed: str | None = None  # records up to here are in the raw archive already
 
 
 def _parents(shard: Mapping[str, Any]) -> list[str]:

@@ -38,6 +38,7 @@ class ReadStats:
     replayed_events: int = 0  # at or before the events table's committed position
     replayed_rejects: int = 0
     deduplicated: int = 0  # a repeat of an event_id seen earlier in this task
+    archived: int = 0  # raw rows yielded for the archive (records past its committed position)
     reasons: dict[str, int] = field(default_factory=dict)  # rejected records per reason
     # Where the read ended, and how far behind the tip that is.
     last_sequence: str | None = None

@@ -33,7 +33,7 @@ from icestream.ingest import positions as pos
 from icestream.ingest.dedupe import Packer
 from icestream.ingest.expand import SPECIAL_FIRST_BYTES, expand_record, needs_decoding
 from icestream.ingest.parse import Rejection, parse_event
-from icestream.ingest.positions import ShardPlan
+from icestream.ingest.positions import ShardPlan, sequence_key
 from icestream.ingest.progress import ReadStats
 from icestream.ingest.retry import THROTTLE_CODES, error_code, is_transient_call
 from icestream.limits import DEFAULT_MAX_EVENT_BYTES, GET_CALLS_PER_SECOND, MAX_RECORDS_PER_GET
@@ -61,6 +61,7 @@ class ReadOptions:
     max_records: int = MAX_RECORDS_PER_GET  # per shard per batch: one full GetRecords answer
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
     dedupe: bool = True
+    archive: bool = False  # also yield a ``raw`` row per record (the raw archive)
     batch_id: int | None = None  # written to every row (BATCH_FIELDS)
     ingest_ts: datetime | None = None  # when the batch's read began, written to every row
     min_call_interval: float = 1 / GET_CALLS_PER_SECOND  # per shard and API
@@ -227,6 +228,11 @@ class _ShardReader:
             stats.last_arrival = stamp if stats.last_arrival is None else max(stats.last_arrival, stamp)
         data = record["Data"]
         partition_key = record.get("PartitionKey")
+        # The raw archive: the Kinesis record as received (an aggregate once, not per user record),
+        # if the archive does not hold it yet. A batch resuming inside an aggregate skips it.
+        if self.options.archive and sequence_key(sequence) > sequence_key(self.plan.archive_committed):
+            stats.archived += 1
+            yield ("raw", self.plan.shard_id, sequence, partition_key, arrival, *(None,) * 7, bytes(data), *(None,) * 5)
         # The common case, a plain payload, goes without the expansion's objects.
         if not data or data[0] not in SPECIAL_FIRST_BYTES or not needs_decoding(data):
             stats.read += 1

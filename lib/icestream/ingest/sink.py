@@ -28,18 +28,21 @@ from icestream.ingest import positions as pos
 from icestream.ingest.options import IngestOptions
 from icestream.ingest.progress import BatchProgress, IndexStats
 from icestream.ingest.source import ReadBatch, TablePositions
+from icestream.ingest.transform import REJECT_COLUMNS, after_committed, run_transform
 from icestream.lake.evolution import align_columns
 from icestream.lake.inspect import ancestry
 from icestream.lake.summary import BATCH_KEY, CREATED_KEY, POSITIONS_KEY, QUERY_KEY, STREAM_KEY
-from icestream.schema import REJECT_COLUMNS_DDL, table_columns
+from icestream.schema import table_columns
+from icestream.tables import create_archive_table
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+ARCHIVE_SELECT = ("raw_data AS data", "shard_id", "sequence_number", "partition_key", "arrival_ts", "ingest_ts",
+                  "batch_id")  # fmt: skip
 # Rows one write task takes: a batch at the default cap (10,000 per shard) is one task per table.
 # A hash shuffle first (the tables' own write.distribution-mode) cost about 0.2 s per batch here.
 WRITE_ROWS_PER_TASK = 250_000
-REJECT_COLUMNS = tuple(column.split()[0] for column in REJECT_COLUMNS_DDL)
 
 
 @dataclass
@@ -93,6 +96,8 @@ class TableSink:
         self.stream_created = stream_created
         self.events = _Table(settings.table_name)
         self.rejects = _Table(settings.rejects_table_name)
+        # The raw archive, when on, is created on first use: it is optional, so setup may predate it.
+        self.archive = _Table(create_archive_table(spark, settings)) if options.archive else None
         for table in (self.events, self.rejects):
             if not spark.catalog.tableExists(table.name):
                 raise ConfigError(
@@ -102,9 +107,15 @@ class TableSink:
         self.index = dedupe.CommittedIndex(settings.table_name, query_id, lookback)
 
     @property
+    def tables(self) -> tuple[_Table, ...]:
+        """The tables it writes, in commit order: the raw archive (when on), rejects, events."""
+        return (self.archive, self.rejects, self.events) if self.archive is not None else (self.rejects, self.events)
+
+    @property
     def committed(self) -> TablePositions:
         """The positions each table's last commit carried."""
-        return TablePositions(self.events.committed, self.rejects.committed)
+        archive = self.archive.committed if self.archive is not None else {}
+        return TablePositions(self.events.committed, self.rejects.committed, archive)
 
     def recover(self) -> Recovered:
         """Load what both tables committed: the start path, also used before a batch retry."""
@@ -112,6 +123,8 @@ class TableSink:
         events = pos.load_committed(self.spark, self.events.name, name, created)
         rejects = pos.load_committed(self.spark, self.rejects.name, name, created)
         self.events.committed, self.rejects.committed = dict(events.positions), dict(rejects.positions)
+        if self.archive is not None:
+            self.archive.committed = dict(pos.load_committed(self.spark, self.archive.name, name, created).positions)
         self.index.reset()  # it is filled from the table again when the next batch needs it
         return Recovered(
             TablePositions(dict(events.positions), dict(rejects.positions)),
@@ -121,7 +134,7 @@ class TableSink:
 
     def mark_source(self) -> None:
         """Record in both tables which stream (and incarnation) feeds them."""
-        for table in (self.events, self.rejects):
+        for table in self.tables:
             pos.mark_source_stream(self.spark, table.name, self.settings.stream_name, self.stream_created)
 
     def commit(
@@ -137,7 +150,7 @@ class TableSink:
             read: The batch's cached rows and per-shard stats.
             new_positions: Where every shard stands once this batch is committed.
             progress: Filled in: counts, snapshots, dedupe and write durations.
-            fault: Called with ``("between_commits" | "after_commit", batch_id)``.
+            fault: Called with ``("after_archive" | "between_commits" | "after_commit", batch_id)``.
         """
         from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
@@ -147,8 +160,9 @@ class TableSink:
         drop = batch.keys(dropped) if batch is not None and dropped is not None else set()
         if drop:
             events = events.where(~F.concat_ws(":", "shard_id", "ordinal").isin(sorted(drop)))
+        routed = None
         if self.options.transform is not None:
-            events = self._transformed(events.select(*table_columns()))
+            events, routed = self._transformed(events.select(*table_columns()), read)
         events = self._aligned(events)
         progress.dropped.update(key.rsplit(":", 1)[0] for key in drop)
         progress.durations.dedupe = time.monotonic() - mark
@@ -156,8 +170,20 @@ class TableSink:
         new_rejects = sum(stats.rejected - stats.replayed_rejects for stats in read.shards)
         new_events = sum(stats.good - stats.replayed_events - stats.deduplicated for stats in read.shards) - len(drop)
         mark = time.monotonic()
-        rejects = self._append(self.rejects, read.kept("reject").select(*REJECT_COLUMNS), new_rejects, new_positions,
-                               read.batch_id)  # fmt: skip
+        if self.archive is not None:
+            # First, so it is never behind the other two: every record read is archived exactly once.
+            archived = sum(stats.archived for stats in read.shards)
+            self._append(
+                self.archive, read.kept("raw").selectExpr(*ARCHIVE_SELECT), archived,
+                _furthest(new_positions, self.archive.committed), read.batch_id,
+            )  # fmt: skip
+            fault("after_archive", read.batch_id)
+        reject_rows = read.kept("reject").select(*REJECT_COLUMNS)
+        routed_count = 0
+        if routed is not None:
+            routed_count = routed.count()  # runs the transform once more; it is over cached rows
+            reject_rows = reject_rows.unionByName(routed) if routed_count else reject_rows
+        rejects = self._append(self.rejects, reject_rows, new_rejects + routed_count, new_positions, read.batch_id)
         progress.durations.write_rejects = time.monotonic() - mark
         fault("between_commits", read.batch_id)
         mark = time.monotonic()
@@ -172,7 +198,7 @@ class TableSink:
         if written is not None:
             progress.events_snapshot_id, progress.written = written.snapshot_id, written.rows
             if written.snapshot_id is not None:
-                progress.transform_dropped = max(0, new_events - written.rows)
+                progress.transform_dropped = max(0, new_events - written.rows - routed_count)
         if self.options.dedupe:
             progress.dedupe_index = IndexStats(len(self.index), self.index.loads, self.index.loaded_rows)
 
@@ -231,13 +257,34 @@ class TableSink:
         kept = np.setdiff1d(np.arange(len(batch), dtype=np.int64), dropped, assume_unique=True)
         self.index.add(batch, kept)
 
-    def _transformed(self, events: DataFrame) -> DataFrame:
-        result = self.options.transform(events)  # type: ignore[misc]
-        missing = [column for column in table_columns() if column not in result.columns]
-        if missing:
-            raise ConfigError(f"the ingest transform must keep the table's columns; it dropped {', '.join(missing)}.")
-        return result.select(*table_columns())
+    def _transformed(self, events: DataFrame, read: ReadBatch) -> tuple[DataFrame, DataFrame | None]:
+        """The transform's events, and the rows it routes to rejects (see ``ingest.transform``).
+
+        Routed rows the rejects table already holds (a retry after a crash between the two
+        commits) are left out, by the rejects positions each shard's plan carries.
+        """
+        events, routed = run_transform(self.options.transform, events, read.batch_id)  # type: ignore[arg-type]
+        if routed is not None:
+            routed = routed.where(after_committed({plan.shard_id: plan.rejects_committed for plan in read.plans}))
+        return events, routed
 
     def _aligned(self, events: DataFrame) -> DataFrame:
         """Match the table's current columns: schema evolution while streaming (see lake.evolution)."""
         return align_columns(events, self.spark.table(self.events.name).schema.fields)  # one catalog lookup
+
+
+def _furthest(positions: dict[str, str], committed: dict[str, str]) -> dict[str, str]:
+    """Per shard, the further of ``positions`` and what the archive committed.
+
+    After a crash the batch re-reads from the events' position, which may be behind the archive's
+    (it commits first): its commit must not move the archive's position back, or records it already
+    holds would be archived again.
+    """
+
+    def order(position: str | None) -> tuple[int, tuple[int, float]]:
+        return (1, (0, 0.0)) if pos.is_finished(position) else (0, pos.mark_key(pos.committed_mark(position)))
+
+    return {
+        shard: committed[shard] if shard in committed and order(committed[shard]) > order(position) else position
+        for shard, position in positions.items()
+    }

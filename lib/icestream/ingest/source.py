@@ -52,6 +52,9 @@ class TablePositions:
 
     events: dict[str, str] = field(default_factory=dict)
     rejects: dict[str, str] = field(default_factory=dict)
+    # The raw archive's (when on): it commits first, so it is never behind; it only decides which
+    # records still need archiving, never where reading starts.
+    archive: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def same(cls, positions: dict[str, str]) -> TablePositions:
@@ -112,7 +115,7 @@ class ReadBatch:
         return advanced
 
     def kept(self, kind: str) -> DataFrame:
-        """The cached ``event`` or ``reject`` rows, within what the first read reported.
+        """The cached ``event``, ``reject`` or ``raw`` (archive) rows, within what the first read reported.
 
         A recomputed task (a lost cache block) may read further than the first run did; the
         range predicate makes it yield exactly the records the meta rows describe.
@@ -222,6 +225,7 @@ class ShardSource:
                 plan,
                 events_committed=pos.committed_mark(committed.events.get(plan.shard_id)),
                 rejects_committed=pos.committed_mark(committed.rejects.get(plan.shard_id)),
+                archive_committed=pos.last_sequence(committed.archive.get(plan.shard_id)),
                 iterator=iterators[plan.shard_id][0]
                 if plan.shard_id in iterators and iterators[plan.shard_id][1] == plan.start
                 else None,
@@ -265,6 +269,7 @@ class ShardSource:
             max_records=self.options.max_records_per_shard,
             max_event_bytes=self.options.max_event_bytes,
             dedupe=self.options.dedupe,
+            archive=self.options.archive,
             batch_id=batch_id,
             ingest_ts=ingest_ts,
             **self.options.read_options,
