@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
+    from matplotlib.text import Text
 
 LEVEL_ORDER = ("catalog", "metadata file", "manifest list", "manifest", "data file")
 MAX_BOXES_PER_LEVEL = 6  # beyond this a level shows "+ N more", so a big table's diagram stays readable
@@ -32,7 +33,7 @@ def layout_diagram(nodes: pd.DataFrame, title: str) -> Figure:
     """
     import matplotlib.pyplot as plt
 
-    shown: dict[str, tuple[float, float]] = {}
+    shown: dict[str, Text] = {}
     per_level = [nodes[nodes["level"] == level] for level in LEVEL_ORDER]
     rows = max(1, *(min(len(level), MAX_BOXES_PER_LEVEL + 1) for level in per_level))
     fig, ax = plt.subplots(figsize=(12, 1.0 + 0.75 * rows))
@@ -50,13 +51,14 @@ def layout_diagram(nodes: pd.DataFrame, title: str) -> Figure:
                 label = short_name(str(node.name))
             if node.level == "data file" and node.records is not None:
                 label += f"\n{int(node.records)} rows"
-            ax.text(column, y, label, ha="center", va="center", fontsize=7,
-                    bbox={"boxstyle": "round", "facecolor": f"C{column}", "alpha": 0.25})  # fmt: skip
-            shown[str(node.name)] = (column, y)
+            box = ax.text(column, y, label, ha="center", va="center", fontsize=7,
+                          bbox={"boxstyle": "round", "facecolor": f"C{column}", "alpha": 0.25})  # fmt: skip
+            shown[str(node.name)] = box
             parent = shown.get(str(node.parent)) if node.parent is not None else None
             if parent is not None:
-                ax.annotate("", xy=(column - 0.32, y), xytext=(parent[0] + 0.32, parent[1]),
-                            arrowprops={"arrowstyle": "->", "color": "grey"})  # fmt: skip
+                # From the parent's right edge to the child's left edge, whatever the labels' widths.
+                ax.annotate("", xy=(0, 0.5), xycoords=box, xytext=(1, 0.5), textcoords=parent,
+                            arrowprops={"arrowstyle": "->", "color": "grey", "shrinkA": 6, "shrinkB": 6})  # fmt: skip
         if hidden:
             y = (rows - 1) / 2 - (len(boxes) - (count - 1) / 2)
             ax.text(column, y, f"+ {hidden} more", ha="center", va="center", fontsize=7, color="grey")

@@ -41,3 +41,22 @@ def test_every_file_gets_a_box_and_a_big_level_is_capped() -> None:
     assert "+ 4 more" in labels
     assert f"data file\n({MAX_BOXES_PER_LEVEL + 4})" in labels
     plt.close("all")
+
+
+def test_arrows_run_between_boxes_never_through_a_label() -> None:
+    import matplotlib.pyplot as plt
+    from matplotlib.text import Annotation
+
+    figure = layout_diagram(nodes(3), "arrows")
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    arrows = [child for child in figure.axes[0].get_children() if isinstance(child, Annotation)]
+    assert len(arrows) == 6  # metadata file, manifest list, manifest and three data files each have a parent
+    for arrow in arrows:
+        line = arrow.arrow_patch.get_window_extent(renderer)
+        parent = arrow.anncoords.get_bbox_patch().get_window_extent(renderer)
+        child = arrow.xycoords.get_bbox_patch().get_window_extent(renderer)
+        between = (arrow.anncoords.get_text(), arrow.xycoords.get_text())
+        assert parent.x1 <= line.x0 + 1, between
+        assert line.x1 <= child.x0 + 1, between
+    plt.close(figure)
