@@ -194,6 +194,15 @@ def pyiceberg_properties(settings: Settings, aws_session: Any = None) -> dict[st
     return properties
 
 
+def glue_unavailable(settings: Settings, table: str, error: Exception) -> ServiceUnavailableError:
+    """The one error for a Glue catalog that did not answer, whichever engine asked."""
+    where = settings.glue_endpoint or f"AWS Glue in {settings.region}"
+    return ServiceUnavailableError(
+        f"Glue at {where} did not answer for {table}: {error}. Check the region, the endpoint and the "
+        "credentials (`icestream doctor`)."
+    )
+
+
 def ensure_bucket(settings: Settings) -> str:
     """Create the warehouse's bucket unless it exists (idempotent): for an emulator, whose state starts empty.
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from icestream import aws
 from icestream.config import Settings, validate_identifier
-from icestream.errors import ConfigError, ServiceUnavailableError
+from icestream.errors import ConfigError
 
 if TYPE_CHECKING:
     pass
@@ -168,11 +168,7 @@ def _glue_metadata_location(settings: Settings, namespace: str, name: str) -> st
             f"table {namespace}.{name} is not in the Glue catalog: create it first (00_setup or `icestream setup`)."
         ) from None
     except (BotoCoreError, ClientError) as error:
-        where = settings.glue_endpoint or f"AWS Glue in {settings.region}"
-        raise ServiceUnavailableError(
-            f"Glue at {where} did not answer GetTable for {namespace}.{name}: {error}. Check the region, the "
-            "endpoint and the credentials (`icestream doctor`)."
-        ) from None
+        raise aws.glue_unavailable(settings, f"{namespace}.{name}", error) from None
     location = table.get("Parameters", {}).get("metadata_location")
     if not location:
         raise ConfigError(f"Glue table {namespace}.{name} is not an Iceberg table (no metadata_location parameter).")

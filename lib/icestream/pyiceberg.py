@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from icestream import aws
 from icestream.catalog import current_metadata_location
 from icestream.config import Settings, validate_identifier
-from icestream.errors import ConfigError, ServiceUnavailableError
+from icestream.errors import ConfigError
 from icestream.timestamps import as_utc, from_micros, to_micros
 
 if TYPE_CHECKING:
@@ -70,11 +70,7 @@ def open_table(settings: Settings, table: str | None = None) -> Table:
                 f"table {settings.namespace}.{name} is not in the Glue catalog: create it first (00_setup)."
             ) from None
         except (BotoCoreError, ClientError) as error:
-            where = settings.glue_endpoint or f"AWS Glue in {settings.region}"
-            raise ServiceUnavailableError(
-                f"Glue at {where} did not answer for {settings.namespace}.{name}: {error}. Check the region, the "
-                "endpoint and the credentials (`icestream doctor`)."
-            ) from None
+            raise aws.glue_unavailable(settings, f"{settings.namespace}.{name}", error) from None
     from pyiceberg.catalog.sql import SqlCatalog
 
     path = settings.catalog_file

@@ -72,6 +72,19 @@ def _properties_sql(properties: dict[str, str]) -> str:
     return ", ".join(f"'{key}'='{value}'" for key, value in properties.items())
 
 
+def _create_table(spark: SparkSession, name: str, columns: tuple[str, ...], partitioning: str, comment: str) -> str:
+    """``CREATE TABLE IF NOT EXISTS`` with the project's properties, then those properties on an older table."""
+    body = ",\n  ".join(columns)
+    spark.sql(
+        f"CREATE TABLE IF NOT EXISTS {name} (\n  {body}\n) USING iceberg\n"
+        f"PARTITIONED BY ({partitioning})\n"
+        f"COMMENT '{comment}'\n"
+        f"TBLPROPERTIES ({_properties_sql(TABLE_PROPERTIES)})"
+    )
+    _ensure_properties(spark, name)
+    return name
+
+
 def create_namespace(spark: SparkSession, settings: Settings) -> str:
     """Create the namespace unless it exists; return its qualified name."""
     name = qualified_name(settings.catalog, settings.namespace)
@@ -82,15 +95,13 @@ def create_namespace(spark: SparkSession, settings: Settings) -> str:
 def create_events_table(spark: SparkSession, settings: Settings) -> str:
     """Create the events table unless it exists; return its qualified name."""
     name = qualified_name(settings.catalog, settings.namespace, settings.table)
-    columns = ",\n  ".join(EVENT_COLUMNS_DDL + METADATA_COLUMNS_DDL)
-    spark.sql(
-        f"CREATE TABLE IF NOT EXISTS {name} (\n  {columns}\n) USING iceberg\n"
-        f"PARTITIONED BY (hours(event_ts))\n"
-        f"COMMENT 'User events streamed from Kinesis stream {settings.stream_name}'\n"
-        f"TBLPROPERTIES ({_properties_sql(TABLE_PROPERTIES)})"
+    return _create_table(
+        spark,
+        name,
+        EVENT_COLUMNS_DDL + METADATA_COLUMNS_DDL,
+        "hours(event_ts)",
+        f"User events streamed from Kinesis stream {settings.stream_name}",
     )
-    _ensure_properties(spark, name)
-    return name
 
 
 def create_rejects_table(spark: SparkSession, settings: Settings) -> str:
@@ -100,15 +111,13 @@ def create_rejects_table(spark: SparkSession, settings: Settings) -> str:
     ``days(ingest_ts)``.
     """
     name = qualified_name(settings.catalog, settings.namespace, f"{settings.table}_rejects")
-    columns = ",\n  ".join(REJECT_COLUMNS_DDL)
-    spark.sql(
-        f"CREATE TABLE IF NOT EXISTS {name} (\n  {columns}\n) USING iceberg\n"
-        f"PARTITIONED BY (days(ingest_ts))\n"
-        f"COMMENT 'Records from {settings.stream_name} the ingest could not accept, with the reason'\n"
-        f"TBLPROPERTIES ({_properties_sql(TABLE_PROPERTIES)})"
+    return _create_table(
+        spark,
+        name,
+        REJECT_COLUMNS_DDL,
+        "days(ingest_ts)",
+        f"Records from {settings.stream_name} the ingest could not accept, with the reason",
     )
-    _ensure_properties(spark, name)
-    return name
 
 
 def create_archive_table(spark: SparkSession, settings: Settings) -> str:
@@ -118,15 +127,13 @@ def create_archive_table(spark: SparkSession, settings: Settings) -> str:
     ``days(arrival_ts)``: expiring a day is a metadata-only delete of whole files.
     """
     name = qualified_name(settings.catalog, settings.namespace, f"{settings.table}_raw")
-    columns = ",\n  ".join(ARCHIVE_COLUMNS_DDL)
-    spark.sql(
-        f"CREATE TABLE IF NOT EXISTS {name} (\n  {columns}\n) USING iceberg\n"
-        f"PARTITIONED BY (days(arrival_ts))\n"
-        f"COMMENT 'Every record of {settings.stream_name} as received (the raw archive)'\n"
-        f"TBLPROPERTIES ({_properties_sql(TABLE_PROPERTIES)})"
+    return _create_table(
+        spark,
+        name,
+        ARCHIVE_COLUMNS_DDL,
+        "days(arrival_ts)",
+        f"Every record of {settings.stream_name} as received (the raw archive)",
     )
-    _ensure_properties(spark, name)
-    return name
 
 
 def setup_tables(spark: SparkSession, settings: Settings) -> list[str]:
