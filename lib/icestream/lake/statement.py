@@ -103,4 +103,7 @@ def timestamp_literal(moment: datetime) -> str:
     """
     if not isinstance(moment, datetime) or moment.tzinfo is None:
         raise ConfigError(f"{moment!r}: give a timezone-aware datetime, e.g. datetime.now(UTC).")
-    return f"TIMESTAMP '{moment.astimezone(UTC).strftime('%Y-%m-%d %H:%M:%S')}+00:00'"
+    utc = moment.astimezone(UTC)
+    # Keep a fraction of a second: truncating it would move "older than now" back up to a second.
+    fraction = f".{utc.microsecond:06d}" if utc.microsecond else ""
+    return f"TIMESTAMP '{utc.strftime('%Y-%m-%d %H:%M:%S')}{fraction}+00:00'"

@@ -51,5 +51,9 @@ def test_literals_that_sql_cannot_bind_are_checked() -> None:
             snapshot_id_literal(bad)
     moment = datetime(2026, 11, 19, 13, 5, 7, tzinfo=UTC)
     assert timestamp_literal(moment) == "TIMESTAMP '2026-11-19 13:05:07+00:00'"
+    # A moment inside a second keeps its fraction: "older than now" truncated to the second left
+    # the snapshots committed earlier in the same second unexpired (a CI flake of expire_archive).
+    inside = moment.replace(microsecond=250_001)
+    assert timestamp_literal(inside) == "TIMESTAMP '2026-11-19 13:05:07.250001+00:00'"
     with pytest.raises(ConfigError):
         timestamp_literal(datetime(2026, 11, 19))
