@@ -84,23 +84,29 @@ def test_without_the_archive_no_archive_table_is_written(spark, fresh, monkeypat
     assert archived(spark, settings) == Counter(placed)
 
 
-def test_expire_archive_drops_whole_days_past_retention(spark, fresh) -> None:
+def archive_week(spark, name: str, now: datetime) -> list[datetime]:
+    """Two archived records a day for the 7 days before ``now``, one commit per day (history to expire)."""
     from pyspark.sql import functions as F  # noqa: N812
 
+    arrivals = [now - timedelta(days=days, hours=hours) for days in range(7) for hours in (0, 10)]
+    rows = [(b"x", "shardId-000000000000", str(index), "k", arrival, now, 0) for index, arrival in enumerate(arrivals)]
+    frame = spark.createDataFrame(rows, spark.table(name).schema)
+    for day in range(7):
+        frame.where(F.col("arrival_ts") >= F.lit(now - timedelta(days=day + 1))).where(
+            F.col("arrival_ts") < F.lit(now - timedelta(days=day)) if day else F.lit(True)
+        ).writeTo(name).append()
+    assert spark.table(name).count() == len(arrivals)
+    return arrivals
+
+
+def test_expire_archive_drops_whole_days_past_retention(spark, fresh) -> None:
     settings = dataclasses.replace(fresh(shards=1, prefix="arc"), archive_retention_days=3)
     missing = expire_archive(spark, settings)
     assert (missing.deleted_rows, missing.expired) == (0, None), "no archive: nothing to do"
 
     name = create_archive_table(spark, settings)
     now = datetime(2026, 11, 23, 15, 0, tzinfo=UTC)
-    arrivals = [now - timedelta(days=days, hours=hours) for days in range(7) for hours in (0, 10)]
-    rows = [(b"x", "shardId-000000000000", str(index), "k", arrival, now, 0) for index, arrival in enumerate(arrivals)]
-    frame = spark.createDataFrame(rows, spark.table(name).schema)
-    for day in range(7):  # one commit per day, so there is history to expire
-        frame.where(F.col("arrival_ts") >= F.lit(now - timedelta(days=day + 1))).where(
-            F.col("arrival_ts") < F.lit(now - timedelta(days=day)) if day else F.lit(True)
-        ).writeTo(name).append()
-    assert spark.table(name).count() == len(arrivals)
+    arrivals = archive_week(spark, name, now)
 
     result = expire_archive(spark, settings, now=now)
     assert result.cutoff == datetime(2026, 11, 20, tzinfo=UTC)
@@ -110,6 +116,37 @@ def test_expire_archive_drops_whole_days_past_retention(spark, fresh) -> None:
     assert result.deleted_rows == len(arrivals) - len(expected)
     assert spark.sql(f"SELECT count(*) FROM {name}.snapshots").first()[0] == 1
     assert expire_archive(spark, settings, now=now).deleted_rows == 0
+
+
+def test_maintain_applies_the_archive_retention(spark, fresh, monkeypatch, capsys) -> None:
+    settings = fresh(shards=1, prefix="arc")
+    monkeypatch.setenv("ICESTREAM_STREAM_NAME", settings.stream_name)
+    monkeypatch.setenv("ICESTREAM_TABLE", settings.table)
+    assert main(["maintain", "--steps", "archive"]) == 0
+    assert "no raw archive table" in capsys.readouterr().out
+
+    name = create_archive_table(spark, settings)
+    now = datetime.now(UTC)
+    arrivals = archive_week(spark, name, now)
+    cutoff = datetime.combine((now - timedelta(days=3)).date(), datetime.min.time(), UTC)
+    old = sum(arrival < cutoff for arrival in arrivals)
+    assert 0 < old < len(arrivals)
+
+    assert main(["maintain", "--steps", "archive", "--archive-retention-days", "3", "--dry-run"]) == 0
+    assert f"{old} rows arrived before {cutoff:%Y-%m-%d} would be deleted" in capsys.readouterr().out
+    assert spark.table(name).count() == len(arrivals)
+
+    # The default steps: the events table's, then the archive's.
+    assert main(["maintain", "--archive-retention-days", "3"]) == 0
+    printed = capsys.readouterr().out
+    assert [line.split()[0] for line in printed.splitlines() if line.split()[0] in ("expire", "archive")] == [
+        "expire", "archive",
+    ]  # fmt: skip
+    assert f"rows deleted {old} (arrived before {cutoff:%Y-%m-%d})" in printed
+    assert spark.table(name).count() == len(arrivals) - old
+
+    assert main(["maintain", "--steps", "archive,vacuum"]) == 2
+    assert "choose from compact, manifests, expire, orphans, archive" in capsys.readouterr().err
 
 
 def test_a_kpl_aggregate_is_archived_once_even_when_batches_end_inside_it(spark, fresh) -> None:

@@ -1,7 +1,9 @@
 """``icestream maintain``: the scheduled table maintenance, one command for cron or a timer.
 
 It runs :func:`icestream.lake.routine.run_maintenance` on the events table: compact closed hours,
-rewrite manifests, expire snapshots (keeping the ingest's positions), remove orphan files. Each step
+rewrite manifests, expire snapshots (keeping the ingest's positions), remove orphan files; then the
+``archive`` step applies the raw archive's retention (:func:`icestream.ingest.archive.expire_archive`;
+nothing when the ingest never ran with ``--archive``). Each step
 prints its SQL and one report line; ``--dry-run`` prints the same SQL without running it. A step that
 fails prints ``error: <step>: <reason>`` and the command exits with status 1 after the other steps.
 """
@@ -12,10 +14,18 @@ import argparse
 import dataclasses
 import sys
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from icestream.cli.common import settings_from
 from icestream.lake.maintenance import DEFAULT_ORPHAN_AGE
 from icestream.lake.routine import DEFAULT_SNAPSHOT_AGE, STEPS, StepResult
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from icestream.config import Settings
+
+ARCHIVE_STEP = "archive"  # the raw archive's retention, after the events table's steps
 
 
 def _days(age: timedelta) -> str:
@@ -25,6 +35,7 @@ def _days(age: timedelta) -> str:
 def cmd_maintain(args: argparse.Namespace) -> int:
     """Run (or with ``--dry-run``, plan) the maintenance steps and print a report line per step."""
     from icestream.config import validate_identifier
+    from icestream.errors import ConfigError
     from icestream.lake import LakeTable
     from icestream.lake.routine import MaintenancePlan, parse_age, parse_steps, run_maintenance
     from icestream.spark import get_spark
@@ -32,14 +43,19 @@ def cmd_maintain(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     if args.table:
         settings = dataclasses.replace(settings, table=validate_identifier(args.table, "table"))
+    names = {name.strip() for name in args.steps.split(",") if name.strip()}
+    if not names or names - {*STEPS, ARCHIVE_STEP}:
+        raise ConfigError(f"steps {args.steps!r}: choose from {', '.join((*STEPS, ARCHIVE_STEP))} (comma-separated).")
+    table_steps = names - {ARCHIVE_STEP}
     plan = MaintenancePlan.scheduled(
         settings.stream_name,
         snapshot_age=parse_age(args.expire_older_than),
         orphan_age=parse_age(args.orphans_older_than),
         retain_last=args.retain_last,
-        steps=parse_steps(args.steps),
+        steps=parse_steps(",".join(table_steps)) if table_steps else (),
     )
-    table = LakeTable(get_spark(settings, app_name="icestream-maintain"), settings.table_name, dry_run=args.dry_run)
+    spark = get_spark(settings, app_name="icestream-maintain")
+    table = LakeTable(spark, settings.table_name, dry_run=args.dry_run)
     print(
         f"{'dry run: ' if args.dry_run else ''}maintaining {table.name}: compact hours before "
         f"{plan.compact_before:%Y-%m-%d %H:%M} UTC, expire snapshots before {plan.expire_before:%Y-%m-%d %H:%M} "
@@ -55,8 +71,27 @@ def cmd_maintain(args: argparse.Namespace) -> int:
         if result.error:
             print(f"error: {result.step}: {result.error}", file=sys.stderr, flush=True)
 
-    results = run_maintenance(table, plan, on_step=report)
-    return 0 if all(result.ok for result in results) else 1
+    results = run_maintenance(table, plan, on_step=report) if plan.steps else []
+    ok = all(result.ok for result in results)
+    if ARCHIVE_STEP in names:
+        ok = _expire_archive(spark, settings, args) and ok
+    return 0 if ok else 1
+
+
+def _expire_archive(spark: SparkSession, settings: Settings, args: argparse.Namespace) -> bool:
+    """The ``archive`` step: the raw archive's days past retention; False if it failed."""
+    from icestream.ingest.archive import expire_archive
+
+    retention = settings.archive_retention_days if args.archive_retention_days is None else args.archive_retention_days
+    try:
+        expiry = expire_archive(spark, settings, retention_days=retention, dry_run=args.dry_run)
+    except Exception as error:  # noqa: BLE001 - reported like the other steps' failures
+        reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        print(f"{ARCHIVE_STEP:<10} FAILED: {reason}", flush=True)
+        print(f"error: {ARCHIVE_STEP}: {reason}", file=sys.stderr, flush=True)
+        return False
+    print(expiry.line(), flush=True)
+    return True
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -67,8 +102,13 @@ def register(commands: argparse._SubParsersAction) -> None:
     maintain.add_argument("--dry-run", action="store_true", help="print the SQL each step would run; change nothing")
     maintain.add_argument("--table", help="events table to maintain (default: the table setting)")
     maintain.add_argument(
-        "--steps", default=",".join(STEPS), help=f"comma-separated subset of {','.join(STEPS)} (default: all)"
-    )
+        "--steps", default=",".join((*STEPS, ARCHIVE_STEP)),
+        help=f"comma-separated subset of {','.join((*STEPS, ARCHIVE_STEP))} (default: all)",
+    )  # fmt: skip
+    maintain.add_argument(
+        "--archive-retention-days", type=int, metavar="DAYS",
+        help="days of arrival the raw archive keeps (default: the archive_retention_days setting, 30)",
+    )  # fmt: skip
     maintain.add_argument(
         "--expire-older-than", default=_days(DEFAULT_SNAPSHOT_AGE), metavar="AGE",
         help="snapshots older than this may expire, e.g. 5d, 12h (default 5d, Iceberg's)",

@@ -31,7 +31,18 @@ class ArchiveExpiry:
     table: str
     cutoff: datetime  # rows that arrived before this (a UTC midnight) were deleted
     deleted_rows: int
-    expired: Outcome | None  # the snapshot expiry; None when the table does not exist
+    expired: Outcome | None  # the snapshot expiry; None when the table does not exist or on a dry run
+    dry_run: bool = False  # deleted_rows were only counted
+
+    def line(self) -> str:
+        """One report line, as ``icestream maintain`` prints its steps'."""
+        if self.expired is None and not self.dry_run:
+            return f"{'archive':<10} no raw archive table {self.table} (ingest --archive creates it)"
+        day = f"{self.cutoff:%Y-%m-%d}"
+        if self.dry_run:
+            return f"{'archive':<10} planned (dry run): {self.deleted_rows} rows arrived before {day} would be deleted"
+        files = self.expired.counts.get("deleted_data_files_count", 0) if self.expired is not None else 0
+        return f"{'archive':<10} rows deleted {self.deleted_rows} (arrived before {day}), data files deleted {files}"
 
 
 def archive_cutoff(now: datetime, retention_days: int) -> datetime:
@@ -49,7 +60,11 @@ def archive_cutoff(now: datetime, retention_days: int) -> datetime:
 
 
 def expire_archive(
-    spark: SparkSession, settings: Settings, retention_days: int | None = None, now: datetime | None = None
+    spark: SparkSession,
+    settings: Settings,
+    retention_days: int | None = None,
+    now: datetime | None = None,
+    dry_run: bool = False,
 ) -> ArchiveExpiry:
     """Delete the raw archive's days past retention, then expire the snapshots that held them.
 
@@ -61,6 +76,7 @@ def expire_archive(
         settings: Name the table and the stream; ``archive_retention_days`` is the default retention.
         retention_days: Days of arrival to keep (default: the setting).
         now: The time the retention counts back from (default: now; tests pass one).
+        dry_run: Only count the rows past retention; delete and expire nothing.
 
     Returns:
         What was deleted and expired; nothing happens if the archive was never created.
@@ -76,6 +92,8 @@ def expire_archive(
     if not spark.catalog.tableExists(table.name):
         return ArchiveExpiry(table.name, cutoff, 0, None)
     old = spark.table(table.name).where(F.col("arrival_ts") < F.lit(cutoff)).count()
+    if dry_run:
+        return ArchiveExpiry(table.name, cutoff, old, None, dry_run=True)
     if old:
         # The cutoff is a literal built here from a validated number of days, not user text.
         spark.sql(f"DELETE FROM {table.name} WHERE arrival_ts < {timestamp_literal(cutoff)}")
