@@ -98,8 +98,8 @@ def memory_read_arrow(folder: str) -> Any:
 
     original = reader.read_arrow
 
-    def read_arrow(options: Any) -> Any:
-        task = original(options)
+    def read_arrow(options: Any, *plans: Any) -> Any:
+        task = original(options, *plans)
 
         def run(batches: Any) -> Any:
             from icestream.ingest import reader as worker_reader

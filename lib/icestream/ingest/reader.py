@@ -19,10 +19,9 @@ single Spark job to both read and learn what was read.
 from __future__ import annotations
 
 import gc
-import json
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -410,9 +409,12 @@ def _map_array(values: tuple, kind: Any) -> Any:
     )
 
 
-def read_arrow(options: ReadOptions) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """The function Spark's ``mapInArrow`` runs per partition: JSON shard plans in, rows out.
+def read_arrow(options: ReadOptions, plans: Sequence[ShardPlan]) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The function Spark's ``mapInArrow`` runs per partition of ``spark.range(len(plans))``: the
+    ids in, the rows of ``plans[id]`` out.
 
+    The plans travel in this function's closure, so a batch's read needs no DataFrame built from
+    Python data (that cost a Python RDD, its closure cleaning and a schema conversion per batch).
     Rows leave the Python worker as Arrow record batches, not pickled tuples: measured here about
     20 % less time per 10,000 rows for the hand-over to the JVM, which is a fixed share of every read.
     """
@@ -426,9 +428,9 @@ def read_arrow(options: ReadOptions) -> Callable[[Iterator[Any]], Iterator[Any]]
         gc.disable()
         try:
             for batch in batches:
-                for encoded in batch.column(0).to_pylist():
+                for index in batch.column(0).to_pylist():
                     chunk: list[tuple] = []
-                    for row in read_shard(ShardPlan(**json.loads(encoded)), options):
+                    for row in read_shard(plans[index], options):
                         chunk.append(row)
                         if len(chunk) >= ARROW_CHUNK_ROWS:
                             yield record_batch(chunk, schema, options.batch_id, options.ingest_ts)

@@ -15,13 +15,12 @@ and, during a backlog, reads the next batch ahead while this one commits (``pref
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -274,10 +273,11 @@ class ShardSource:
             ingest_ts=ingest_ts,
             **self.options.read_options,
         )
-        # One partition per shard plan, so one read task per shard.
-        encoded = self.spark.sparkContext.parallelize([(json.dumps(asdict(plan)),) for plan in plans], len(plans))
-        plan_frame = self.spark.createDataFrame(encoded, "plan string")
-        rows = plan_frame.mapInArrow(read_arrow(read_options), row_schema()).persist(StorageLevel.MEMORY_AND_DISK)
+        # One partition per shard plan (range puts exactly one id in each), so one read task per shard.
+        ids = self.spark.range(len(plans), numPartitions=len(plans))
+        rows = ids.mapInArrow(read_arrow(read_options, tuple(plans)), row_schema()).persist(
+            StorageLevel.MEMORY_AND_DISK
+        )
         try:
             collected = rows.where("kind = 'meta'").select("meta", "raw_data").collect()
         except BaseException as error:
