@@ -120,6 +120,7 @@ class Settings:
     spark_master: str = "local[*]"
     spark_ui: bool = False
     spark_log_level: str = "WARN"
+    fast_local_fs: bool = True  # a local master's file: file system sets permissions without chmod (localfs)
     jar_source: str = "auto"
     iceberg_jars: tuple[str, ...] = ()
     jar_cache_dir: str = ".cache/jars"

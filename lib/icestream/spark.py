@@ -30,6 +30,7 @@ from icestream.cluster import existing_conf, merged, with_master
 from icestream.config import Settings, load_settings
 from icestream.errors import JarError, JavaError, SparkStartError
 from icestream.jars import CLASSES_TO_LOAD, JarPlan, resolve_jars
+from icestream.localfs import local_fs_conf
 from icestream.shipping import ShipPlan, ship_plan
 
 if TYPE_CHECKING:
@@ -321,6 +322,8 @@ def get_spark(settings: Settings | None = None, app_name: str = "icestream") -> 
     theirs, running = existing_conf()  # spark-submit's, or the platform's spark-defaults.conf
     settings = with_master(settings, theirs, running)
     conf = session_conf(settings)
+    if not running:  # only a JVM this process starts can take the jar on its class path
+        conf.update(local_fs_conf(settings))
     if settings.catalog_type == "jdbc":
         ensure_jdbc_catalog(settings)  # Spark starts with jdbc.init-catalog-tables=false (see there)
     elif settings.profile == "localstack":

@@ -21,8 +21,8 @@ MAX_LINES = 450
 # Top to bottom, as in README.md; a package ("lake") covers every module inside it.
 LAYERS = (
     ("errors", "limits", "timestamps", "config", "kpl", "compression"),
-    ("schema", "aws", "jars", "catalog", "spark", "spark_daemon", "clients", "processes", "emulator", "moto_kinesis",
-     "tables", "security", "deploy", "cluster", "shipping", "standalone"),
+    ("schema", "aws", "jars", "localfs", "catalog", "spark", "spark_daemon", "clients", "processes", "emulator",
+     "moto_kinesis", "tables", "security", "deploy", "cluster", "shipping", "standalone"),
     ("lake",),
     ("synthetic", "producer"),
     ("ingest",),
