@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import pytest
@@ -11,6 +12,7 @@ from icestream.config import Settings
 from icestream.errors import IngestError
 from icestream.ingest.transform import DETAIL_COLUMN, REASON_COLUMN
 from tests.integration.test_ingest import SimulatedCrashError, drain, event_payload, put
+from tests.integration.test_ingest_kpl import send_aggregated, user_records
 
 pytestmark = pytest.mark.integration
 
@@ -89,6 +91,47 @@ def test_routed_rejects_are_written_once_across_a_crash(spark, fresh, phase: str
         row.raw_text for row in spark.table(settings.rejects_table_name).where("reason = 'blocked_user'").collect()
     ]
     assert len(set(routed)) == len(routed)
+
+
+def route_even_events(frame):
+    """Reject every event whose number (``ev-<n>``) is even."""
+    from pyspark.sql import functions as F  # noqa: N812
+
+    even = F.substring_index("event_id", "-", -1).cast("int") % 2 == 0
+    return frame.withColumn(REASON_COLUMN, F.when(even, F.lit("even")))
+
+
+def test_routed_rejects_inside_kpl_aggregates_are_written_once_across_a_crash(spark, fresh) -> None:
+    """Batches end inside aggregates; a crash after the rejects' commit leaves their position inside
+    one; the retry routes that aggregate's events again, and the ones already routed are not written twice."""
+    settings = fresh(prefix="tfkpl")
+    records = user_records(0, 120)
+    send_aggregated(settings, records, per_aggregate=7)
+    ids = {record.event_id for record in records}
+    even = {event_id for event_id in ids if int(event_id.removeprefix("ev-")) % 2 == 0}
+
+    def crash(at: str, batch_id: int) -> None:
+        if at == "between_commits" and batch_id == 1:
+            raise SimulatedCrashError(f"crash {at} in batch {batch_id}")
+
+    with pytest.raises(IngestError, match="SimulatedCrashError"):
+        drain(spark, settings, transform=route_even_events, fault_hook=crash, batch_retries=0, max_records_per_shard=25)
+    marks = spark.sql(f"SELECT summary['icestream.positions'] AS p FROM {settings.rejects_table_name}.snapshots")
+    assert any(p.count(":") == 2 for row in marks.collect() for p in json.loads(row.p).values()), (
+        "the rejects' position does not end inside an aggregate: the case is not exercised"
+    )
+    drain(spark, settings, transform=route_even_events, max_records_per_shard=25)
+
+    events, reasons = state(spark, settings)
+    assert set(events) == ids - even
+    assert max(events.values()) == 1
+    routed = Counter(
+        json.loads(row.raw_text)["event_id"]
+        for row in spark.table(settings.rejects_table_name).where("reason = 'even'").collect()
+    )
+    assert set(routed) == even
+    assert max(routed.values()) == 1
+    assert reasons == Counter({"even": len(even)})
 
 
 def test_the_cli_names_the_transform(spark, fresh, monkeypatch) -> None:

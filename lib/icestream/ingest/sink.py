@@ -261,11 +261,14 @@ class TableSink:
         """The transform's events, and the rows it routes to rejects (see ``ingest.transform``).
 
         Routed rows the rejects table already holds (a retry after a crash between the two
-        commits) are left out, by the rejects positions each shard's plan carries.
+        commits) are left out, by the rejects positions each shard's plan carries and, inside a KPL
+        aggregate, by the event ids its read task found covered.
         """
         events, routed = run_transform(self.options.transform, events, read.batch_id)  # type: ignore[arg-type]
         if routed is not None:
-            routed = routed.where(after_committed({plan.shard_id: plan.rejects_committed for plan in read.plans}))
+            committed = {plan.shard_id: plan.rejects_committed for plan in read.plans}
+            done = {stats.shard_id: stats.rejects_done_ids for stats in read.shards}
+            routed = routed.where(after_committed(committed, done))
         return events, routed
 
     def _aligned(self, events: DataFrame) -> DataFrame:

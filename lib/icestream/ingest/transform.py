@@ -19,7 +19,7 @@ From the command line, ``--transform module:function`` names it (:func:`load_tra
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from icestream.errors import ConfigError
@@ -104,12 +104,18 @@ def run_transform(
     return result.where(reason.isNull()).select(*table_columns()), rejects.select(*REJECT_COLUMNS)
 
 
-def after_committed(committed: Mapping[str, str | None]) -> Column:
-    """A predicate: the row's ``sequence_number`` is past its shard's entry in ``committed``.
+def after_committed(committed: Mapping[str, str | None], done_ids: Mapping[str, Sequence[str]]) -> Column:
+    """A predicate: the row is past its shard's entry in ``committed`` (the rejects table's marks).
 
     A batch re-read after a crash between the rejects commit and the events commit gives the
     transform the same events again; the rejects it routes up to the rejects table's committed
     position are already there and must not be written twice.
+
+    Args:
+        committed: Per shard, the rejects table's committed mark (``<sequence>`` or ``<sequence>:<sub>``).
+        done_ids: Per shard, the event ids of the user records that mark covers inside the KPL
+            aggregate it ends in (the read tasks report them: rows carry no sub-sequence number).
+            A transform that changes ``event_id`` defeats this one case: those rows would be written twice.
     """
     from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
@@ -118,14 +124,13 @@ def after_committed(committed: Mapping[str, str | None]) -> Column:
     for shard_id, mark in committed.items():
         if not mark:
             continue
-        # A mark ``<sequence>:<sub>`` ends inside a KPL aggregate. Rows do not carry the sub-sequence,
-        # so that aggregate's rows all count as not yet committed: in the one case of a batch cap
-        # inside an aggregate and a crash between the two commits, its routed rejects up to ``sub``
-        # may be written twice (never lost).
         last, _, sub = mark.partition(":")
         # Sequence numbers are decimal strings: numeric order is length, then text.
-        before = (F.length(sequence) < len(last)) | (
-            (F.length(sequence) == len(last)) & ((sequence < F.lit(last)) if sub else (sequence <= F.lit(last)))
-        )
+        same_length = F.length(sequence) == len(last)
+        before = (F.length(sequence) < len(last)) | (same_length & (sequence < F.lit(last)))
+        if not sub:
+            before |= same_length & (sequence == F.lit(last))
+        elif done_ids.get(shard_id):
+            before |= (sequence == F.lit(last)) & F.col("event_id").isin(sorted(set(done_ids[shard_id])))
         keep &= ~((F.col("shard_id") == F.lit(shard_id)) & before)
     return keep
