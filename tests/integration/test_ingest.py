@@ -222,6 +222,19 @@ def test_available_now_drains_in_several_batches_and_stops(spark, fresh) -> None
     ]
 
 
+@pytest.mark.parametrize("prefetch", [False, True])
+def test_the_default_batch_size_doubles_while_a_backlog_waits(spark, fresh, prefetch: bool) -> None:
+    """25,000 records in one shard: 10,000 then 15,000 (at most 20,000), not three batches of 10,000."""
+    settings = fresh(shards=1)
+    put(settings, [(event_payload(i, f"u{i % 9}"), f"u{i % 9}") for i in range(25_000)])
+    query = drain(spark, settings, prefetch=prefetch)
+    assert [sum(shard["read"] for shard in batch["shards"].values()) for batch in query.recent_progress] == [
+        10_000,
+        15_000,
+    ]
+    assert spark.table(settings.table_name).count() == 25_000
+
+
 def test_resharding_keeps_order_per_key_and_exactly_once(spark, fresh) -> None:
     settings = fresh(shards=2)
     client = kinesis_client(settings)

@@ -28,7 +28,9 @@ class IngestOptions:
     available_now: bool = False  # read what the stream holds now, commit, stop
     max_batches: int | None = None  # stop after this many batches
     duration_seconds: float | None = None  # stop after this long
-    max_records_per_shard: int = 10_000
+    # Per shard and batch. None (the default): 10,000 (one GetRecords answer) at the stream's tip,
+    # doubling per batch that hits it up to 40,000 while a backlog waits; a number: always that.
+    max_records_per_shard: int | None = None
     starting_position: str = DEFAULT_START_POSITION  # for shards with no committed position
     starting_timestamp: datetime | None = None  # with starting_position "at_timestamp"
     dedupe: bool = True
@@ -61,7 +63,11 @@ class IngestOptions:
             (self.trigger_seconds >= 0, "trigger_seconds", "must be 0 or more seconds"),
             (self.max_batches is None or self.max_batches >= 1, "max_batches", "must be at least 1"),
             (self.duration_seconds is None or self.duration_seconds > 0, "duration_seconds", "must be positive"),
-            (1 <= self.max_records_per_shard <= 1_000_000, "max_records_per_shard", "must be 1..1,000,000"),
+            (
+                self.max_records_per_shard is None or 1 <= self.max_records_per_shard <= 1_000_000,
+                "max_records_per_shard",
+                "must be 1..1,000,000",
+            ),
             (
                 self.starting_position in START_POSITIONS,
                 "starting_position",

@@ -31,7 +31,7 @@ from icestream.ingest import positions as pos
 from icestream.ingest.options import IngestOptions
 from icestream.ingest.progress import ReadStats
 from icestream.ingest.reader import ReadOptions, read_arrow, row_schema
-from icestream.limits import ITERATOR_LIFETIME_SECONDS
+from icestream.limits import BACKLOG_RECORDS_PER_SHARD, ITERATOR_LIFETIME_SECONDS, MAX_RECORDS_PER_GET
 from icestream.shipping import raise_if_executor_import_failed
 
 if TYPE_CHECKING:
@@ -66,6 +66,22 @@ def _sequence_at_most(column: str, last: str) -> str:
     if not last.isdigit():
         raise ValueError(f"not a sequence number: {last!r}")
     return f"(length({column}) < {len(last)} OR (length({column}) = {len(last)} AND {column} <= '{last}'))"
+
+
+def next_records_cap(fixed: int | None, previous: int, capped: bool) -> int:
+    """Records per shard for a batch, after one that read with cap ``previous`` (and hit it or not).
+
+    A fixed ``max_records_per_shard`` is kept. The default (None) starts at one GetRecords answer
+    (10,000) and doubles after each batch that hit it, up to 40,000, while a backlog waits; a
+    batch that did not hit it (the stream's tip) brings it back. Each batch costs about 1.4
+    core-seconds here whatever its size (planning, and committing two tables): fewer, larger
+    batches drain a backlog cheaper, and at the tip batches stay small and frequent.
+    """
+    if fixed is not None:
+        return fixed
+    if not capped:
+        return MAX_RECORDS_PER_GET
+    return min(2 * previous, BACKLOG_RECORDS_PER_SHARD)
 
 
 @dataclass(frozen=True)
@@ -172,6 +188,7 @@ class ShardSource:
         self._iterators: dict[str, tuple[str, str, float]] = {}  # shard -> (iterator, its position, when)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="icestream-prefetch")
         self._prefetched: Future[ReadBatch] | None = None
+        self._cap = self._first_cap()  # the next read's records per shard
 
     def _describe_stream(self) -> str:
         """The stream's creation time (epoch seconds as text): it tells one incarnation from another."""
@@ -196,6 +213,16 @@ class ShardSource:
             # LATEST is fixed once, as the query's start time, so every batch means the same place.
             return pos.at_timestamp(started_at)
         return pos.at_timestamp(self.options.starting_timestamp)  # type: ignore[arg-type]
+
+    # -- batch size ---------------------------------------------------------------------------------
+
+    def _first_cap(self) -> int:
+        fixed = self.options.max_records_per_shard
+        return fixed if fixed is not None else MAX_RECORDS_PER_GET
+
+    def cap_after(self, read: ReadBatch) -> int:
+        """Records per shard for the read after ``read`` (see :func:`next_records_cap`)."""
+        return next_records_cap(self.options.max_records_per_shard, read.max_records, read.capped)
 
     # -- planning and reading -----------------------------------------------------------------------
 
@@ -265,7 +292,7 @@ class ShardSource:
         read_options = ReadOptions(
             connection=self._connection,
             stream_name=self.settings.stream_name,
-            max_records=self.options.max_records_per_shard,
+            max_records=self._cap,
             max_event_bytes=self.options.max_event_bytes,
             dedupe=self.options.dedupe,
             archive=self.options.archive,
@@ -287,10 +314,12 @@ class ShardSource:
             raise
         shards = [ReadStats.from_json(row.meta) for row in collected]
         packed = {stats.shard_id: bytes(row.raw_data or b"") for stats, row in zip(shards, collected, strict=True)}
-        return ReadBatch(
+        read = ReadBatch(
             batch_id, listing, plans, rows, shards, packed, ingest_ts, read_options.max_records,
             read_seconds=time.monotonic() - began,
         )  # fmt: skip
+        self._cap = self.cap_after(read)
+        return read
 
     def keep_iterators(self, read: ReadBatch, positions: dict[str, str]) -> None:
         """Remember where each shard's iterator continues, for the next batch."""
@@ -306,7 +335,7 @@ class ShardSource:
     def prefetch(self, done: ReadBatch, positions: dict[str, str], committed: TablePositions) -> None:
         """Start the next batch's read while this batch dedupes and commits, when more data waits.
 
-        Only after a batch that hit ``max_records_per_shard`` (a backlog is known to be there) and
+        Only after a batch that hit its records-per-shard cap (a backlog is known to be there) and
         in which no shard ended (that would change which shards are readable): a caught-up stream
         keeps the processing-time trigger exactly. Nothing is committed by a prefetch; if this batch
         fails, the prefetched read is thrown away and the next batch plans from the tables.
@@ -346,9 +375,10 @@ class ShardSource:
                 future.result().unpersist()
 
     def reset(self) -> None:
-        """Forget iterators and any read ahead: after a failure only what the tables say counts."""
+        """Forget iterators, any read ahead and a grown batch size: after a failure only the tables count."""
         self._iterators.clear()
         self._discard_prefetched()
+        self._cap = self._first_cap()
 
     def close(self) -> None:
         """Drop any read ahead and end the prefetch thread."""
