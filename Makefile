@@ -79,8 +79,8 @@ format: venv  ## apply ruff's fixes and formatting
 test: setup lint  ## set up, then lint and the whole test suite
 	@$(BIN)/pytest $(PYTEST_ARGS)
 
-reliability: setup  ## the full reliability campaigns
-	@ICESTREAM_RELIABILITY=full $(BIN)/pytest -m reliability $(PYTEST_ARGS)
+reliability: setup  ## the full reliability campaigns, and the cluster tests including notebooks 03-06 there
+	@ICESTREAM_RELIABILITY=full $(BIN)/pytest -m "reliability or cluster" $(PYTEST_ARGS)
 
 bench: setup  ## the benchmark suite (about 15 minutes); BENCH_ARGS=--full for the larger sizes
 	@$(BIN)/python bench/run_all.py $(BENCH_ARGS)

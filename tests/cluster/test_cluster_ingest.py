@@ -13,6 +13,8 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from icestream.jars import resolve_jars
 from icestream.shipping import ENV_ALIAS, ShipPlan, submit_arguments
 from icestream.standalone import StandaloneCluster, spark_home
@@ -20,6 +22,7 @@ from icestream.synthetic.generator import backfill_config
 from tests.cluster.conftest import DRIVER_TIMEOUT, run_driver
 from tests.conftest import generated_table
 from tests.reliability.faultproxy import FaultProxy
+from tests.reliability.figures import FULL
 from tests.reliability.ingest_runner import running
 from tests.reliability.workload import Workload, verify
 
@@ -160,6 +163,9 @@ def test_a_worker_killed_while_a_batch_reads_loses_and_duplicates_nothing(
     assert verdict.events == 1_200
 
 
+@pytest.mark.skipif(
+    not FULL, reason="5 minutes of drivers on the cluster: `make reliability` runs it (ICESTREAM_RELIABILITY=full)"
+)
 def test_query_notebooks_run_with_their_drivers_on_the_cluster(
     spark, driver_env, spark_cluster: StandaloneCluster, tmp_path: Path
 ) -> None:
