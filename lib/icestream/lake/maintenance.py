@@ -22,8 +22,10 @@ from typing import TYPE_CHECKING
 
 from icestream.config import validate_identifier
 from icestream.errors import ConfigError
-from icestream.lake.statement import Outcome, timestamp_literal
+from icestream.lake.statement import Outcome, Statement, timestamp_literal
 from icestream.lake.summary import POSITIONS_KEY, STREAM_KEY
+
+_TIME_TRANSFORM = re.compile(r"(?:hours|days|months|years)\((\w+)\)")  # a time partition field
 
 if TYPE_CHECKING:
     from icestream.lake.table import LakeTable
@@ -94,6 +96,7 @@ class Maintenance:
         sort_order: str | None = None,
         options: Mapping[str, str | int] | None = None,
         before: datetime | None = None,
+        time_column: str = "event_ts",
     ) -> Outcome:
         """Compact data files (``rewrite_data_files``).
 
@@ -101,8 +104,9 @@ class Maintenance:
             strategy: ``binpack`` (merge small files) or ``sort`` (merge and sort by ``sort_order``).
             sort_order: For ``sort``, e.g. ``event_type ASC, event_ts ASC``.
             options: Procedure options, e.g. ``{"min-input-files": 2}``.
-            before: Only rewrite rows with ``event_ts`` before this (closed hours, not the one being
-                written).
+            before: Only rewrite rows with ``time_column`` before this (closed hours, not the one
+                being written).
+            time_column: The column ``before`` applies to (see :meth:`time_partition_column`).
 
         Returns:
             The outcome; its counts: ``rewritten_data_files_count``, ``added_data_files_count``,
@@ -122,8 +126,22 @@ class Maintenance:
             arguments["options"] = options_literal(options)
         if before is not None:
             # The predicate is a string argument parsed by Spark; double quotes delimit it.
-            arguments["where"] = f'"event_ts < {timestamp_literal(before)}"'
+            column = validate_identifier(time_column, "time column")
+            arguments["where"] = f'"{column} < {timestamp_literal(before)}"'
         return self._table.apply(self._table.procedure("rewrite_data_files", **arguments))
+
+    def time_partition_column(self) -> str | None:
+        """The column the table is partitioned by in time, or None.
+
+        ``hours(event_ts)`` for the events table, ``days(ingest_ts)`` for its rejects,
+        ``days(arrival_ts)`` for the raw archive: what "closed hours" means for each.
+        """
+        described = self._table.run(Statement(f"DESCRIBE TABLE {self._table.name}")).collect()
+        for row in described:
+            found = _TIME_TRANSFORM.fullmatch((row.data_type or "").strip())
+            if row.col_name.startswith("Part ") and found:
+                return found.group(1)
+        return None
 
     def rewrite_manifests(self) -> Outcome:
         """Regroup manifests by partition (``rewrite_manifests``).

@@ -184,7 +184,13 @@ def results_frame(results: list[StepResult]) -> pd.DataFrame:
 
 
 def _compact(table: LakeTable, plan: MaintenancePlan) -> tuple[Outcome, dict[str, int]]:
-    outcome = table.maintenance.rewrite_data_files(options=plan.rewrite_options, before=plan.compact_before)
+    # "Closed hours" in the table's own time column (the rejects table has no event_ts); a table
+    # not partitioned by time is compacted whole.
+    column = table.maintenance.time_partition_column()
+    before = plan.compact_before if column is not None else None
+    outcome = table.maintenance.rewrite_data_files(
+        options=plan.rewrite_options, before=before, time_column=column or "event_ts"
+    )
     counts = outcome.counts
     return outcome, {
         "files rewritten": counts.get("rewritten_data_files_count", 0),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -120,3 +120,25 @@ def test_the_command_runs_and_says_which_step_failed(written, capsys) -> None:
     error = capsys.readouterr().err.strip()
     assert error.startswith("error: manifests: ")
     assert "\n" not in error
+
+
+def test_the_rejects_table_is_compacted_by_its_own_time_column(spark, fresh, capsys) -> None:
+    """Rejects are partitioned by ``days(ingest_ts)`` and have no event_ts: closed days compact, today stays."""
+    settings = fresh(shards=1, prefix="mtrej")
+    name = settings.rejects_table_name
+    table = LakeTable(spark, name)
+    now = datetime.now(UTC)
+    for day in (now - timedelta(days=2), now - timedelta(days=2), now, now):
+        row = (b"x", "x", "invalid_json", "detail", 1, "shardId-000000000000", "1", "k", day, day)
+        spark.createDataFrame([row], spark.table(name).schema).writeTo(name).append()
+    before = _files_per_hour(table)
+    assert sorted(before.values()) == [2, 2]
+
+    assert main(["maintain", "--table", f"{settings.table}_rejects", "--steps", "compact"]) == 0
+    printed = capsys.readouterr().out
+    assert "files rewritten 2" in printed, printed
+    after = _files_per_hour(table)
+    assert sorted(after.values()) == [1, 2]  # the closed day is one file; today is left alone
+    assert spark.table(name).count() == 4
+    assert table.maintenance.time_partition_column() == "ingest_ts"
+    assert LakeTable(spark, settings.table_name).maintenance.time_partition_column() == "event_ts"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 
 import pytest
 
@@ -47,8 +48,19 @@ def test_the_scheduled_plan_compacts_closed_hours_and_keeps_iceberg_ages() -> No
         MaintenancePlan.scheduled("user-events", now=NOW, orphan_age=timedelta(hours=23))
 
 
+class DescribeOnly:
+    """A session that answers only ``DESCRIBE TABLE`` (of a table partitioned by ``hours(event_ts)``)."""
+
+    def sql(self, text: str, args: object = None) -> SimpleNamespace:
+        assert text.startswith("DESCRIBE TABLE "), text
+        rows = [SimpleNamespace(col_name="event_ts", data_type="timestamp"), SimpleNamespace(col_name="# Partitioning",
+                data_type=""), SimpleNamespace(col_name="Part 0", data_type="hours(event_ts)")]  # fmt: skip
+        return SimpleNamespace(collect=lambda: rows)
+
+
 def test_a_dry_run_plans_the_four_calls_and_runs_nothing() -> None:
-    table = LakeTable(None, "lake.ns.t", dry_run=True)  # type: ignore[arg-type] - no session: nothing may run
+    # A dry run reads (the table's time column) but runs nothing that changes it.
+    table = LakeTable(DescribeOnly(), "lake.ns.t", dry_run=True)  # type: ignore[arg-type]
     plan = MaintenancePlan.scheduled(None, now=datetime.now(UTC))
     lines: list[str] = []
     results = run_maintenance(table, plan, on_step=lambda result: lines.append(result.line()))
