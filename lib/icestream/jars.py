@@ -171,7 +171,8 @@ def find_jarjar() -> Path:
     )
 
 
-def _pyspark_jar_folder() -> Path:
+def pyspark_jar_folder() -> Path:
+    """pyspark's ``jars`` folder (Spark's own jars: Jackson, Hadoop, Janino, py4j)."""
     spec = importlib.util.find_spec("pyspark")
     if spec is None or not spec.submodule_search_locations:
         raise JarError("pyspark is not installed. Run `make run` or `pip install -e .`.")
@@ -185,7 +186,7 @@ def _merge_jackson(target: Path) -> None:
     relocated copy must not claim the original module name. META-INF/services is left out too, so
     the merged jar never registers providers under the original, unshaded names.
     """
-    folder = _pyspark_jar_folder()
+    folder = pyspark_jar_folder()
     seen: set[str] = set()
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as merged:
         for name in JACKSON_JARS:

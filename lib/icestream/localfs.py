@@ -30,6 +30,7 @@ import zipfile
 from pathlib import Path
 
 from icestream.config import Settings
+from icestream.jars import pyspark_jar_folder
 
 LOG = logging.getLogger(__name__)
 
@@ -49,15 +50,9 @@ def jar_name() -> str:
     digest = hashlib.sha256()
     for path in sources():
         digest.update(path.relative_to(SOURCE_FOLDER).as_posix().encode() + b"\0" + path.read_bytes())
-    for jar in sorted(Path(name).name for name in glob.glob(str(_pyspark_jars() / "*.jar"))):
+    for jar in sorted(Path(name).name for name in glob.glob(str(pyspark_jar_folder() / "*.jar"))):
         digest.update(jar.encode() + b"\0")
     return f"icestream-localfs-{digest.hexdigest()[:12]}.jar"
-
-
-def _pyspark_jars() -> Path:
-    import pyspark
-
-    return Path(pyspark.__file__).resolve().parent / "jars"
 
 
 def build_jar(target: Path) -> Path:
@@ -68,7 +63,7 @@ def build_jar(target: Path) -> Path:
     """
     from py4j.java_gateway import GatewayParameters, JavaGateway, launch_gateway
 
-    jars = _pyspark_jars()
+    jars = pyspark_jar_folder()
     needed = {name: glob.glob(str(jars / f"{name}-*.jar")) for name in ("py4j", "janino", "commons-compiler")}
     missing = [name for name, found in needed.items() if not found]
     if missing:
