@@ -35,7 +35,7 @@ import numpy as np
 
 from icestream.lake.inspect import ancestry
 from icestream.lake.summary import QUERY_KEY
-from icestream.timestamps import from_micros, to_micros
+from icestream.timestamps import from_micros
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -53,26 +53,39 @@ def digest(event_id: str) -> bytes:
 
 @dataclass
 class Packer:
-    """Collects a read task's new events: digest, event time and arrival, in emission order."""
+    """Collects a read task's new events: digest, event time and arrival, in emission order.
 
-    digests: bytearray = field(default_factory=bytearray)
-    times: list[int] = field(default_factory=list)
-    arrivals: list[int] = field(default_factory=list)
+    ``add`` only keeps the values (it runs once per event in the read task's hot loop); ``pack``
+    turns them into digests and epoch microseconds once per task, the times column by column.
+    """
+
+    ids: list[str] = field(default_factory=list)
+    times: list[datetime] = field(default_factory=list)
+    arrivals: list[datetime | None] = field(default_factory=list)
 
     def add(self, event_id: str, event_ts: datetime, arrival: datetime | None) -> int:
         """Add one event; returns its ordinal (its position among the task's new events)."""
-        self.digests += digest(event_id)
-        self.times.append(to_micros(event_ts))
-        self.arrivals.append(to_micros(arrival) if arrival is not None else 0)
-        return len(self.times) - 1
+        self.ids.append(event_id)
+        self.times.append(event_ts)
+        self.arrivals.append(arrival)
+        return len(self.ids) - 1
 
     def pack(self) -> bytes:
-        """``digests | event times | arrivals``, little-endian int64: 32 bytes per event."""
-        return (
-            bytes(self.digests)
-            + np.asarray(self.times, dtype="<i8").tobytes()
-            + np.asarray(self.arrivals, dtype="<i8").tobytes()
-        )
+        """``digests | event times | arrivals``, little-endian int64: 32 bytes per event (no arrival: 0)."""
+        return b"".join(map(digest, self.ids)) + _micros(self.times) + _micros(self.arrivals)
+
+
+def _micros(moments: list[datetime | None]) -> bytes:
+    """Epoch microseconds of ``moments`` as little-endian int64 (None: 0), exactly as ``to_micros``.
+
+    Arrow converts the whole list at once: an aware datetime by its UTC offset, a naive one as UTC.
+    """
+    import pyarrow as pa
+
+    if not moments:
+        return b""
+    stamps = pa.array(moments, type=pa.timestamp("us", tz="UTC")).cast(pa.int64()).fill_null(0)
+    return stamps.to_numpy(zero_copy_only=False).astype("<i8").tobytes()
 
 
 @dataclass(frozen=True)

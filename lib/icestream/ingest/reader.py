@@ -168,6 +168,7 @@ class _ShardReader:
         # An iterator handed over from the previous batch continues exactly after its last record
         # (and is valid for 5 minutes): it saves a GetShardIterator call per shard and batch.
         iterator = self.plan.iterator or self._new_iterator()
+        stats = self.stats
         started = time.monotonic()
         parse_time = 0.0
         while self.stats.read < self.options.max_records and self.stats.calls < self.options.max_calls:
@@ -192,15 +193,25 @@ class _ShardReader:
             records = answer.get("Records", [])
             began_parse = time.monotonic()
             cut = False
+            taken = len(records)
             for index, record in enumerate(records):
-                yield from self._record(record)
+                data = record["Data"]
+                if self.options.archive or (data and data[0] in SPECIAL_FIRST_BYTES and needs_decoding(data)):
+                    yield from self._record(record)
+                else:  # the common case, a plain payload: one user record, no expansion's objects
+                    stats.read += 1
+                    sequence = stats.last_sequence = record["SequenceNumber"]
+                    row = self._user_record(sequence, None, record.get("PartitionKey"),
+                                            record.get("ApproximateArrivalTimestamp"), data, data, None)  # fmt: skip
+                    if row is not None:
+                        yield row
                 # At the cap with user records left (in this aggregate or this answer): stop here;
                 # the answer's iterator continues after its last record, so it is not handed over.
-                if self.stats.read >= self.options.max_records and (
-                    self.stats.last_sub is not None or index + 1 < len(records)
-                ):
+                if stats.read >= self.options.max_records and (stats.last_sub is not None or index + 1 < len(records)):
                     cut = True
+                    taken = index + 1
                     break
+            _note_arrivals(stats, records[:taken])
             parse_time += time.monotonic() - began_parse
             self.stats.millis_behind = answer.get("MillisBehindLatest")
             if cut:
@@ -224,10 +235,6 @@ class _ShardReader:
         sequence = record["SequenceNumber"]
         stats.last_sequence = sequence
         arrival = record.get("ApproximateArrivalTimestamp")
-        if arrival is not None:
-            stamp = arrival.timestamp()
-            stats.first_arrival = stamp if stats.first_arrival is None else min(stats.first_arrival, stamp)
-            stats.last_arrival = stamp if stats.last_arrival is None else max(stats.last_arrival, stamp)
         data = record["Data"]
         partition_key = record.get("PartitionKey")
         # The raw archive: the Kinesis record as received (an aggregate once, not per user record),
@@ -302,6 +309,17 @@ class _ShardReader:
         )  # fmt: skip
 
 
+def _note_arrivals(stats: ReadStats, records: list[dict[str, Any]]) -> None:
+    """Widen the task's arrival range by the records of one answer that it took."""
+    arrivals = [record["ApproximateArrivalTimestamp"] for record in records if "ApproximateArrivalTimestamp" in record]
+    arrivals = [moment for moment in arrivals if moment is not None]
+    if not arrivals:
+        return
+    first, last = min(arrivals).timestamp(), max(arrivals).timestamp()
+    stats.first_arrival = first if stats.first_arrival is None else min(stats.first_arrival, first)
+    stats.last_arrival = last if stats.last_arrival is None else max(stats.last_arrival, last)
+
+
 def _meta_row(stats: ReadStats, digests: bytes | None) -> tuple:
     """The last row of a task: its stats as JSON in ``meta``, its new events' digests in ``raw_data``."""
     values = dict.fromkeys(ROW_FIELDS)
@@ -360,58 +378,21 @@ def arrow_schema() -> Any:
 def record_batch(rows: list[tuple], schema: Any, batch_id: int | None = None, ingest_ts: datetime | None = None) -> Any:
     """Turn row tuples (``ROW_FIELDS`` order) and the batch's constants into one Arrow record batch.
 
-    Column by column, and the nested columns from their children (``device_info`` from one string
-    array per field, ``properties`` from flat key and value arrays): faster than
-    letting Arrow convert a dict per row (bench: 10 ms instead of 15 ms per 10,000 rows).
+    Column by column, each from its Python values in one conversion: ``device_info`` from its
+    field tuples, ``properties`` from dicts (None is a null struct or map). A column no row fills
+    (a chunk of events has no reject columns) is an all-null array without looking at its values.
     """
     import pyarrow as pa
 
+    count = len(rows)
     columns = list(zip(*rows, strict=True)) if rows else [() for _ in ROW_FIELDS]
     arrays = []
     for name, values in zip(ROW_FIELDS, columns, strict=True):
         kind = schema.field(name).type
-        if name == "device_info":
-            arrays.append(_struct_array(values, kind))
-        elif name == "properties":
-            arrays.append(_map_array(values, kind))
-        else:
-            arrays.append(pa.array(values, type=kind))
+        arrays.append(pa.nulls(count, kind) if values.count(None) == count else pa.array(values, type=kind))
     for name, value in zip(BATCH_FIELDS, (batch_id, ingest_ts), strict=True):
-        arrays.append(pa.repeat(pa.scalar(value, type=schema.field(name).type), len(rows)))
+        arrays.append(pa.repeat(pa.scalar(value, type=schema.field(name).type), count))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
-
-
-def _struct_array(values: tuple, kind: Any) -> Any:
-    """A struct column from tuples in field order (None for a null struct)."""
-    import pyarrow as pa
-
-    children = [
-        pa.array([None if value is None else value[index] for value in values], type=kind.field(index).type)
-        for index in range(kind.num_fields)
-    ]
-    mask = pa.array([value is None for value in values], type=pa.bool_())
-    return pa.StructArray.from_arrays(children, fields=list(kind), mask=mask)
-
-
-def _map_array(values: tuple, kind: Any) -> Any:
-    """A map column from dicts (None for a null map)."""
-    import pyarrow as pa
-
-    offsets, keys, items, total = [0], [], [], 0
-    for value in values:
-        if value:
-            keys.extend(value.keys())
-            items.extend(value.values())
-            total += len(value)
-        offsets.append(total)
-    mask = pa.array([value is None for value in values], type=pa.bool_())
-    return pa.MapArray.from_arrays(
-        pa.array(offsets, type=pa.int32()),
-        pa.array(keys, type=kind.key_type),
-        pa.array(items, type=kind.item_type),
-        type=kind,
-        mask=mask,
-    )
 
 
 def read_arrow(options: ReadOptions, plans: Sequence[ShardPlan]) -> Callable[[Iterator[Any]], Iterator[Any]]:

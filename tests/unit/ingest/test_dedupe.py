@@ -53,6 +53,29 @@ def test_pack_and_unpack_round_trip_with_ordinals_per_shard() -> None:
     assert batch.keys(np.array([0, 2])) == {"shardId-0:0", "shardId-1:1"}
 
 
+def test_packed_times_are_the_exact_micros_of_every_kind_of_datetime() -> None:
+    from datetime import timezone
+
+    moments = [
+        T0,
+        datetime(2026, 11, 21, 7, 30, 0, 123456, tzinfo=timezone(timedelta(hours=1, minutes=30))),
+        datetime(2026, 11, 21, 6, 0, 0, 1),  # naive: taken as UTC
+        datetime(1, 1, 1, tzinfo=UTC),
+        datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+    ]
+    packer = dedupe.Packer()
+    for number, moment in enumerate(moments):
+        packer.add(f"e{number}", moment, None if number == 1 else moment)
+    batch = dedupe.Batch.unpack({"shardId-0": packer.pack()})
+    assert batch.times.tolist() == [to_micros(moment) for moment in moments]
+    assert batch.arrivals.tolist() == [0 if number == 1 else to_micros(m) for number, m in enumerate(moments)]
+    assert batch.hi.tolist() == [int.from_bytes(dedupe.digest(f"e{n}")[:8], "little", signed=True) for n in range(5)]
+
+
+def test_an_empty_packer_packs_to_nothing() -> None:
+    assert dedupe.Packer().pack() == b""
+
+
 def test_a_torn_blob_is_refused() -> None:
     with pytest.raises(ValueError, match="multiple of 32"):
         dedupe.Batch.unpack({"shardId-0": packed(("a", 0, 0))[:-1]})

@@ -245,3 +245,28 @@ def test_rows_become_arrow_batches_with_spark_types() -> None:
     assert batch.column("kind").to_pylist() == ["event", "reject", "event", "meta"]
     assert batch.column("raw_data").to_pylist()[1] == b"\xff"
     assert batch.column("event_ts").to_pylist()[0] == datetime(2026, 11, 21, 5, 0, tzinfo=UTC)
+
+
+def test_null_and_empty_nested_values_keep_their_meaning_in_arrow() -> None:
+    from icestream.ingest.reader import arrow_schema, record_batch
+
+    device = {"device_type": "tv", "os": None, "app_version": "1"}
+    fake = FakeKinesis([
+        json.dumps({**json.loads(payload(0)), "properties": {"a": "1", "b": None}, "device_info": device}).encode(),
+        json.dumps({**json.loads(payload(1)), "properties": {}}).encode(),
+    ])  # fmt: skip
+    rows = list(read_shard(ShardPlan("shardId-0", TRIM_HORIZON, False, None, None), options(), fake, lambda _: None))
+    batch = record_batch(rows, arrow_schema(), batch_id=7)
+    assert batch.column("device_info").to_pylist() == [device, None, None]
+    assert batch.column("properties").to_pylist() == [[("a", "1")], [], None]
+    assert batch.column("reason").null_count == 3, "a column no row fills is all null"
+    assert batch.column("batch_id").to_pylist() == [7, 7, 7]
+
+
+def test_the_arrival_range_covers_only_the_records_taken_before_the_cap() -> None:
+    fake = FakeKinesis([payload(i) for i in range(8)])
+    _, stats, _ = run(fake, max_records=3, min_call_interval=0.0)
+    assert (stats["first_arrival"], stats["last_arrival"]) == (
+        datetime(2026, 11, 21, 5, 0, 0, tzinfo=UTC).timestamp(),
+        datetime(2026, 11, 21, 5, 0, 2, tzinfo=UTC).timestamp(),
+    )
