@@ -223,16 +223,41 @@ def test_available_now_drains_in_several_batches_and_stops(spark, fresh) -> None
 
 
 @pytest.mark.parametrize("prefetch", [False, True])
-def test_the_default_batch_size_doubles_while_a_backlog_waits(spark, fresh, prefetch: bool) -> None:
-    """25,000 records in one shard: 10,000 then 15,000 (at most 20,000), not three batches of 10,000."""
+def test_the_default_batch_takes_a_backlog_of_ten_getrecords_answers_at_once(spark, fresh, prefetch: bool) -> None:
+    """25,000 records waiting in one shard: one batch (three GetRecords calls), not a batch per answer."""
     settings = fresh(shards=1)
     put(settings, [(event_payload(i, f"u{i % 9}"), f"u{i % 9}") for i in range(25_000)])
     query = drain(spark, settings, prefetch=prefetch)
-    assert [sum(shard["read"] for shard in batch["shards"].values()) for batch in query.recent_progress] == [
-        10_000,
-        15_000,
-    ]
+    batches = [batch["shards"] for batch in query.recent_progress]
+    assert [sum(shard["read"] for shard in shards.values()) for shards in batches] == [25_000]
+    assert [sum(shard["calls"] for shard in shards.values()) for shards in batches] == [3]
     assert spark.table(settings.table_name).count() == 25_000
+
+
+def kept_blocks(spark) -> set[int]:
+    """Ids of the RDDs with blocks in Spark's block store now."""
+    return {info.id() for info in spark.sparkContext._jsc.sc().getRDDStorageInfo() if info.numCachedPartitions()}
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_a_batch_frees_the_rows_it_kept_whether_it_commits_or_fails(spark, fresh, fails: bool) -> None:
+    """The read's rows live in the block store (localCheckpoint), which ``unpersist`` does not reach."""
+    settings = fresh(shards=2)
+    put(settings, [(event_payload(i, f"u{i % 5}"), f"u{i % 5}") for i in range(300)])
+    before = kept_blocks(spark)
+
+    def crash(phase: str, batch_id: int) -> None:
+        if fails and phase == "between_commits":
+            raise RuntimeError("simulated crash")
+
+    query = start_ingest(spark, settings, available_now=True, trigger_seconds=0, batch_retries=0, fault_hook=crash)
+    if fails:
+        with pytest.raises(IngestError, match="simulated crash"):
+            query.await_termination(timeout=300)
+    else:
+        assert query.await_termination(timeout=300)
+        assert spark.table(settings.table_name).count() == 300
+    assert kept_blocks(spark) <= before, "a batch's rows stayed in the block store"
 
 
 def test_resharding_keeps_order_per_key_and_exactly_once(spark, fresh) -> None:

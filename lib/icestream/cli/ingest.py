@@ -100,7 +100,7 @@ def add_ingest_options(ingest: argparse.ArgumentParser) -> None:
     ingest.add_argument("--starting-timestamp", help="ISO-8601 time, with --starting-position at_timestamp")
     ingest.add_argument(
         "--max-records-per-shard", type=int, default=None,
-        help="per batch (default: 10000 at the stream's tip, doubling per full batch to 40000 during a backlog)",
+        help="per batch (default: 100000, ten GetRecords answers; at the stream's tip a batch takes what is there)",
     )  # fmt: skip
     ingest.add_argument("--no-dedupe", action="store_true", help="keep duplicate event ids")
     ingest.add_argument("--quiet", action="store_true", help="no line per batch")

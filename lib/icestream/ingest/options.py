@@ -28,8 +28,7 @@ class IngestOptions:
     available_now: bool = False  # read what the stream holds now, commit, stop
     max_batches: int | None = None  # stop after this many batches
     duration_seconds: float | None = None  # stop after this long
-    # Per shard and batch. None (the default): 10,000 (one GetRecords answer) at the stream's tip,
-    # doubling per batch that hits it up to 40,000 while a backlog waits; a number: always that.
+    # Per shard and batch. None (the default): 100,000, ten GetRecords answers (limits.DEFAULT_RECORDS_PER_SHARD).
     max_records_per_shard: int | None = None
     starting_position: str = DEFAULT_START_POSITION  # for shards with no committed position
     starting_timestamp: datetime | None = None  # with starting_position "at_timestamp"

@@ -4,7 +4,7 @@ Designed like Spark's Kafka source and Iceberg's Flink / Kafka Connect sinks, an
 Spark splits a ``StreamingQuery`` handle from its engine. Each batch:
 
 1. **plan** and **read** (:mod:`~icestream.ingest.source`): list the shards, pick the ones to read
-   now and from where, and read them in one Spark job (one task per shard), rows cached;
+   now and from where, and read them in one Spark job (one task per shard), rows kept;
 2. **dedupe**, **write** and **commit** (:mod:`~icestream.ingest.sink`): the rejects, then the
    events, each commit carrying the new per-shard positions in its snapshot summary;
 3. **report** (:mod:`~icestream.ingest.progress`): one typed :class:`BatchProgress`, kept in

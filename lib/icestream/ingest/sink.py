@@ -147,7 +147,7 @@ class TableSink:
         """Dedupe, align and commit one batch: rejects first, then events, each with its positions.
 
         Args:
-            read: The batch's cached rows and per-shard stats.
+            read: The batch's kept rows and per-shard stats.
             new_positions: Where every shard stands once this batch is committed.
             progress: Filled in: counts, snapshots, dedupe and write durations.
             fault: Called with ``("after_archive" | "between_commits" | "after_commit", batch_id)``.
@@ -181,7 +181,7 @@ class TableSink:
         reject_rows = read.kept("reject").select(*REJECT_COLUMNS)
         routed_count = 0
         if routed is not None:
-            routed_count = routed.count()  # runs the transform once more; it is over cached rows
+            routed_count = routed.count()  # runs the transform once more; it is over kept rows
             reject_rows = reject_rows.unionByName(routed) if routed_count else reject_rows
         rejects = self._append(self.rejects, reject_rows, new_rejects + routed_count, new_positions, read.batch_id)
         progress.durations.write_rejects = time.monotonic() - mark
@@ -219,7 +219,7 @@ class TableSink:
             f"snapshot-property.{BATCH_KEY}": str(batch_id),
             f"snapshot-property.{QUERY_KEY}": self.query_id,
             f"snapshot-property.{CREATED_KEY}": self.stream_created,
-            # No shuffle before the write: the cached rows go straight to the writers, one task per
+            # No shuffle before the write: the kept rows go straight to the writers, one task per
             # WRITE_ROWS_PER_TASK rows, and fanout writers give one file per partition a task
             # touches (a batch's events are a few hours at most; its rejects one day).
             "distribution-mode": "none",

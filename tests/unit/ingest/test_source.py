@@ -9,7 +9,7 @@ import pytest
 from icestream.errors import IngestError
 from icestream.ingest.positions import TRIM_HORIZON, ShardPlan, after
 from icestream.ingest.progress import ReadStats
-from icestream.ingest.source import ReadBatch, next_records_cap
+from icestream.ingest.source import ReadBatch
 
 pytestmark = pytest.mark.unit
 
@@ -45,8 +45,8 @@ def test_positions_advance_past_what_was_read() -> None:
 def test_kept_rows_are_those_the_first_read_reported() -> None:
     read = read_of(ReadStats("shardId-000000000000", read=2, last_sequence="1001"), ReadStats("shardId-000000000001"))
     assert read.kept("event") == (
-        "kind = 'event' AND ((shard_id = 'shardId-000000000000' AND (length(sequence_number) < 4 OR "
-        "(length(sequence_number) = 4 AND sequence_number <= '1001'))))"
+        "kind = 'event' AND ((shard_id = 'shardId-000000000000' AND (octet_length(sequence_number) < 4 OR "
+        "(octet_length(sequence_number) = 4 AND sequence_number <= '1001'))))"
     )
     assert read_of(ReadStats("shardId-000000000001")).kept("reject") == "kind = 'reject' AND (false)"
 
@@ -62,17 +62,3 @@ def test_a_read_that_ended_inside_an_aggregate_advances_to_its_sub_sequence_numb
     assert read.capped
     # The rows kept are by sequence number: the read yielded no user record past 41 of 1002.
     assert "sequence_number <= '1002'" in read.kept("event")
-
-
-def test_the_default_batch_size_grows_during_a_backlog_and_resets_at_the_tip() -> None:
-    sizes, cap = [], next_records_cap(None, 0, capped=False)
-    for capped in (True, True, True, True, False, True):
-        sizes.append(cap)
-        cap = next_records_cap(None, cap, capped)
-    assert sizes == [10_000, 20_000, 40_000, 40_000, 40_000, 10_000]
-    assert cap == 20_000
-
-
-@pytest.mark.parametrize("fixed", [1, 25, 10_000, 500_000])
-def test_a_fixed_batch_size_never_changes(fixed: int) -> None:
-    assert {next_records_cap(fixed, previous, capped) for previous in (1, fixed) for capped in (True, False)} == {fixed}
