@@ -311,8 +311,7 @@ class _ShardReader:
 
 def _note_arrivals(stats: ReadStats, records: list[dict[str, Any]]) -> None:
     """Widen the task's arrival range by the records of one answer that it took."""
-    arrivals = [record["ApproximateArrivalTimestamp"] for record in records if "ApproximateArrivalTimestamp" in record]
-    arrivals = [moment for moment in arrivals if moment is not None]
+    arrivals = [moment for record in records if (moment := record.get("ApproximateArrivalTimestamp")) is not None]
     if not arrivals:
         return
     first, last = min(arrivals).timestamp(), max(arrivals).timestamp()
