@@ -119,6 +119,17 @@ def spark(settings: Settings):
 
 
 @pytest.fixture
+def kept_blocks(spark) -> Callable[[], set[int]]:
+    """Ids of the RDDs with blocks in Spark's block store now (what a batch or a load keeps)."""
+
+    def now() -> set[int]:
+        infos = spark.sparkContext._jsc.sc().getRDDStorageInfo()
+        return {info.id() for info in infos if info.numCachedPartitions()}
+
+    return now
+
+
+@pytest.fixture
 def stream_settings(settings: Settings, emulator: str) -> Settings:
     """Settings naming a fresh stream (so tests sharing the emulator never see each other's records)."""
     return load_settings(stream_name=f"test-{uuid.uuid4().hex[:10]}")

@@ -234,17 +234,12 @@ def test_the_default_batch_takes_a_backlog_of_ten_getrecords_answers_at_once(spa
     assert spark.table(settings.table_name).count() == 25_000
 
 
-def kept_blocks(spark) -> set[int]:
-    """Ids of the RDDs with blocks in Spark's block store now."""
-    return {info.id() for info in spark.sparkContext._jsc.sc().getRDDStorageInfo() if info.numCachedPartitions()}
-
-
 @pytest.mark.parametrize("fails", [False, True])
-def test_a_batch_frees_the_rows_it_kept_whether_it_commits_or_fails(spark, fresh, fails: bool) -> None:
+def test_a_batch_frees_the_rows_it_kept_whether_it_commits_or_fails(spark, fresh, kept_blocks, fails: bool) -> None:
     """The read's rows live in the block store (localCheckpoint), which ``unpersist`` does not reach."""
     settings = fresh(shards=2)
     put(settings, [(event_payload(i, f"u{i % 5}"), f"u{i % 5}") for i in range(300)])
-    before = kept_blocks(spark)
+    before = kept_blocks()
 
     def crash(phase: str, batch_id: int) -> None:
         if fails and phase == "between_commits":
@@ -257,7 +252,7 @@ def test_a_batch_frees_the_rows_it_kept_whether_it_commits_or_fails(spark, fresh
     else:
         assert query.await_termination(timeout=300)
         assert spark.table(settings.table_name).count() == 300
-    assert kept_blocks(spark) <= before, "a batch's rows stayed in the block store"
+    assert kept_blocks() <= before, "a batch's rows stayed in the block store"
 
 
 def test_resharding_keeps_order_per_key_and_exactly_once(spark, fresh) -> None:

@@ -61,6 +61,26 @@ def assert_each_once(events: Counter, lines: list[bytes]) -> None:
     assert max(events.values()) == 1
 
 
+@pytest.mark.parametrize("fails", [False, True])
+def test_a_load_frees_the_rows_it_kept_whether_it_commits_or_fails(
+    spark, tables, kept_blocks, tmp_path: Path, fails: bool
+) -> None:
+    settings = tables()
+    path = write_file(tmp_path / "a.jsonl", EVENT_LINES[:50])
+    before = kept_blocks()
+
+    def crash(phase: str, _: str) -> None:
+        if fails and phase == "between_commits":
+            raise SimulatedCrashError(phase)
+
+    if fails:
+        with pytest.raises(SimulatedCrashError):
+            load_files(spark, settings, [str(path)], fault=crash)
+    else:
+        assert load_files(spark, settings, [str(path)], fault=crash).written == 50
+    assert kept_blocks() <= before, "a file's rows stayed in the block store"
+
+
 def test_a_file_loaded_twice_is_loaded_once(spark, tables, tmp_path: Path) -> None:
     settings = tables()
     first = write_file(tmp_path / "a.jsonl", EVENT_LINES[:100])

@@ -43,6 +43,7 @@ from icestream.errors import ConfigError
 from icestream.ingest import dedupe
 from icestream.ingest.parse import ParsedEvent, parse_payload
 from icestream.ingest.reader import ROW_FIELDS, arrow_schema, record_batch, row_schema
+from icestream.ingest.source import release_rows
 from icestream.ingest.transform import REJECT_COLUMNS, run_transform
 from icestream.lake.evolution import align_columns
 from icestream.lake.inspect import ancestry
@@ -241,13 +242,13 @@ class FileLoader:
 
     def load(self, source: SourceFile, result: LoadResult) -> None:
         """Read, parse, dedupe and commit one file (rejects first, then events); add to ``result``."""
-        from pyspark import StorageLevel
         from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
         ingest_ts = datetime.now(UTC)
         content = self.spark.read.format("binaryFile").load(_GLOB_CHARACTERS.sub(r"\\\1", source.path))
         task = _file_task(source, self.max_event_bytes, self.dedupe_ids, None, ingest_ts)
-        rows = content.select("content").mapInArrow(task, row_schema()).persist(StorageLevel.MEMORY_AND_DISK)
+        # Kept as rows, like a stream batch's (see source.ReadBatch.rows); the meta job reads them once.
+        rows = content.select("content").mapInArrow(task, row_schema()).localCheckpoint(eager=False)
         try:
             meta = rows.where("kind = 'meta'").select("meta", "raw_data").first()
             counts = json.loads(meta.meta)
@@ -279,7 +280,7 @@ class FileLoader:
                 self.index.reset()  # a transform may change or drop rows: only the table knows
             self.fault("after_commit", source.path)
         finally:
-            rows.unpersist()
+            release_rows(rows)
         result.loaded += 1
         result.lines += counts["lines"]
         result.deduplicated += counts["deduplicated"] + len(dropped)
