@@ -43,10 +43,11 @@ def rates_with_flags(
         middle = series["window_start"] + (series["window_end"] - series["window_start"]) / 2
         rate = series["count"] / window_minutes
         baseline = series["baseline"] / window_minutes
-        band = series["noise"] / window_minutes
         ax.plot(middle, rate, color="tab:gray", linewidth=1, label="rate")
         ax.plot(middle, baseline, color="black", linewidth=1, linestyle="--", label="baseline")
-        ax.fill_between(middle, baseline - band, baseline + band, color="black", alpha=0.08)
+        # One noise scale either side, mapped back from the stabilised scale: wider above than below.
+        low, high = series["band_low"] / window_minutes, series["band_high"] / window_minutes
+        ax.fill_between(middle, low, high, color="black", alpha=0.08)
         for anomaly in truth:
             if anomaly.event_type == event_type:
                 color = "tab:blue" if anomaly.kind == "drop" else "tab:red"
@@ -70,7 +71,7 @@ def rates_with_flags(
             labels.setdefault(label, label)
     fig.legend(handles.values(), labels.values(), loc="upper left", bbox_to_anchor=(0.01, 0.955), ncol=7, fontsize=8)
     fig.suptitle(
-        f"Event rates in {window_minutes}-minute sliding windows: baseline ± noise, flags (▲ HIGH, ▼ LOW), "
+        f"Event rates in {window_minutes}-minute sliding windows: baseline and its noise band, flags (▲ HIGH, ▼ LOW), "
         "shaded: injected anomalies",
         fontsize=11,
         x=0.01,
