@@ -45,9 +45,9 @@ from icestream.errors import ExecutorImportError, ShipError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-# What a read task imports (boto3 and orjson; yaml and numpy through icestream's modules) and what
+# What a read task imports (boto3 and msgspec; yaml and numpy through icestream's modules) and what
 # pyspark's Arrow and pandas workers import on executors.
-EXECUTOR_DISTRIBUTIONS = ("boto3", "orjson", "PyYAML", "numpy", "pyarrow", "pandas", "py4j")
+EXECUTOR_DISTRIBUTIONS = ("boto3", "msgspec", "PyYAML", "numpy", "pyarrow", "pandas", "py4j")
 PYSPARK_DISTRIBUTIONS = ("py4j", "numpy", "pyarrow", "pandas")
 VENV_PACK = "venv-pack==0.2.0"  # the packer Spark's documentation names for virtual environments
 ENV_ALIAS = "icestream_env"  # the folder the archive unpacks to in each executor's working directory

@@ -1,16 +1,18 @@
 """Parse and validate one Kinesis payload against the explicit event schema.
 
 Parsing happens in the read task, on the executor, against the schema in ``icestream.schema``
-written out as checks, in two steps. The fast path (:func:`parse_event`) decodes with ``orjson``
-(a Rust parser, about 4× Python's ``json`` here) and accepts only the shape every valid event has:
-an object whose values are strings or null, plus ``properties`` and ``device_info`` objects of
-strings or null. Anything else -- every rejection, and valid events with a number, a list or a
-deeper object in them -- goes through the reference path, Python's ``json`` with the checks below,
-which alone decides every rejection's reason and detail. The fast path can only say yes where the
-reference path says yes with the same values: on that shape the two parsers agree (``orjson`` is
-the stricter: it refuses lone surrogates, NaN, and numbers Python would keep exact, which then
-fall back), and ``tests/unit/ingest/test_parse.py`` checks the two paths agree on the corpus and on
-fuzzed payloads. Spark's ``from_json`` was the alternative and was
+written out as checks, in two steps. The fast path (:func:`parse_event`) decodes with ``msgspec``
+straight into a typed struct of the shape every valid event has (strings or null, ``properties`` an
+object of strings or null, ``device_info`` an object of its three keys, strings or null): one C
+pass decodes and checks types, about half the time of ``orjson`` plus the same checks in Python
+(2.7 → 1.4 µs per generated event). Anything else -- every rejection, an unknown top-level field
+(folded into ``properties`` by the reference path), a number, a list or a deeper object -- goes
+through the reference path, Python's ``json`` with the checks below, which alone decides every
+rejection's reason and detail. The fast path can only say yes where the reference path says yes
+with the same values: on that shape the two parsers agree (``msgspec`` is the stricter: it refuses
+lone surrogates, a BOM and control characters, which then fall back; duplicate keys keep the last
+value in both), and ``tests/unit/ingest/test_parse_fast.py`` checks the two paths agree on the
+corpus and on fuzzed payloads. Spark's ``from_json`` was the alternative and was
 rejected on purpose: it silently turns a number or an object into a string field (``"user_id":
 48213`` would become ``"48213"``), so wrong types would pass; and it cannot tell invalid UTF-8 from
 valid text. Every record therefore ends as exactly one of: a :class:`ParsedEvent`, or a
@@ -24,12 +26,11 @@ which case the explicit property wins. Unknown keys inside ``device_info`` are i
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
+import msgspec
 
 from icestream.limits import DEFAULT_MAX_EVENT_BYTES
 from icestream.schema import DEVICE_FIELDS, REQUIRED_FIELDS
@@ -101,15 +102,9 @@ def parse_event(data: bytes, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> 
         the values :func:`parse_payload` would put in its :class:`ParsedEvent`, or its :class:`Rejection`.
     """
     if data and len(data) <= max_event_bytes:
-        try:
-            document = _fast_loads(data)
-        except orjson.JSONDecodeError:
-            pass
-        else:
-            if type(document) is dict:
-                fields = _simple_event(document)
-                if fields is not None:
-                    return fields
+        fields = _simple_event(data)
+        if fields is not None:
+            return fields
     parsed = parse_payload(data, max_event_bytes)
     if isinstance(parsed, Rejection):
         return parsed
@@ -119,54 +114,60 @@ def parse_event(data: bytes, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> 
     )  # fmt: skip
 
 
-_fast_loads: Callable[[bytes], Any] = orjson.loads
+class _SimpleDevice(msgspec.Struct, forbid_unknown_fields=True):
+    """``device_info`` of the simple shape. An unknown key falls back (the reference path ignores it):
+    msgspec skips an ignored value without checking its UTF-8, which the reference path rejects."""
+
+    device_type: str | None = None
+    os: str | None = None
+    app_version: str | None = None
 
 
-def _simple_event(document: dict[str, Any]) -> EventFields | None:
-    """The event of a document of the simple shape (see the module docstring), or None to decide slowly.
+class _SimpleEvent(msgspec.Struct, forbid_unknown_fields=True):
+    """The simple shape (see the module docstring); an unknown top-level field falls back."""
 
-    Returns None for every document the reference path would reject, and for valid ones it would
-    have to fold a non-string value into ``properties`` (as JSON text) or that hold anything but
-    strings and nulls: only the reference path decides those.
+    event_id: str
+    user_id: str
+    event_type: str
+    event_ts: str
+    session_id: str | None = None
+    properties: dict[str, str | None] | None = None
+    device_info: _SimpleDevice | None = None
+
+
+_decode_simple = msgspec.json.Decoder(_SimpleEvent).decode
+
+
+def _simple_event(data: bytes) -> EventFields | None:
+    """The event of a payload of the simple shape, or None to decide slowly.
+
+    Returns None for every payload the reference path would reject, and for valid ones outside the
+    shape (an unknown top-level field, any value but a string or null): only the reference path
+    decides those.
     """
-    get = document.get
-    event_id, user_id, event_type, event_ts = get("event_id"), get("user_id"), get("event_type"), get("event_ts")
-    if not (type(event_id) is str and type(user_id) is str and type(event_type) is str and type(event_ts) is str):
+    try:
+        document = _decode_simple(data)
+    except (msgspec.MsgspecError, ValueError):  # not JSON, not the shape, or not UTF-8
         return None
+    event_id, user_id, event_type, event_ts = (
+        document.event_id,
+        document.user_id,
+        document.event_type,
+        document.event_ts,
+    )
     if not (event_id and user_id and event_type and event_ts):
-        return None
-    session_id = get("session_id")
-    if session_id is not None and type(session_id) is not str:
         return None
     timestamp = parse_timestamp(event_ts)
     if timestamp is None:
         return None
-    merged: dict[str, str] = {}
-    properties = get("properties")
-    if properties is not None:
-        if type(properties) is not dict:
-            return None
-        for key, value in properties.items():
-            if value is not None:
-                if type(value) is not str:
-                    return None
-                merged[key] = value
-    if not document.keys() <= KNOWN_FIELDS:  # unknown top-level fields (rare): into properties
-        for key, value in document.items():
-            if key not in KNOWN_FIELDS and key not in merged:
-                if type(value) is not str:
-                    return None
-                merged[key] = value
-    device = get("device_info")
-    device_info = None
-    if device is not None:
-        if type(device) is not dict:
-            return None
-        for value in device.values():  # unknown keys too: the shape stays flat (see the docstring)
-            if value is not None and type(value) is not str:
-                return None
-        device_info = (device.get("device_type"), device.get("os"), device.get("app_version"))
-    return event_id, user_id, session_id, event_type, timestamp, merged, device_info
+    properties = document.properties
+    if properties is None:
+        properties = {}
+    elif None in properties.values():
+        properties = {key: value for key, value in properties.items() if value is not None}
+    device = document.device_info
+    device_info = None if device is None else (device.device_type, device.os, device.app_version)
+    return event_id, user_id, document.session_id, event_type, timestamp, properties, device_info
 
 
 def parse_payload(data: bytes, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> ParsedEvent | Rejection:
