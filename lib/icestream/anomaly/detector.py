@@ -204,7 +204,7 @@ def event_window_counts(
         window_start = latest - back * slide
         holds = window_start + length > times
         parts.append(pd.DataFrame({"window_start": window_start[holds], "event_type": types[holds]}))
-    every = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["window_start", "event_type"])
+    every = pd.concat(parts, ignore_index=True)  # gap_windows >= 1: never empty
     counts = every.groupby(["window_start", "event_type"]).size().rename("count").reset_index()
     return complete_windows(counts, start, end, options)
 
