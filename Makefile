@@ -56,7 +56,7 @@ $(STAMP): pyproject.toml constraints.txt
 venv: $(STAMP)
 
 jars: system venv  ## build the Iceberg runtime + relocated Jackson jars into .cache/jars (once)
-	@$(BIN)/python -c 'from icestream.config import load_settings; from icestream.jars import resolve_jars; p = resolve_jars(load_settings()); print(">> iceberg jars:", p.source)'
+	@$(BIN)/python -c 'from icestream.config import load_settings; from icestream.runtime.jars import resolve_jars; p = resolve_jars(load_settings()); print(">> iceberg jars:", p.source)'
 
 setup: system venv jars  ## everything the commands below need
 

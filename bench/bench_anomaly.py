@@ -4,8 +4,8 @@ Notebook 01's default backfill (3 hours, 30,000 records, seed 7, a search spike,
 error burst) ends at "now", and its traffic follows a daily curve, so what notebook 05 scores
 depends on the hour it runs. This sweeps the backfill's end over a day (every ``--step-minutes``),
 for several seeds, counts the clean events per window in pandas (the same grid as Spark's
-``window()``: :func:`icestream.anomaly.event_window_counts`) and scores each run with
-:func:`icestream.anomaly.score_windows` at the default options and at neighbouring thresholds (the
+``window()``: :func:`icestream.queries.anomaly.event_window_counts`) and scores each run with
+:func:`icestream.queries.anomaly.score_windows` at the default options and at neighbouring thresholds (the
 margin). The baseline of the same run is the detector as it was before 2026-11-24: z-scores on raw
 counts, noise ``max(1.4826 × MAD, √baseline)``, LOW without a minimum baseline (kept below, only here).
 
@@ -31,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import banner, command_line, write_results
 
-from icestream import anomaly
-from icestream.anomaly import HIGH, LOW, MAD_TO_SIGMA, DetectorOptions
+from icestream.queries import anomaly
+from icestream.queries.anomaly import HIGH, LOW, MAD_TO_SIGMA, DetectorOptions
 from icestream.synthetic.generator import backfill_config, generate
 from icestream.synthetic.ground_truth import DEFAULT_ANOMALIES
 

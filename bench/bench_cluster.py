@@ -2,7 +2,7 @@
 
 A stream of about ``--records`` generated records on ``--shards`` shards is drained by the ingest
 job (``python -m icestream.jobs.ingest --available-now``), a separate driver process on a standalone
-cluster on loopback (:class:`icestream.standalone.StandaloneCluster`) whose executors get the packed
+cluster on loopback (:class:`icestream.runtime.standalone.StandaloneCluster`) whose executors get the packed
 environment (``ICESTREAM_SHIP=packed``), into fresh tables each time; ``--runs`` times per cluster
 size, alternating 1, 2, 2, 1, ... so drift in the machine's load hits both sizes alike.
 
@@ -44,8 +44,8 @@ CAVEAT = (
 
 def drain(spark: Any, settings: Any, master_url: str, cap: int, folder: Path) -> dict[str, Any]:
     """Run the ingest job once on the cluster into fresh tables; time it and read its progress."""
-    from icestream.clients import kinesis_connection
-    from icestream.tables import setup_tables
+    from icestream.lake.ddl import setup_tables
+    from icestream.stream.clients import kinesis_connection
 
     target = new_table_settings(settings.stream_name, prefix="cluster")
     setup_tables(spark, target)
@@ -92,8 +92,8 @@ def main() -> None:
     facts = banner("cluster: the same drain on 1 and 2 standalone workers of one core", command_line())
     print(f"caveat:   {CAVEAT}")
 
-    from icestream.shipping import ship_plan
-    from icestream.standalone import StandaloneCluster
+    from icestream.runtime.shipping import ship_plan
+    from icestream.runtime.standalone import StandaloneCluster
 
     with bench_session("cluster", shards=args.shards) as (settings, spark):
         sent = fill_stream(settings, args.records, args.shards)

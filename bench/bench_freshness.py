@@ -6,7 +6,7 @@ table. After the producer ends, the ingest runs on until it has caught up (at mo
 seconds), so slow points are not flattered by leaving their backlog unread. Then every written
 row's freshness is read back from the table: its batch's snapshot ``committed_at`` (the moment a
 query can see the row) minus the record's Kinesis ``ApproximateArrivalTimestamp``
-(``icestream.ingest.report.freshness``). The session is warmed up first (JVM, Python workers,
+(``icestream.queries.report.freshness``). The session is warmed up first (JVM, Python workers,
 boto3 clients) on a small stream; the first batch of each point (what arrived while the query
 started) is left out. Reported: p50/p95/p99 over rows, the per-batch p95 spread, and how many rows were measured
 against how many the producer sent. Target: p95 <= 3 s at 500 events/s with a 1 s trigger.
@@ -47,16 +47,16 @@ TARGET_P95_S = 3.0
 
 def freshness_point(spark: Any, rate: float, trigger: float, seconds: float, drain: float) -> dict[str, Any]:
     """One live run at ``rate`` events/s with a ``trigger``-second trigger."""
-    from icestream.clients import ensure_stream
     from icestream.config import load_settings
     from icestream.ingest import start_ingest
-    from icestream.ingest.report import freshness, percentiles
+    from icestream.lake.ddl import setup_tables
     from icestream.producer.background import (
         background_producer_status,
         start_background_producer,
         stop_background_producer,
     )
-    from icestream.tables import setup_tables
+    from icestream.queries.report import freshness, percentiles
+    from icestream.stream.clients import ensure_stream
 
     suffix = uuid.uuid4().hex[:8]
     settings = load_settings(stream_name=f"bench-fresh-{suffix}", table=f"fresh_{suffix}")

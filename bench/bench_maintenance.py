@@ -3,7 +3,7 @@
 A streaming ingest with a 1 s trigger commits up to 3,600 times an hour, each commit adding a small
 data file per partition it touches. Making 3,600 real commits takes too long for a benchmark, so
 this appends ``--commits`` batches of ``--events-per-commit`` events (default 100 × 500: 100 s
-at 500 events/s) with ``icestream.ingest.bulk.load_payloads`` (one Iceberg append per
+at 500 events/s) with ``icestream.load.bulk.load_payloads`` (one Iceberg append per
 batch, like the ingest's), all in one hour partition, and extrapolates linearly to an hour of 1 s
 commits: files/hour = files per commit × 3,600 (average file size as measured). The extrapolation
 is labelled as such in the output.
@@ -32,8 +32,8 @@ HOUR_OF_COMMITS = 3_600  # 1 s trigger
 
 
 def table_numbers(table: Any) -> dict[str, Any]:
-    """Files, sizes, manifests and snapshots from the metadata tables (``icestream.health``)."""
-    from icestream.health import collect_stats
+    """Files, sizes, manifests and snapshots from the metadata tables (``icestream.queries.health``)."""
+    from icestream.queries.health import collect_stats
 
     stats = collect_stats(table)
     return {
@@ -50,8 +50,8 @@ def table_numbers(table: Any) -> dict[str, Any]:
 
 def query_times(table: Any, runs: int) -> dict[str, dict[str, float]]:
     """Dashboard over the whole table, Spark and DuckDB, after one warm-up each."""
-    from icestream import duckdb as duck
-    from icestream import realtime
+    from icestream.queries import duckdb_engine as duck
+    from icestream.queries import realtime
 
     location, snapshot_id = table.inspect.metadata_location()
     connection = duck.connect()
@@ -75,11 +75,11 @@ def main() -> None:
 
     facts = banner("small files and maintenance", command_line())
     from icestream.config import load_settings
-    from icestream.ingest.bulk import load_payloads
     from icestream.lake import LakeTable
+    from icestream.lake.ddl import setup_tables
     from icestream.lake.maintenance import default_rewrite_options
+    from icestream.load.bulk import load_payloads
     from icestream.synthetic.generator import backfill_config, generate
-    from icestream.tables import setup_tables
 
     with bench_session("maintenance") as (_settings, spark):
         settings = load_settings(table="small_files")

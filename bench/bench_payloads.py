@@ -23,9 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import banner, command_line, shown, summary, write_results
 
-from icestream.clients import KinesisConnection
 from icestream.ingest.positions import TRIM_HORIZON, ShardPlan
 from icestream.ingest.reader import ReadOptions, read_shard
+from icestream.stream.clients import KinesisConnection
 
 
 class MemoryShard:

@@ -192,8 +192,8 @@ def native_load(spark: Any, settings: Any, payload_file: Path) -> int:
     """Spark's own path: JSON lines with the explicit wire schema → a fresh events table."""
     from pyspark.sql import functions as F  # noqa: N812
 
-    from icestream.schema import METADATA_COLUMNS, wire_schema
-    from icestream.tables import setup_tables
+    from icestream.lake.ddl import setup_tables
+    from icestream.lake.schema import METADATA_COLUMNS, wire_schema
 
     target = new_table_settings(settings.stream_name, prefix="native")
     setup_tables(spark, target)
@@ -219,8 +219,8 @@ def pipeline_load(spark: Any, settings: Any, cap: int) -> dict[str, Any]:
 
 def per_core(args: argparse.Namespace, spark: Any, settings: Any) -> dict[str, Any]:
     """Pipeline and native, alternating, per core-second; ratios per pair."""
-    from icestream.clients import ensure_stream, kinesis_client, list_shards
     from icestream.ingest import source
+    from icestream.stream.clients import ensure_stream, kinesis_client, list_shards
     from icestream.synthetic.generator import backfill_config, generate
 
     generated, _ = generate(backfill_config(hours=3, count=args.records, seed=args.seed))

@@ -1,7 +1,7 @@
 """Benchmark: the KPI dashboard over 1,000,000 events, Spark (local) and DuckDB side by side.
 
 Reproduce with ``.venv/bin/python bench/bench_queries.py`` (``--events``, ``--runs``, ``--rebuild``).
-The table is built once with ``icestream.ingest.bulk.load_payloads`` from the seeded generator
+The table is built once with ``icestream.load.bulk.load_payloads`` from the seeded generator
 (about 10 s per 100,000 events) in a warehouse under ``bench/results/tmp/`` (gitignored) and reused
 while the event count and seed match. Both engines read the same snapshot; each is warmed up once,
 then timed ``--runs`` times; the medians and their ratio are printed and written to
@@ -71,12 +71,12 @@ def main() -> int:
     args = parser.parse_args()
 
     os.environ["ICESTREAM_WAREHOUSE"] = str(WAREHOUSE)
-    from icestream import duckdb as duck
-    from icestream import realtime, tables
     from icestream.config import load_settings
-    from icestream.ingest.bulk import load_payloads
-    from icestream.lake import LakeTable
-    from icestream.spark import get_spark
+    from icestream.lake import LakeTable, ddl
+    from icestream.load.bulk import load_payloads
+    from icestream.queries import duckdb_engine as duck
+    from icestream.queries import realtime
+    from icestream.runtime.spark import get_spark
     from icestream.synthetic.generator import backfill_config, generate
 
     command = " ".join(["python", "bench/bench_queries.py", *map(shlex.quote, sys.argv[1:])])
@@ -86,8 +86,8 @@ def main() -> int:
     name = settings.table_name
     if args.rebuild:
         spark.sql(f"DROP TABLE IF EXISTS {name} PURGE")
-    tables.create_namespace(spark, settings)
-    tables.create_events_table(spark, settings)
+    ddl.create_namespace(spark, settings)
+    ddl.create_events_table(spark, settings)
     built = "reused from an earlier run"
     load_seconds = None
     if spark.table(name).isEmpty():
@@ -103,7 +103,7 @@ def main() -> int:
     location, snapshot_id = table.inspect.metadata_location()
     files = len(table.inspect.data_files())
     print(f"table: {name} in {WAREHOUSE} ({files} data files, snapshot {snapshot_id}); {built}")
-    print(f"table built with: icestream.ingest.bulk.load_payloads of backfill_config(hours=24, count={args.events}, "
+    print(f"table built with: icestream.load.bulk.load_payloads of backfill_config(hours=24, count={args.events}, "
           f"seed={args.seed}, bad_rate=0, duplicate_rate=0)")  # fmt: skip
 
     connection = duck.connect()
@@ -133,7 +133,7 @@ def main() -> int:
         "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": info,
         "table": {"name": name, "events": events, "data_files": files, "built": built, "load_seconds": load_seconds},
-        "query": "KPI dashboard (icestream.realtime.kpi_dashboard / icestream.duckdb.kpi_dashboard), whole table",
+        "query": "KPI dashboard (icestream.queries: realtime.kpi_dashboard, duckdb_engine.kpi_dashboard), whole table",
         "runs_seconds": results,
         "median_seconds": medians,
         "targets_seconds": TARGETS_S,

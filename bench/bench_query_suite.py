@@ -4,9 +4,9 @@
 workbook asks of the table, on the same table (``bench_queries.WAREHOUSE``, built by the same
 recipe: ``load_payloads`` of ``backfill_config(hours=24, count=N, seed=2026)``, reused while it exists):
 
-- **sessions**: ``icestream.realtime.active_sessions`` (sessions active in the last 15 minutes, with
+- **sessions**: ``icestream.queries.realtime.active_sessions`` (sessions active in the last 15 minutes, with
   their length over a 60-minute lookback; pruned to the last hours' files), and the same SQL in DuckDB;
-- **anomaly**: ``icestream.anomaly.window_counts`` over the whole table (5-minute windows sliding by 1
+- **anomaly**: ``icestream.queries.anomaly.window_counts`` over the whole table (5-minute windows sliding by 1
   minute, per event type), then ``score_windows`` (median/MAD in pandas); in DuckDB the same counts by SQL,
   then the same ``complete_windows`` and ``score_windows``.
 
@@ -41,14 +41,14 @@ SESSION_MINUTES, LOOKBACK_MINUTES = 15, 60
 
 def ensure_table(spark: Any, events: int) -> str:
     """The table ``bench_queries.py`` uses for ``events``; built by the same recipe if missing."""
-    from icestream import tables
     from icestream.config import load_settings
-    from icestream.ingest.bulk import load_payloads
+    from icestream.lake import ddl
+    from icestream.load.bulk import load_payloads
     from icestream.synthetic.generator import backfill_config, generate
 
     settings = load_settings(table=f"bench_{events}_s{SEED}")
-    tables.create_namespace(spark, settings)
-    tables.create_events_table(spark, settings)
+    ddl.create_namespace(spark, settings)
+    ddl.create_events_table(spark, settings)
     name = settings.table_name
     if spark.table(name).isEmpty():
         began = time.perf_counter()
@@ -62,7 +62,7 @@ def ensure_table(spark: Any, events: int) -> str:
 
 def duckdb_sessions(connection: Any, location: str, now: datetime) -> Any:
     """``realtime.active_sessions`` in DuckDB SQL (same window, lookback and ordering)."""
-    from icestream.duckdb import _frame
+    from icestream.queries.duckdb_engine import _frame
     from icestream.timestamps import to_micros
 
     end = to_micros(now)
@@ -93,8 +93,8 @@ def duckdb_detect(connection: Any, location: str, start: datetime, end: datetime
     """``anomaly.score_windows`` over window counts computed by DuckDB instead of Spark."""
     import pandas as pd
 
-    from icestream import anomaly
-    from icestream.duckdb import _frame
+    from icestream.queries import anomaly
+    from icestream.queries.duckdb_engine import _frame
     from icestream.timestamps import to_micros
 
     options = anomaly.DetectorOptions()
@@ -121,10 +121,10 @@ def duckdb_detect(connection: Any, location: str, start: datetime, end: datetime
 
 def measure(spark: Any, events: int, runs: int) -> dict[str, Any]:
     """Both queries on both engines for one table size."""
-    from icestream import anomaly, realtime
-    from icestream import duckdb as duck
     from icestream.lake import LakeTable
     from icestream.lake.window import event_time_range
+    from icestream.queries import anomaly, realtime
+    from icestream.queries import duckdb_engine as duck
 
     name = ensure_table(spark, events)
     table = LakeTable(spark, name)
@@ -185,7 +185,7 @@ def main() -> None:
     os.environ["ICESTREAM_WAREHOUSE"] = str(bench_queries.WAREHOUSE)
     os.environ.setdefault("ICESTREAM_SPARK_LOG_LEVEL", "ERROR")
     from icestream.config import load_settings
-    from icestream.spark import get_spark
+    from icestream.runtime.spark import get_spark
 
     spark = get_spark(load_settings(), app_name="icestream-bench-query-suite")
     sizes = [measure(spark, int(value), args.runs) for value in args.events.split(",")]

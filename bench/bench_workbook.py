@@ -3,7 +3,7 @@
 Set-up (the venv, Java, the jars) is done already, as after a first ``make run``; the benchmark starts
 its own emulator in a fresh private environment (warehouse, run and output folders under
 ``bench/results/tmp/workbook/``) and runs every notebook headless with papermill through
-``icestream.runner.run_notebooks``, exactly as ``icestream run`` does, with the notebooks' default
+``icestream.operations.runner.run_notebooks``, exactly as ``icestream run`` does, with the notebooks' default
 parameters. Reported: wall seconds per notebook and in total (``--runs`` times; medians), against the
 target from issue 5: 00 → 06 in under 5 minutes. Notebook 01 starts a background producer; it is
 stopped at the end, with the emulator.
@@ -32,7 +32,7 @@ def main() -> None:
     args = parser.parse_args()
 
     facts = banner("workbook: notebooks 00 -> 06 end to end", command_line())
-    from icestream.runner import notebook_paths, run_notebooks
+    from icestream.operations.runner import notebook_paths, run_notebooks
 
     runs: list[dict[str, float]] = []
     for number in range(args.runs):

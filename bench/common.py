@@ -134,8 +134,8 @@ def bench_session(name: str, shards: int = 4, spark: bool = True) -> Iterator[tu
     """
     private_environment(name)
     from icestream.config import load_settings
-    from icestream.emulator import Emulator
     from icestream.producer.background import stop_background_producer
+    from icestream.stream.emulator import Emulator
 
     settings = load_settings(stream_name=f"bench-{uuid.uuid4().hex[:8]}", shard_count=shards)
     emulator = Emulator(settings.path("run_dir"))
@@ -143,7 +143,7 @@ def bench_session(name: str, shards: int = 4, spark: bool = True) -> Iterator[tu
     try:
         session = None
         if spark:
-            from icestream.spark import get_spark
+            from icestream.runtime.spark import get_spark
 
             session = get_spark(settings, app_name=f"icestream-bench-{name}")
         yield settings, session
@@ -158,8 +158,8 @@ def fill_stream(settings: Any, records: int, shards: int, seed: int = 7) -> int:
     Returns:
         Records Kinesis accepted (the generator adds duplicates and malformed records on purpose).
     """
-    from icestream.clients import ensure_stream
     from icestream.producer.put import produce
+    from icestream.stream.clients import ensure_stream
     from icestream.synthetic.generator import backfill_config, generate
 
     ensure_stream(settings, shard_count=shards)
@@ -171,8 +171,8 @@ def bare_client(settings: Any) -> Any:
     """A plain ``boto3`` Kinesis client with botocore's defaults: the issue's "bare boto3 loop"."""
     import boto3
 
-    from icestream.clients import kinesis_connection
     from icestream.config import EMULATOR_DUMMY_KEYS
+    from icestream.stream.clients import kinesis_connection
 
     connection = kinesis_connection(settings)
     keys = EMULATOR_DUMMY_KEYS.get(connection.profile)
@@ -186,9 +186,9 @@ def raw_drain(settings: Any, bare: bool = True) -> int:
     Args:
         settings: Names the stream.
         bare: A plain boto3 client (:func:`bare_client`), else the client the ingest's read tasks
-            use (``icestream.clients``: the same, with a cheaper timestamp parser).
+            use (``icestream.stream.clients``: the same, with a cheaper timestamp parser).
     """
-    from icestream.clients import kinesis_client, list_shards
+    from icestream.stream.clients import kinesis_client, list_shards
 
     client = bare_client(settings) if bare else kinesis_client(settings)
     return sum(_drain_shard(client, settings, shard["ShardId"]) for shard in list_shards(client, settings.stream_name))
@@ -230,7 +230,7 @@ def parallel_drain(settings: Any) -> tuple[int, float]:
     """
     from concurrent.futures import ProcessPoolExecutor
 
-    from icestream.clients import list_shards
+    from icestream.stream.clients import list_shards
 
     shards = [shard["ShardId"] for shard in list_shards(bare_client(settings), settings.stream_name)]
     workers = min(len(shards), os.cpu_count() or 1)
@@ -261,7 +261,7 @@ def run_ingest(spark: Any, target: Any, **options: Any) -> dict[str, Any]:
         ``phases`` (per batch, see :func:`batch_phases`).
     """
     from icestream.ingest import start_ingest
-    from icestream.tables import setup_tables
+    from icestream.lake.ddl import setup_tables
 
     setup_tables(spark, target)
     options.setdefault("available_now", "max_batches" not in options and "duration_seconds" not in options)

@@ -98,8 +98,8 @@ def settings(test_home: Path) -> Settings:
 @pytest.fixture(scope="session")
 def emulator(settings: Settings) -> Iterator[str]:
     """One moto Kinesis server for the whole test session; yields its endpoint."""
-    from icestream.emulator import Emulator
     from icestream.producer.background import stop_background_producer
+    from icestream.stream.emulator import Emulator
 
     server = Emulator(settings.path("run_dir"))
     endpoint = server.start()
@@ -111,7 +111,7 @@ def emulator(settings: Settings) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def spark(settings: Settings):
     """The one SparkSession of the test session."""
-    from icestream.spark import get_spark
+    from icestream.runtime.spark import get_spark
 
     session = get_spark(settings, app_name="icestream-tests")
     yield session
@@ -138,8 +138,8 @@ def stream_settings(settings: Settings, emulator: str) -> Settings:
 @pytest.fixture
 def fresh(spark, emulator: str) -> Callable[..., Settings]:
     """Make a test-private stream and tables (so campaigns never see each other's records)."""
-    from icestream.clients import ensure_stream
-    from icestream.tables import setup_tables
+    from icestream.lake.ddl import setup_tables
+    from icestream.stream.clients import ensure_stream
 
     def make(shards: int = 2, prefix: str = "rel", **overrides: object) -> Settings:
         suffix = uuid.uuid4().hex[:8]
@@ -158,9 +158,9 @@ def generated_table(spark, prefix: str, config, chunk_rows: int = 50_000) -> Ite
     Yields:
         ``(settings naming the table, its qualified name, the generated records, load counts)``.
     """
-    from icestream.ingest.bulk import load_payloads
+    from icestream.lake.ddl import setup_tables
+    from icestream.load.bulk import load_payloads
     from icestream.synthetic.generator import generate
-    from icestream.tables import setup_tables
 
     local = load_settings(table=f"{prefix}_{uuid.uuid4().hex[:10]}")
     name = setup_tables(spark, local)[0]

@@ -7,7 +7,7 @@ validated when settings load, so a bad value fails at once with a message naming
 
 No credential is a setting. The ``local`` and ``localstack`` profiles use fixed dummy keys that
 only their emulators accept; the ``aws`` profile uses boto3's default credential chain, optionally
-assuming ``aws_role_arn`` (see :mod:`icestream.aws`). The ``localstack`` profile sends S3 and Glue
+assuming ``aws_role_arn`` (see :mod:`icestream.runtime.aws`). The ``localstack`` profile sends S3 and Glue
 to the same endpoint as Kinesis, as LocalStack and ``moto_server`` serve every service on one port.
 """
 
@@ -32,7 +32,7 @@ ENV_PREFIX = "ICESTREAM_"
 PROFILES = ("local", "localstack", "aws")
 # "provided": the platform brings its own Iceberg (EMR, Glue --datalake-formats); checked at start-up.
 JAR_SOURCES = ("auto", "maven", "provided")
-# What a session on a non-local master ships to its executors (see icestream.shipping).
+# What a session on a non-local master ships to its executors (see icestream.runtime.shipping).
 SHIP_MODES = ("packed", "package", "none")
 CATALOG_TYPES = ("jdbc", "hadoop", "glue")
 S3_SSE_TYPES = ("none", "s3", "kms")  # Iceberg S3FileIO's s3.sse.type values this project supports
@@ -44,7 +44,7 @@ ICEBERG_VERSION = "1.10.2"
 SPARK_SCALA = "3.5_2.12"
 
 # Dummy keys the emulators accept; they are never sent anywhere but a local endpoint
-# (see icestream.clients), so they are not credentials.
+# (see icestream.stream.clients), so they are not credentials.
 EMULATOR_DUMMY_KEYS = {"local": ("testing", "testing"), "localstack": ("test", "test")}
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")

@@ -1,7 +1,7 @@
 """The cluster tests: a Spark standalone master and two workers on loopback whose Python lacks icestream.
 
 The workers are separate JVMs (one core each) started from pip's pyspark
-(:class:`icestream.standalone.StandaloneCluster`) and stopped at the end even when a test fails.
+(:class:`icestream.runtime.standalone.StandaloneCluster`) and stopped at the end even when a test fails.
 The nodes' Python is a bare virtual environment with pyspark's own Python dependencies only
 (py4j, numpy, pyarrow, pandas): no icestream, no boto3. Drivers run as subprocesses
 (``spark-submit``, ``python -m icestream.jobs.ingest``, ``icestream ...``, the reliability runner),
@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from icestream.config import Settings, project_home
-from icestream.shipping import PYSPARK_DISTRIBUTIONS, ShipPlan, make_venv, pinned_requirements, ship_plan
-from icestream.standalone import StandaloneCluster
+from icestream.runtime.shipping import PYSPARK_DISTRIBUTIONS, ShipPlan, make_venv, pinned_requirements, ship_plan
+from icestream.runtime.standalone import StandaloneCluster
 
 DRIVER_TIMEOUT = 600.0  # seconds one driver subprocess may take before the test gives up on it
 

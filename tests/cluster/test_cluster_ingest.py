@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from icestream.jars import resolve_jars
-from icestream.shipping import ENV_ALIAS, ShipPlan, submit_arguments
-from icestream.standalone import StandaloneCluster, spark_home
+from icestream.runtime.jars import resolve_jars
+from icestream.runtime.shipping import ENV_ALIAS, ShipPlan, submit_arguments
+from icestream.runtime.standalone import StandaloneCluster, spark_home
 from icestream.synthetic.generator import backfill_config
 from tests.cluster.conftest import DRIVER_TIMEOUT, run_driver
 from tests.conftest import generated_table

@@ -15,11 +15,12 @@ from datetime import UTC, datetime, timedelta
 import pandas as pd
 import pytest
 
-from icestream import anomaly, tables
 from icestream.config import Settings, load_settings
-from icestream.ingest.bulk import load_payloads
+from icestream.lake import ddl
+from icestream.load.bulk import load_payloads
 from icestream.producer.run import RunSummary, run_summary_path, write_run_summary
 from icestream.producer.summary import ProduceSummary
+from icestream.queries import anomaly
 from icestream.synthetic.generator import EventGenerator, backfill_config, generate, live_config
 from icestream.synthetic.ground_truth import DEFAULT_ANOMALIES
 
@@ -33,7 +34,7 @@ LAST_END = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 def generated(spark, settings: Settings) -> tuple[str, list]:
     """A table holding three seeds' backfills; yields its name and (config, ground truth) per seed."""
     table_settings = load_settings(table=f"a_{uuid.uuid4().hex[:10]}")
-    tables.setup_tables(spark, table_settings)
+    ddl.setup_tables(spark, table_settings)
     runs = []
     for day, seed in enumerate(SEEDS):
         config = backfill_config(
@@ -96,7 +97,7 @@ def backfill_summary(generator: EventGenerator, settings: Settings) -> RunSummar
 def two_runs(spark, tmp_path_factory: pytest.TempPathFactory) -> tuple[Settings, list[EventGenerator]]:
     """One table after two runs of the workbook: backfill, live burst, then a backfill over the same hours."""
     settings = load_settings(table=f"r_{uuid.uuid4().hex[:10]}", run_dir=str(tmp_path_factory.mktemp("runs")))
-    tables.setup_tables(spark, settings)
+    ddl.setup_tables(spark, settings)
     configs = [
         backfill_config(hours=3.0, records=30_000, end=FIRST_END, seed=7, anomalies=DEFAULT_ANOMALIES),
         live_config(100.0, seconds=300.0, start=FIRST_END, seed=8),

@@ -11,8 +11,8 @@ import pytest
 from icestream.cli import main
 from icestream.config import Settings
 from icestream.errors import IngestError
-from icestream.ingest.archive import expire_archive
-from icestream.tables import create_archive_table
+from icestream.lake.archive import expire_archive
+from icestream.lake.ddl import create_archive_table
 from tests.integration.test_ingest import SimulatedCrashError, drain, mixed_records, put
 
 pytestmark = pytest.mark.integration

@@ -19,10 +19,10 @@ import pytest
 from moto import mock_aws
 from moto.cloudformation.parsing import get_model_map
 
-from icestream import deploy
 from icestream.config import load_settings
-from icestream.security import iam_policy
-from tests.unit.test_deploy import resolve
+from icestream.operations import deploy
+from icestream.operations.security import iam_policy
+from tests.unit.operations.test_deploy import resolve
 
 pytestmark = pytest.mark.integration
 

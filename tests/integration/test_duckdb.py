@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 import pandas as pd
 import pytest
 
-from icestream import duckdb as duck
-from icestream import realtime
-from icestream.catalog import current_metadata_location
 from icestream.lake import LakeTable
+from icestream.queries import duckdb_engine as duck
+from icestream.queries import realtime
+from icestream.runtime.catalog import current_metadata_location
 from icestream.synthetic.generator import backfill_config
 from tests.conftest import generated_table
 

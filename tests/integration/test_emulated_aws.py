@@ -2,7 +2,7 @@
 
 Spark's GlueCatalog and S3FileIO need the ``iceberg-aws-bundle`` jar, which cannot be installed
 here (no Maven), so the Spark side of S3 is not exercised: its configuration is checked in
-tests/unit/test_spark.py. Everything else runs against the emulator, without Spark:
+tests/unit/runtime/test_spark.py. Everything else runs against the emulator, without Spark:
 
 1. the producer sends generated events to a Kinesis stream (``localstack`` profile → moto);
 2. the records are read back (shard, sequence number, arrival time, as the ingest keeps them) and
@@ -23,13 +23,13 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from icestream import aws, catalog
-from icestream import duckdb as duck
-from icestream import pyiceberg as ice
-from icestream.clients import ensure_stream, kinesis_client, list_shards
 from icestream.config import Settings, load_settings
+from icestream.lake.schema import table_columns
 from icestream.producer.put import Producer
-from icestream.schema import table_columns
+from icestream.queries import duckdb_engine as duck
+from icestream.queries import pyiceberg_engine as ice
+from icestream.runtime import aws, catalog
+from icestream.stream.clients import ensure_stream, kinesis_client, list_shards
 from icestream.synthetic.generator import backfill_config, generate
 from icestream.synthetic.wire import parse_ts
 

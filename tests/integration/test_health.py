@@ -12,15 +12,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from icestream import health, tables
 from icestream.config import Settings, load_settings
 from icestream.errors import ConfigError
 from icestream.ingest import positions
-from icestream.ingest.bulk import load_payloads
-from icestream.lake import LakeTable
+from icestream.lake import LakeTable, ddl
 from icestream.lake.inspect import DATA_CONTENT
 from icestream.lake.maintenance import default_rewrite_options
 from icestream.lake.summary import BATCH_KEY, POSITIONS_KEY, QUERY_KEY, STREAM_KEY
+from icestream.load.bulk import load_payloads
+from icestream.queries import health
 from icestream.synthetic.generator import backfill_config, generate
 
 STREAM = "health-test-stream"
@@ -31,7 +31,7 @@ POSITIONS = {"shardId-000000000000": positions.after("49000000000000000001"), "s
 def small_files_table(spark, settings: Settings) -> Settings:
     """Two hours of events in a dozen small appends, then one append that commits positions, as the ingest does."""
     table_settings = load_settings(table=f"h_{uuid.uuid4().hex[:10]}", stream_name=STREAM)
-    tables.setup_tables(spark, table_settings)
+    ddl.setup_tables(spark, table_settings)
     name = table_settings.table_name
     positions.mark_source_stream(spark, name, STREAM)
     config = backfill_config(hours=2.0, count=1200, end=datetime(2026, 11, 19, 12, 0, tzinfo=UTC), seed=11)

@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from icestream.clients import ensure_stream, kinesis_client, list_shards
 from icestream.config import Settings, load_settings, project_home
 from icestream.errors import ConfigError, IngestError
 from icestream.ingest import start_ingest
 from icestream.ingest.options import PHASES
-from icestream.tables import setup_tables
+from icestream.lake.ddl import setup_tables
+from icestream.stream.clients import ensure_stream, kinesis_client, list_shards
 
 pytestmark = pytest.mark.integration
 
@@ -502,7 +502,7 @@ def test_the_dedupe_index_follows_the_table_while_the_query_runs(spark, fresh) -
 
 
 def test_freshness_is_measured_for_every_written_row(spark, fresh) -> None:
-    from icestream.ingest.report import freshness
+    from icestream.queries.report import freshness
 
     settings = fresh()
     put(settings, [(event_payload(i, f"u{i % 3}"), f"u{i % 3}") for i in range(60)])

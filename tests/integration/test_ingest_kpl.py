@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from icestream.clients import kinesis_client, list_shards
 from icestream.config import Settings
 from icestream.errors import IngestError
 from icestream.ingest import start_ingest
-from icestream.kpl import encode_aggregate
 from icestream.producer.aggregate import Aggregator, open_shard_starts
 from icestream.producer.put import produce
+from icestream.stream.clients import kinesis_client, list_shards
+from icestream.stream.kpl import encode_aggregate
 from icestream.synthetic.wire import Record
 from tests.integration.test_ingest import SimulatedCrashError, assert_accounted, drain, event_payload, put
 
@@ -82,10 +82,10 @@ def test_aggregated_gzip_records_land_once_each_across_a_crash(spark, fresh, tmp
 
 def test_cli_sends_the_sample_file_aggregated_and_compressed(stream_settings: Settings, capsys) -> None:
     from icestream.cli import main
-    from icestream.clients import ensure_stream
-    from icestream.compression import decompress
     from icestream.config import project_home
-    from icestream.kpl import decode_aggregate, is_aggregate
+    from icestream.stream.clients import ensure_stream
+    from icestream.stream.compression import decompress
+    from icestream.stream.kpl import decode_aggregate, is_aggregate
     from tests.integration.test_producer_emulator import read_stream
 
     ensure_stream(stream_settings, shard_count=2)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
-from icestream import jars
 from icestream.config import load_settings
+from icestream.runtime import jars
 
 
 def test_build_from_the_pinned_wheel(tmp_path: Path) -> None:

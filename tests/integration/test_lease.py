@@ -12,10 +12,10 @@ import uuid
 
 import pytest
 
-from icestream import tables
 from icestream.config import load_settings
 from icestream.errors import IngestError
 from icestream.ingest.lease import LEASE_PROPERTY, Identity, Lease, lease_holder
+from icestream.lake import ddl
 
 pytestmark = pytest.mark.integration
 
@@ -24,14 +24,14 @@ pytestmark = pytest.mark.integration
 def table(spark, settings):
     """A fresh events table per test, so each starts with no lease."""
     local = load_settings(table=f"lease_{uuid.uuid4().hex[:10]}")
-    names = tables.setup_tables(spark, local)
+    names = ddl.setup_tables(spark, local)
     yield names[0]
     for name in names:
         spark.sql(f"DROP TABLE IF EXISTS {name} PURGE")
 
 
 def property_of(spark, table: str) -> str | None:
-    return tables.table_properties(spark, table).set_index("key")["value"].get(LEASE_PROPERTY)
+    return ddl.table_properties(spark, table).set_index("key")["value"].get(LEASE_PROPERTY)
 
 
 def test_a_second_acquirer_is_refused_with_one_line_naming_the_holder(spark, table) -> None:
@@ -121,7 +121,7 @@ HOLDER = """
 import os, sys, time
 from icestream.config import load_settings
 from icestream.ingest.lease import Identity, Lease
-from icestream.spark import get_spark
+from icestream.runtime.spark import get_spark
 
 spark = get_spark(load_settings(), app_name="lease-holder")
 # Recorded as another machine's, so only expiry can free it (on this machine a dead pid frees it at once).

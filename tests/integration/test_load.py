@@ -14,9 +14,9 @@ import pytest
 from icestream.cli import main
 from icestream.config import Settings, load_settings, project_home
 from icestream.errors import ConfigError
-from icestream.ingest.load import LOAD_FILE_KEY, list_files, load_files, split_lines
+from icestream.lake.ddl import setup_tables
+from icestream.load.files import LOAD_FILE_KEY, list_files, load_files, split_lines
 from icestream.synthetic.samples import read_malformed_samples
-from icestream.tables import setup_tables
 
 pytestmark = pytest.mark.integration
 

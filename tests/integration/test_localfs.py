@@ -1,4 +1,4 @@
-"""The local master's ``file:`` file system: permissions through java.nio, no chmod process (icestream.localfs)."""
+"""The local master's ``file:`` file system: permissions through java.nio, no chmod (icestream.runtime.localfs)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from icestream import localfs
 from icestream.config import Settings, load_settings
+from icestream.runtime import localfs
 
 pytestmark = pytest.mark.integration
 

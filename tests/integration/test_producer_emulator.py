@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from icestream.cli import main
-from icestream.clients import ensure_stream, kinesis_client
 from icestream.config import Settings, project_home
 from icestream.producer.background import (
     background_producer_status,
@@ -23,6 +22,7 @@ from icestream.producer.background import (
 )
 from icestream.producer.put import produce
 from icestream.producer.run import RunSummary, read_run_summary, run_production, run_summary_path
+from icestream.stream.clients import ensure_stream, kinesis_client
 from icestream.synthetic.generator import EventGenerator, backfill_config, generate, live_config
 from icestream.synthetic.ground_truth import DEFAULT_ANOMALIES, ground_truth_path, read_ground_truth
 from icestream.synthetic.malformed import MALFORMED_KINDS, malformed_payload

@@ -7,12 +7,12 @@ from datetime import UTC, datetime
 import pandas as pd
 import pytest
 
-from icestream import duckdb as duck
-from icestream import pyiceberg as ice
-from icestream import realtime
 from icestream.errors import ConfigError
 from icestream.lake import LakeTable
 from icestream.lake.window import event_time_range
+from icestream.queries import duckdb_engine as duck
+from icestream.queries import pyiceberg_engine as ice
+from icestream.queries import realtime
 from icestream.synthetic.generator import backfill_config
 from tests.conftest import generated_table
 

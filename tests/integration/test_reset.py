@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from icestream.cli import main
-from icestream.clients import ensure_stream, kinesis_client, list_shards
 from icestream.config import load_settings
+from icestream.lake.ddl import setup_tables
 from icestream.lake.layout import create_layout_demo
-from icestream.reset import apply_reset, plan_reset, workbook_tables
-from icestream.tables import setup_tables
+from icestream.operations.reset import apply_reset, plan_reset, workbook_tables
+from icestream.stream.clients import ensure_stream, kinesis_client, list_shards
 
 pytestmark = pytest.mark.integration
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from icestream.clients import (
+from icestream.stream.clients import (
     ensure_stream,
     hash_key,
     kinesis_client,

@@ -12,12 +12,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-from icestream.catalog import several_writers_safe
-from icestream.clients import ensure_stream
 from icestream.config import Settings, load_settings
-from icestream.schema import table_columns
-from icestream.spark import get_spark
-from icestream.tables import setup_tables, show_create_table
+from icestream.lake.ddl import setup_tables, show_create_table
+from icestream.lake.schema import table_columns
+from icestream.runtime.catalog import several_writers_safe
+from icestream.runtime.spark import get_spark
+from icestream.stream.clients import ensure_stream
 
 pytestmark = pytest.mark.integration
 
@@ -110,7 +110,7 @@ def test_commits_from_two_processes_are_never_lost(spark, own_table: Settings) -
     rounds = 5
     script = (
         "from icestream.config import load_settings\n"
-        "from icestream.spark import get_spark\n"
+        "from icestream.runtime.spark import get_spark\n"
         f"own = load_settings(stream_name={stream_settings.stream_name!r}, table={stream_settings.table!r})\n"
         "spark = get_spark(own, app_name='second-writer')\n"
         f"spark.table('{events}').count()\n"
@@ -131,8 +131,8 @@ def test_commits_from_two_processes_are_never_lost(spark, own_table: Settings) -
 READY_SESSION = """
 from pyspark.sql import SparkSession
 from icestream.config import load_settings
-from icestream.jars import resolve_jars
-from icestream.spark import get_spark
+from icestream.runtime.jars import resolve_jars
+from icestream.runtime.spark import get_spark
 
 settings = load_settings()
 ready = (  # what a notebook platform hands over: its own master and settings, no 'lake' catalog

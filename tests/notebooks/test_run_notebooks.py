@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from icestream.config import Settings, project_home
-from icestream.runner import kernel_name, notebook_paths, run_notebooks
+from icestream.operations.runner import kernel_name, notebook_paths, run_notebooks
 
 pytestmark = pytest.mark.notebook
 
 
 def test_setup_notebook_creates_stream_and_tables(spark, settings: Settings, emulator: str, test_home: Path) -> None:
-    from icestream.clients import kinesis_client
+    from icestream.stream.clients import kinesis_client
 
     output = test_home / "output-setup"
     runs = run_notebooks(notebook_paths(["00"]), output, {"shard_count": 2}, report=lambda _: None, progress=False)
@@ -100,7 +100,7 @@ def test_a_failing_notebook_is_named_with_its_cell(tmp_path: Path) -> None:
     import nbformat
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-    from icestream.runner import NotebookFailedError
+    from icestream.operations.runner import NotebookFailedError
 
     notebook = new_notebook(
         cells=[

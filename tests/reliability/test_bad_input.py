@@ -24,10 +24,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from icestream.clients import kinesis_client
-from icestream.emulator import free_port
 from icestream.ingest import start_ingest
 from icestream.ingest.parse import ParsedEvent, parse_payload
+from icestream.stream.clients import kinesis_client
+from icestream.stream.emulator import free_port
 from icestream.synthetic.malformed import MALFORMED_KINDS, malformed_payload
 from tests.reliability import figures
 from tests.reliability.figures import size

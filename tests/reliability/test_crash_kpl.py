@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from icestream.clients import kinesis_client, list_shards
 from icestream.ingest import start_ingest
 from icestream.producer.aggregate import Aggregator, open_shard_starts
 from icestream.producer.put import produce
+from icestream.stream.clients import kinesis_client, list_shards
 from icestream.synthetic.wire import Record
 from tests.reliability import figures
 from tests.reliability.test_crash import _trial

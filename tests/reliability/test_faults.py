@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 
-from icestream.clients import KinesisConnection, ensure_stream
 from icestream.config import load_settings
-from icestream.emulator import Emulator, free_port
 from icestream.errors import IcestreamError
 from icestream.ingest import start_ingest
 from icestream.ingest.positions import TRIM_HORIZON, ShardPlan
 from icestream.ingest.reader import ReadOptions, read_shard
-from icestream.tables import setup_tables
+from icestream.lake.ddl import setup_tables
+from icestream.stream.clients import KinesisConnection, ensure_stream
+from icestream.stream.emulator import Emulator, free_port
 from tests.reliability import figures
 from tests.reliability.faultproxy import FaultProxy
 from tests.reliability.figures import size

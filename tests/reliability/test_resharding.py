@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from icestream.clients import kinesis_client, list_shards
 from icestream.ingest import start_ingest
+from icestream.stream.clients import kinesis_client, list_shards
 from tests.reliability import figures
 from tests.reliability.figures import size
 from tests.reliability.workload import Workload, verify

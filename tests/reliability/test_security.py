@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from icestream.clients import ensure_stream, kinesis_client, kinesis_connection
 from icestream.config import load_settings, project_home, validate_identifier
 from icestream.errors import ConfigError
-from icestream.security import iam_policy, policy_template
+from icestream.operations.security import iam_policy, policy_template
+from icestream.stream.clients import ensure_stream, kinesis_client, kinesis_connection
 from tests.reliability import figures
 
 pytestmark = pytest.mark.reliability
@@ -94,7 +94,7 @@ def test_injection_strings_are_refused_as_names(name: str) -> None:
 def test_names_that_bypass_settings_still_never_reach_sql(spark, settings) -> None:
     """Even a Settings object built around validation is stopped by the one identifier gate."""
     from icestream.ingest.positions import load_committed, mark_source_stream
-    from icestream.tables import setup_tables
+    from icestream.lake.ddl import setup_tables
 
     warehouse = settings.path("warehouse")
     before = sorted(warehouse.rglob("*")) if warehouse.exists() else []

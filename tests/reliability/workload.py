@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from icestream.clients import kinesis_client
 from icestream.config import Settings
+from icestream.stream.clients import kinesis_client
 from icestream.synthetic.malformed import MALFORMED_KINDS, malformed_payload
 
 

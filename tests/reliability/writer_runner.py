@@ -83,7 +83,7 @@ def append(spark: Any, settings: Any, seconds: float) -> dict[str, Any]:
 
 def main() -> int:
     from icestream.config import load_settings
-    from icestream.spark import get_spark
+    from icestream.runtime.spark import get_spark
 
     settings = load_settings()
     spark = get_spark(settings, app_name=f"writer-{sys.argv[1]}")

@@ -9,7 +9,7 @@ import pytest
 
 from icestream import cli
 from icestream.cli import local, notebooks
-from icestream.runner import notebook_paths
+from icestream.operations.runner import notebook_paths
 
 pytestmark = pytest.mark.unit
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from icestream.runner import notebook_paths
+from icestream.operations.runner import notebook_paths
 
 pytestmark = pytest.mark.unit
 

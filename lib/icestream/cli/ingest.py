@@ -15,8 +15,8 @@ def cmd_ship(args: argparse.Namespace) -> int:
     """Build what executors need and print the matching ``spark-submit`` line (or the requirements)."""
     import dataclasses
 
-    from icestream import shipping
-    from icestream.jars import resolve_jars
+    from icestream.runtime import shipping
+    from icestream.runtime.jars import resolve_jars
 
     if args.requirements:
         print("\n".join(shipping.pinned_requirements()))

@@ -11,9 +11,9 @@ from icestream.cli.common import settings_from
 
 def cmd_load(args: argparse.Namespace) -> int:
     """Load files (local or Hadoop paths, gzip or not) through the stream's parser, rejects and dedupe."""
-    from icestream.ingest.load import load_files
     from icestream.ingest.transform import load_transform
-    from icestream.spark import get_spark
+    from icestream.load.files import load_files
+    from icestream.runtime.spark import get_spark
 
     settings = settings_from(args)
     options: dict[str, Any] = {"dedupe_ids": not args.no_dedupe}

@@ -15,7 +15,7 @@ from icestream.errors import IcestreamError
 
 def cmd_emulator(args: argparse.Namespace) -> int:
     """Start, stop or report the local Kinesis emulator."""
-    from icestream.emulator import Emulator
+    from icestream.stream.emulator import Emulator
 
     emulator = Emulator(settings_from(args).path("run_dir"))
     if args.action == "start":
@@ -31,9 +31,9 @@ def cmd_emulator(args: argparse.Namespace) -> int:
 
 def cmd_setup(args: argparse.Namespace) -> int:
     """Create the stream, the namespace and the tables (idempotent)."""
-    from icestream.clients import ensure_stream
-    from icestream.spark import get_spark
-    from icestream.tables import setup_tables
+    from icestream.lake.ddl import setup_tables
+    from icestream.runtime.spark import get_spark
+    from icestream.stream.clients import ensure_stream
 
     settings = settings_from(args)
     summary = ensure_stream(settings, shard_count=args.shards)
@@ -44,11 +44,11 @@ def cmd_setup(args: argparse.Namespace) -> int:
 
 
 def _doctor_checks(settings: Settings, start_spark: bool) -> list[tuple[str, Callable[[], str]]]:
-    from icestream.catalog import describe_catalog
-    from icestream.clients import check_kinesis
-    from icestream.jars import iceberg_plan, sqlite_jdbc_driver
-    from icestream.shipping import check_executors
-    from icestream.spark import check_java, get_spark
+    from icestream.runtime.catalog import describe_catalog
+    from icestream.runtime.jars import iceberg_plan, sqlite_jdbc_driver
+    from icestream.runtime.shipping import check_executors
+    from icestream.runtime.spark import check_java, get_spark
+    from icestream.stream.clients import check_kinesis
 
     def python() -> str:
         if sys.version_info[:2] != (3, 11):

@@ -2,7 +2,7 @@
 
 It runs :func:`icestream.lake.routine.run_maintenance` on the events table: compact closed hours,
 rewrite manifests, expire snapshots (keeping the ingest's positions), remove orphan files; then the
-``archive`` step applies the raw archive's retention (:func:`icestream.ingest.archive.expire_archive`;
+``archive`` step applies the raw archive's retention (:func:`icestream.lake.archive.expire_archive`;
 nothing when the ingest never ran with ``--archive``). Each step
 prints its SQL and one report line; ``--dry-run`` prints the same SQL without running it. A step that
 fails prints ``error: <step>: <reason>`` and the command exits with status 1 after the other steps.
@@ -38,7 +38,7 @@ def cmd_maintain(args: argparse.Namespace) -> int:
     from icestream.errors import ConfigError
     from icestream.lake import LakeTable
     from icestream.lake.routine import MaintenancePlan, parse_age, parse_steps, run_maintenance
-    from icestream.spark import get_spark
+    from icestream.runtime.spark import get_spark
 
     settings = settings_from(args)
     if args.table:
@@ -80,7 +80,7 @@ def cmd_maintain(args: argparse.Namespace) -> int:
 
 def _expire_archive(spark: SparkSession, settings: Settings, args: argparse.Namespace) -> bool:
     """The ``archive`` step: the raw archive's days past retention; False if it failed."""
-    from icestream.ingest.archive import expire_archive
+    from icestream.lake.archive import expire_archive
 
     retention = settings.archive_retention_days if args.archive_retention_days is None else args.archive_retention_days
     try:

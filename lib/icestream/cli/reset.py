@@ -9,8 +9,8 @@ from icestream.cli.common import settings_from
 
 def cmd_reset(args: argparse.Namespace) -> int:
     """Show what a reset deletes; with ``--yes``, do it."""
-    from icestream.reset import apply_reset, plan_reset
-    from icestream.spark import get_spark
+    from icestream.operations.reset import apply_reset, plan_reset
+    from icestream.runtime.spark import get_spark
 
     settings = settings_from(args)
     spark = get_spark(settings, app_name="icestream-reset")

@@ -17,7 +17,7 @@ once: when the recorded host and pid namespace are this process's and that pid n
 so keep them in sync (NTP) and ``ttl_seconds`` well above any skew and any batch's duration.
 
 The commit is as safe as the catalog's: with the JDBC or Glue catalog across processes, with the
-Hadoop catalog within one process only (see :mod:`icestream.catalog`).
+Hadoop catalog within one process only (see :mod:`icestream.runtime.catalog`).
 
 Use::
 
@@ -40,8 +40,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from icestream.errors import IngestError
+from icestream.lake.ddl import checked_table_name
 from icestream.lake.inspect import load_iceberg_table
-from icestream.tables import checked_table_name
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

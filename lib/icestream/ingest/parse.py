@@ -1,6 +1,6 @@
 """Parse and validate one Kinesis payload against the explicit event schema.
 
-Parsing happens in the read task, on the executor, against the schema in ``icestream.schema``
+Parsing happens in the read task, on the executor, against the schema in ``icestream.lake.schema``
 written out as checks, in two steps. The fast path (:func:`parse_event`) decodes with ``msgspec``
 straight into a typed struct of the shape every valid event has (strings or null, ``properties`` an
 object of strings or null, ``device_info`` an object of its three keys, strings or null): one C
@@ -32,8 +32,8 @@ from typing import Any
 
 import msgspec
 
+from icestream.lake.schema import DEVICE_FIELDS, REQUIRED_FIELDS
 from icestream.limits import DEFAULT_MAX_EVENT_BYTES
-from icestream.schema import DEVICE_FIELDS, REQUIRED_FIELDS
 
 REJECT_REASONS = (
     "empty_payload",

@@ -43,9 +43,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from icestream.lake.ddl import checked_table_name
 from icestream.lake.inspect import ancestry
 from icestream.lake.summary import BATCH_KEY, CREATED_KEY, POSITIONS_KEY, STREAM_KEY
-from icestream.tables import checked_table_name
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

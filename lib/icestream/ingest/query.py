@@ -249,7 +249,7 @@ def start_ingest(spark: SparkSession | None = None, settings: Settings | None = 
         ConfigError: For an invalid option.
         ServiceUnavailableError: If Kinesis cannot be reached.
     """
-    from icestream.spark import get_spark
+    from icestream.runtime.spark import get_spark
 
     settings = settings or load_settings()
     query = IngestQuery(spark or get_spark(settings), settings, ingest_options(settings, **options))

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from icestream.clients import KinesisConnection
 from icestream.errors import ShardReadError
 from icestream.ingest import positions as pos
 from icestream.ingest.dedupe import Packer
@@ -35,8 +34,9 @@ from icestream.ingest.parse import Rejection, parse_event
 from icestream.ingest.positions import ShardPlan, sequence_key
 from icestream.ingest.progress import ReadStats
 from icestream.ingest.retry import THROTTLE_CODES, error_code, is_transient_call
+from icestream.lake.schema import DEVICE_FIELDS
 from icestream.limits import DEFAULT_MAX_EVENT_BYTES, GET_CALLS_PER_SECOND, MAX_RECORDS_PER_GET
-from icestream.schema import DEVICE_FIELDS
+from icestream.stream.clients import KinesisConnection
 
 # Columns of the rows a read task yields (see row_schema()).
 ROW_FIELDS = (

@@ -29,11 +29,11 @@ from icestream.ingest.options import IngestOptions
 from icestream.ingest.progress import BatchProgress, IndexStats
 from icestream.ingest.source import ReadBatch, TablePositions
 from icestream.ingest.transform import REJECT_COLUMNS, after_committed, run_transform
+from icestream.lake.ddl import create_archive_table
 from icestream.lake.evolution import align_columns
 from icestream.lake.inspect import ancestry
+from icestream.lake.schema import table_columns
 from icestream.lake.summary import BATCH_KEY, CREATED_KEY, POSITIONS_KEY, QUERY_KEY, STREAM_KEY
-from icestream.schema import table_columns
-from icestream.tables import create_archive_table
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

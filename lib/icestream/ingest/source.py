@@ -24,7 +24,6 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from icestream.clients import kinesis_connection, list_shards
 from icestream.config import Settings
 from icestream.errors import ConfigError, IngestError, ServiceUnavailableError
 from icestream.ingest import positions as pos
@@ -32,7 +31,8 @@ from icestream.ingest.options import IngestOptions
 from icestream.ingest.progress import ReadStats
 from icestream.ingest.reader import ReadOptions, read_arrow, row_schema
 from icestream.limits import DEFAULT_RECORDS_PER_SHARD, ITERATOR_LIFETIME_SECONDS
-from icestream.shipping import raise_if_executor_import_failed
+from icestream.runtime.shipping import raise_if_executor_import_failed
+from icestream.stream.clients import kinesis_connection, list_shards
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from icestream.errors import ConfigError
-from icestream.schema import REJECT_COLUMNS_DDL, table_columns
+from icestream.lake.schema import REJECT_COLUMNS_DDL, table_columns
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame

@@ -15,7 +15,7 @@ As a Glue job it takes what Glue hands every script: Glue's own arguments (``--J
 s3://...``, which set the ``ICESTREAM_*`` variables icestream reads (a job has no other way to set
 its environment). Any other unknown argument is still an error.
 Under ``spark-submit`` the session keeps the master, jars and Java options given there and adds
-the Iceberg catalog and extensions (see :mod:`icestream.cluster`).
+the Iceberg catalog and extensions (see :mod:`icestream.runtime.cluster`).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from icestream.config import Settings, validate_identifier
 from icestream.errors import ConfigError
-from icestream.schema import ARCHIVE_COLUMNS_DDL, EVENT_COLUMNS_DDL, METADATA_COLUMNS_DDL, REJECT_COLUMNS_DDL
+from icestream.lake.schema import ARCHIVE_COLUMNS_DDL, EVENT_COLUMNS_DDL, METADATA_COLUMNS_DDL, REJECT_COLUMNS_DDL
 
 if TYPE_CHECKING:
     import pandas as pd

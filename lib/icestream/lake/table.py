@@ -7,11 +7,11 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from icestream.config import validate_identifier
+from icestream.lake.ddl import checked_table_name, create_events_table
 from icestream.lake.inspect import Inspect
 from icestream.lake.maintenance import Maintenance
 from icestream.lake.statement import Outcome, Statement
 from icestream.lake.versions import Versions
-from icestream.tables import checked_table_name, create_events_table
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

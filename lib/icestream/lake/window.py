@@ -2,7 +2,7 @@
 
 A window's bounds reach SQL as bound epoch microseconds wrapped in ``timestamp_micros(...)``, which
 Spark folds into literals before planning, so Iceberg maps ``event_ts > <literal>`` onto the hidden
-``hours(event_ts)`` partition and skips the other hours' files (see :mod:`icestream.realtime`).
+``hours(event_ts)`` partition and skips the other hours' files (see :mod:`icestream.queries.realtime`).
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from icestream.ingest.parse import ParsedEvent, parse_payload
-from icestream.schema import table_columns
-from icestream.tables import checked_table_name
+from icestream.lake.ddl import checked_table_name
+from icestream.lake.schema import table_columns
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

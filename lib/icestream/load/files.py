@@ -47,9 +47,9 @@ from icestream.ingest.source import release_rows
 from icestream.ingest.transform import REJECT_COLUMNS, run_transform
 from icestream.lake.evolution import align_columns
 from icestream.lake.inspect import ancestry
+from icestream.lake.schema import table_columns
 from icestream.lake.summary import QUERY_KEY
 from icestream.limits import DEFAULT_MAX_EVENT_BYTES
-from icestream.schema import table_columns
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

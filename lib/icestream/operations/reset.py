@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from icestream.clients import ensure_stream, kinesis_client
 from icestream.config import Settings, validate_identifier
 from icestream.errors import ServiceUnavailableError
 from icestream.ingest.progress import PROGRESS_FILE
@@ -26,6 +25,7 @@ from icestream.lake.layout import LAYOUT_DEMO_SUFFIX
 from icestream.lake.table import TIME_TRAVEL_SUFFIX
 from icestream.producer.background import LOG_FILE, STATE_FILE, stop_background_producer
 from icestream.producer.run import RUN_SUMMARY_FILE
+from icestream.stream.clients import ensure_stream, kinesis_client
 from icestream.synthetic.ground_truth import GROUND_TRUTH_FILE
 
 if TYPE_CHECKING:

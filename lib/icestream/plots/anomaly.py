@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import matplotlib.dates as mdates
 import matplotlib.pyplot as plt
 
-from icestream.anomaly import HIGH, LOW
+from icestream.queries.anomaly import HIGH, LOW
 from icestream.synthetic.ground_truth import Anomaly
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ def rates_with_flags(
     """One panel per event type: rate per window, its baseline, flagged windows and the true anomalies.
 
     Args:
-        scored: Output of ``icestream.anomaly.score_windows``.
+        scored: Output of ``icestream.queries.anomaly.score_windows``.
         truth: Injected anomalies, shaded in red (HIGH kinds) or blue (drops).
         window_minutes: The window length, for the axis label.
         columns: Panels per row.

@@ -19,10 +19,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from icestream.compression import CODECS, compress
 from icestream.errors import ConfigError
-from icestream.kpl import AggregateBuilder
 from icestream.limits import MAX_RECORD_BYTES
+from icestream.stream.compression import CODECS, compress
+from icestream.stream.kpl import AggregateBuilder
 from icestream.synthetic.wire import Record
 
 AGGREGATE_KIND = "kpl_aggregate"

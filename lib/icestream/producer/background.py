@@ -2,7 +2,7 @@
 
 It runs ``icestream produce`` (live mode) detached from the kernel that starts it, so a notebook can
 start it and the next one reads a live stream. Like the emulator it keeps a state file under
-``run_dir`` (pid and start time, see :mod:`icestream.processes`): start replaces or refuses a running
+``run_dir`` (pid and start time, see :mod:`icestream.runtime.processes`): start replaces or refuses a running
 one, status and stop only ever concern the process this module started. Its summary is the live
 run's (:func:`icestream.producer.run.run_summary_path` with mode ``live``), written as it ends.
 """
@@ -15,10 +15,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from icestream import processes
 from icestream.config import Settings
 from icestream.errors import ConfigError
 from icestream.producer.run import RunSummary, read_run_summary, run_summary_path
+from icestream.runtime import processes
 from icestream.synthetic.ground_truth import parse_anomalies
 
 STATE_FILE = "producer.json"

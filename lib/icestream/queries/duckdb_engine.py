@@ -3,20 +3,20 @@
 This is how Athena (or Trino, or any Iceberg reader) sees the table: no Spark, no catalog call at
 query time, only the table's current metadata file, from which the reader finds the snapshot, its
 manifests and the Parquet files. :func:`kpi_dashboard` is the dashboard of
-:func:`icestream.realtime.kpi_dashboard` in DuckDB's dialect (the same SQL,
-:func:`icestream.realtime.dashboard_sql`), returning the same :class:`~icestream.realtime.Dashboard`.
+:func:`icestream.queries.realtime.kpi_dashboard` in DuckDB's dialect (the same SQL,
+:func:`icestream.queries.realtime.dashboard_sql`), returning the same :class:`~icestream.queries.realtime.Dashboard`.
 
 DuckDB cannot download extensions here, so :func:`connect` loads them from the pinned wheels
 ``duckdb-extension-avro`` and ``duckdb-extension-iceberg`` by file path (avro first: iceberg reads
 its manifests with it), with automatic installing and loading turned off. A warehouse on S3 adds
 ``httpfs`` (S3 reads) and ``aws`` (the credential chain) from their wheels, and an S3 secret: the
 AWS credential chain on real AWS (environment, ``AWS_PROFILE``, SSO, instance role), the boto3
-session's keys for an emulator or an assumed role (:mod:`icestream.aws`), and the S3 endpoint
+session's keys for an emulator or an assumed role (:mod:`icestream.runtime.aws`), and the S3 endpoint
 with path-style URLs when one is set.
 
 Where the metadata file is: ``LakeTable(spark, name).inspect.metadata_location()`` asks Iceberg's
 Java API through the Spark session, which works for every catalog. Without Spark,
-:func:`icestream.catalog.current_metadata_location` reads it from the JDBC catalog's SQLite file,
+:func:`icestream.runtime.catalog.current_metadata_location` reads it from the JDBC catalog's SQLite file,
 the Hadoop catalog's ``version-hint.text`` or the Glue table.
 """
 
@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
-from icestream import aws
 from icestream.config import Settings
 from icestream.errors import ConfigError, DuckDBError
-from icestream.realtime import Dashboard, dashboard_from_parts, dashboard_sql
+from icestream.queries.realtime import Dashboard, dashboard_from_parts, dashboard_sql
+from icestream.runtime import aws
 from icestream.timestamps import to_micros
 
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ def s3_secret_sql(settings: Settings, aws_session: object = None) -> str:
     Args:
         settings: The active settings.
         aws_session: The boto3 session whose keys to use for an emulator or an assumed role
-            (default: :func:`icestream.aws.session`).
+            (default: :func:`icestream.runtime.aws.session`).
 
     Returns:
         The statement (it holds keys only for an emulator or an assumed role).
@@ -148,7 +148,7 @@ def kpi_dashboard(
     minutes: float | None = None,
     now: datetime | None = None,
 ) -> Dashboard:
-    """The KPI dashboard of :func:`icestream.realtime.kpi_dashboard`, computed by DuckDB.
+    """The KPI dashboard of :func:`icestream.queries.realtime.kpi_dashboard`, computed by DuckDB.
 
     Args:
         connection: From :func:`connect`.

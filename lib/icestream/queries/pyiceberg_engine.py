@@ -8,7 +8,7 @@ column statistics), prunes files with the row filter, and reads the Parquet file
   it): this module only reads, so it takes no write lock from the ingest and never creates the
   catalog's tables (``init_catalog_tables=false``).
 - ``hadoop``: ``StaticTable.from_metadata`` on the current metadata file (the version hint).
-- ``glue``: pyiceberg's ``GlueCatalog`` with a boto3 Glue client from :func:`icestream.aws.session`
+- ``glue``: pyiceberg's ``GlueCatalog`` with a boto3 Glue client from :func:`icestream.runtime.aws.session`
   (the emulator's keys, or the assumed role), and S3 reads through pyarrow at the settings' endpoint.
 
 :func:`events_by_type` answers the workbook's real-time question (events by type in the last N
@@ -24,10 +24,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from icestream import aws
-from icestream.catalog import current_metadata_location
 from icestream.config import Settings, validate_identifier
 from icestream.errors import ConfigError
+from icestream.runtime import aws
+from icestream.runtime.catalog import current_metadata_location
 from icestream.timestamps import as_utc, from_micros, to_micros
 
 if TYPE_CHECKING:

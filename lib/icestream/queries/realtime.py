@@ -152,7 +152,7 @@ class Dashboard:
 
 
 def dashboard_sql(source: str, where: str, micros: str) -> tuple[str, str]:
-    """The dashboard's two queries in one engine's dialect (Spark here, DuckDB in :mod:`icestream.duckdb`).
+    """The dashboard's two queries in one engine's dialect (Spark here, DuckDB in ``duckdb_engine``).
 
     Args:
         source: What to read (a table, with a version clause, or ``iceberg_scan(...)``).

@@ -23,9 +23,9 @@ from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from icestream import aws
 from icestream.config import Settings, validate_identifier
 from icestream.errors import ConfigError
+from icestream.runtime import aws
 
 if TYPE_CHECKING:
     pass

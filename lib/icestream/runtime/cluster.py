@@ -120,7 +120,7 @@ def merged(ours: dict[str, str], theirs: dict[str, str]) -> dict[str, str]:
     """The settings to give the session builder so that the cluster's own survive.
 
     Args:
-        ours: icestream's settings (:func:`icestream.spark.session_conf` plus what ships).
+        ours: icestream's settings (:func:`icestream.runtime.spark.session_conf` plus what ships).
         theirs: The cluster's configuration (:func:`existing_conf`).
 
     Returns:

@@ -30,7 +30,7 @@ import zipfile
 from pathlib import Path
 
 from icestream.config import Settings
-from icestream.jars import pyspark_jar_folder
+from icestream.runtime.jars import pyspark_jar_folder
 
 LOG = logging.getLogger(__name__)
 

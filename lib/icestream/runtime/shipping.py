@@ -52,7 +52,7 @@ PYSPARK_DISTRIBUTIONS = ("py4j", "numpy", "pyarrow", "pandas")
 VENV_PACK = "venv-pack==0.2.0"  # the packer Spark's documentation names for virtual environments
 ENV_ALIAS = "icestream_env"  # the folder the archive unpacks to in each executor's working directory
 EXECUTOR_PYTHON = f"./{ENV_ALIAS}/bin/python"
-PACKAGE = Path(__file__).resolve().parent
+PACKAGE = Path(__file__).resolve().parents[1]  # the icestream package, shipped whole
 _REQUIREMENT_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 _MISSING_MODULE = re.compile(r"No module named '([^']+)'")
 _MISSING_PYTHON = re.compile(r'Cannot run program "([^"]+)"')

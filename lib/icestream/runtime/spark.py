@@ -7,8 +7,8 @@ Java, missing jars -- are checked before the JVM starts and raised as the projec
 
 On a cluster it fits in rather than takes over: a session someone else started gets the catalog
 added, a driver under ``spark-submit`` keeps its master, jars and Java options
-(:mod:`icestream.cluster`), and a session it starts on a non-local master ships what the
-executors need (:mod:`icestream.shipping`).
+(:mod:`icestream.runtime.cluster`), and a session it starts on a non-local master ships what the
+executors need (:mod:`icestream.runtime.shipping`).
 """
 
 from __future__ import annotations
@@ -24,14 +24,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from icestream import aws
-from icestream.catalog import ensure_jdbc_catalog
-from icestream.cluster import existing_conf, merged, with_master
 from icestream.config import Settings, load_settings
 from icestream.errors import JarError, JavaError, SparkStartError
-from icestream.jars import CLASSES_TO_LOAD, JarPlan, resolve_jars
-from icestream.localfs import local_fs_conf
-from icestream.shipping import ShipPlan, ship_plan
+from icestream.runtime import aws
+from icestream.runtime.catalog import ensure_jdbc_catalog
+from icestream.runtime.cluster import existing_conf, merged, with_master
+from icestream.runtime.jars import CLASSES_TO_LOAD, JarPlan, resolve_jars
+from icestream.runtime.localfs import local_fs_conf
+from icestream.runtime.shipping import ShipPlan, ship_plan
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -100,7 +100,7 @@ def catalog_conf(settings: Settings) -> dict[str, str]:
     if settings.catalog_type == "glue":
         conf[f"{prefix}.catalog-impl"] = "org.apache.iceberg.aws.glue.GlueCatalog"
         conf[f"{prefix}.io-impl"] = "org.apache.iceberg.aws.s3.S3FileIO"
-        # Endpoints, cross-account catalog, SSE-KMS, assume-role: see icestream.aws.
+        # Endpoints, cross-account catalog, SSE-KMS, assume-role: see icestream.runtime.aws.
         conf.update({f"{prefix}.{key}": value for key, value in aws.iceberg_properties(settings).items()})
     elif settings.catalog_type == "jdbc":
         # Commits are a compare-and-set of the table's row in SQLite: safe for several processes.
@@ -217,7 +217,7 @@ def session_conf(settings: Settings) -> dict[str, str]:
         # A few shuffle partitions suit one machine; a cluster keeps Spark's default.
         **({"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "4"} if local else {}),
         # Python workers import pyspark from site-packages, not from Spark's zips (see spark_daemon).
-        **({"spark.python.daemon.module": "icestream.spark_daemon"} if local else {}),
+        **({"spark.python.daemon.module": "icestream.runtime.spark_daemon"} if local else {}),
         **plan.spark_conf(),
         **java_options(plan),
         **catalog_conf(settings),

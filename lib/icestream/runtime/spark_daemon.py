@@ -10,7 +10,7 @@ With pyspark and py4j installed as packages (pip or conda, as in this project), 
 only repeat what site-packages already holds, so this daemon takes them off ``sys.path`` before
 importing pyspark: the same code is imported from plain directories and no archive is opened.
 Where they are the only copy (a Spark distribution without the packages), they stay, moved to the
-end. Enabled for local masters by :func:`icestream.spark.spark_conf` through
+end. Enabled for local masters by :func:`icestream.runtime.spark.spark_conf` through
 Spark's ``spark.python.daemon.module`` setting.
 """
 

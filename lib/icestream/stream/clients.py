@@ -18,10 +18,10 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlparse
 
-from icestream.aws import profile_session
 from icestream.config import Settings
-from icestream.emulator import START_COMMAND, Emulator
 from icestream.errors import ConfigError, ServiceUnavailableError
+from icestream.runtime.aws import profile_session
+from icestream.stream.emulator import START_COMMAND, Emulator
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 

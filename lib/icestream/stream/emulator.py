@@ -1,11 +1,11 @@
 """The local Kinesis emulator: moto's server in a background process on a loopback port.
 
-Run as ``python -m icestream.emulator -H 127.0.0.1 -p PORT``: moto's server with its Kinesis model
-patched to behave and scale like Kinesis (see :mod:`icestream.moto_kinesis`).
+Run as ``python -m icestream.stream.emulator -H 127.0.0.1 -p PORT``: moto's server with its Kinesis model
+patched to behave and scale like Kinesis (see :mod:`icestream.stream.moto_kinesis`).
 
 The server runs as its own process (new session), so it outlives the papermill kernels that use
 it one after another. A state file under ``data/run/`` records its pid, port and start time (see
-:mod:`icestream.processes`); start is idempotent, stop ends only the process this module started
+:mod:`icestream.runtime.processes`); start is idempotent, stop ends only the process this module started
 (checked by pid, start time and command line), and status reports health. moto keeps its state in
 memory: stopping the emulator loses every stream and record in it.
 """
@@ -20,8 +20,8 @@ import urllib.request
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from icestream import processes
 from icestream.errors import EmulatorError
+from icestream.runtime import processes
 
 LOOPBACK = "127.0.0.1"
 STATE_FILE = "emulator.json"
@@ -89,7 +89,7 @@ class Emulator:
 
     def _owns(self, state: EmulatorState) -> bool:
         """True when ``state.pid`` is still the very process this module started."""
-        return processes.is_ours(asdict(state), ("icestream.emulator", str(state.port)))
+        return processes.is_ours(asdict(state), ("icestream.stream.emulator", str(state.port)))
 
     def status(self) -> EmulatorStatus:
         """Report whether the emulator runs and answers."""
@@ -131,7 +131,7 @@ class Emulator:
         port = port or free_port()
         endpoint = f"http://{LOOPBACK}:{port}"
         log_path = self.run_dir / LOG_FILE
-        command = [sys.executable, "-m", "icestream.emulator", "-H", LOOPBACK, "-p", str(port)]
+        command = [sys.executable, "-m", "icestream.stream.emulator", "-H", LOOPBACK, "-p", str(port)]
         process = processes.spawn(command, log_path)
         processes.write_state(
             self.state_file, process.pid, port=port, endpoint=endpoint, started_at=time.time(), log=str(log_path)
@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> None:
     """Run moto's server with its Kinesis model patched (the emulator process's entry point)."""
     from moto.server import main as moto_main
 
-    from icestream import moto_kinesis
+    from icestream.stream import moto_kinesis
 
     moto_kinesis.install()
     moto_main(argv)

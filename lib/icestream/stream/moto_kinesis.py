@@ -40,7 +40,7 @@ def _require_checked_moto() -> Any:
         raise EmulatorError(
             f"moto {moto.__version__} is installed, but the emulator's Kinesis patches were checked against "
             f"{', '.join(CHECKED_MOTO_VERSIONS)}: install the pinned version (make setup) or re-check "
-            "icestream.moto_kinesis against the new moto.kinesis.models.Shard."
+            "icestream.stream.moto_kinesis against the new moto.kinesis.models.Shard."
         )
     replaced = ("Shard.get_records", "Shard.put_record", "Shard.get_min_sequence_number",
                 "Shard.get_max_sequence_number", "Shard.get_sequence_number_at", "Stream.put_record",
@@ -48,7 +48,7 @@ def _require_checked_moto() -> Any:
     missing = [name for name in replaced if not hasattr(getattr(models, name.split(".")[0], None), name.split(".")[1])]
     if missing or not isinstance(models.Shard(0, 0, 1).records, dict):
         changed = ", ".join(missing) or "Shard.records"
-        raise EmulatorError(f"moto.kinesis.models changed shape ({changed}): re-check icestream.moto_kinesis.")
+        raise EmulatorError(f"moto.kinesis.models changed shape ({changed}): re-check icestream.stream.moto_kinesis.")
     return models
 
 

@@ -1,4 +1,4 @@
-"""A realistic, seeded stream of user events in the wire format of :mod:`icestream.schema`.
+"""A realistic, seeded stream of user events in the wire format of :mod:`icestream.lake.schema`.
 
 - :mod:`~icestream.synthetic.model`: the event model (types, funnel, properties, devices, daily curve).
 - :mod:`~icestream.synthetic.generator`: what to generate (:class:`GeneratorConfig`) and the generator

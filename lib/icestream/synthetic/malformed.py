@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from icestream.errors import ConfigError
+from icestream.lake.schema import REQUIRED_FIELDS
 from icestream.limits import DEFAULT_MAX_EVENT_BYTES, MAX_RECORD_BYTES
-from icestream.schema import REQUIRED_FIELDS
 from icestream.synthetic.wire import encode_event, sample_event
 
 MALFORMED_KINDS = (

@@ -83,8 +83,8 @@ def test_a_folder_that_cannot_be_listed_raises_a_clear_error(spark) -> None:
 
 
 def test_unlisted_metadata_sizes_are_marked_unavailable_not_dropped(loaded, monkeypatch) -> None:
-    from icestream import health
     from icestream.lake.inspect import Inspect
+    from icestream.queries import health
 
     table, _ = loaded
     real_log = Inspect.metadata_log

@@ -7,7 +7,6 @@ import json
 
 import pytest
 
-from icestream.compression import compress
 from icestream.ingest.expand import RECORD_REJECT_REASONS, expand_record
 from icestream.ingest.positions import (
     TRIM_HORIZON,
@@ -18,7 +17,8 @@ from icestream.ingest.positions import (
     mark_key,
     plan_shards,
 )
-from icestream.kpl import encode_aggregate
+from icestream.stream.compression import compress
+from icestream.stream.kpl import encode_aggregate
 from tests.unit.ingest.test_reader import FakeKinesis, payload, run
 
 pytestmark = pytest.mark.unit

@@ -8,11 +8,11 @@ from datetime import UTC, datetime
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
-from icestream.clients import KinesisConnection
 from icestream.errors import ShardReadError
 from icestream.ingest.positions import TRIM_HORIZON, ShardPlan, after
 from icestream.ingest.reader import ROW_FIELDS, ReadOptions, read_shard
 from icestream.limits import MAX_RECORDS_PER_GET
+from icestream.stream.clients import KinesisConnection
 
 pytestmark = pytest.mark.unit
 

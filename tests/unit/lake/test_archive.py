@@ -8,7 +8,7 @@ import pytest
 
 from icestream.config import load_settings
 from icestream.errors import ConfigError
-from icestream.ingest.archive import archive_cutoff
+from icestream.lake.archive import archive_cutoff
 
 pytestmark = pytest.mark.unit
 

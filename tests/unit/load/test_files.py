@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 import pytest
 
 from icestream.ingest.dedupe import Batch
-from icestream.ingest.load import SourceFile, parse_file
 from icestream.ingest.reader import ROW_FIELDS
+from icestream.load.files import SourceFile, parse_file
 
 pytestmark = pytest.mark.unit
 

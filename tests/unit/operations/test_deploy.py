@@ -13,13 +13,13 @@ import pytest
 import yaml
 from botocore.validate import validate_parameters
 
-from icestream import deploy
 from icestream.config import load_settings
-from icestream.security import iam_policy
+from icestream.operations import deploy
+from icestream.operations.security import iam_policy
 
 pytestmark = pytest.mark.unit
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 COMMITTED = ROOT / deploy.TEMPLATE_PATH
 ACCOUNT_ID, REGION = "123456789012", "eu-west-1"
 KEY_ARN = f"arn:aws:kms:{REGION}:{ACCOUNT_ID}:key/1234abcd-12ab-34cd-56ef-1234567890ab"
@@ -52,7 +52,7 @@ def resolve(node: object, values: dict[str, str] = STACK) -> object:
 
 
 def test_the_committed_template_is_the_generated_one() -> None:
-    assert COMMITTED.read_text() == deploy.render(), "run: .venv/bin/python -m icestream.deploy"
+    assert COMMITTED.read_text() == deploy.render(), "run: .venv/bin/python -m icestream.operations.deploy"
 
 
 def test_cfn_lint_passes() -> None:

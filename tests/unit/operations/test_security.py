@@ -2,7 +2,7 @@
 
 The scan reads every module of the package and every notebook's code cells (syntax trees, not text):
 SQL statement texts and their kinds, Iceberg procedures called, DataFrame writes, pyiceberg catalog
-calls, and the boto3 client calls on the services the code creates clients for. ``icestream.security``
+calls, and the boto3 client calls on the services the code creates clients for. ``icestream.operations.security``
 maps each to the IAM actions Iceberg's GlueCatalog and S3FileIO (or the Kinesis API) need; a small
 evaluator then asks the rendered policy whether it allows each action on the ARN the call would name, with the request's
 condition keys (``s3:prefix``, ``kms:ViaService``, the S3 encryption context).
@@ -21,14 +21,14 @@ import botocore.session
 import pytest
 from botocore import xform_name
 
-from icestream import security
 from icestream.config import load_settings
 from icestream.errors import ConfigError
-from icestream.security import iam_policy
+from icestream.operations import security
+from icestream.operations.security import iam_policy
 
 pytestmark = pytest.mark.unit
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PACKAGE = ROOT / "lib" / "icestream"
 # Modules left out of the scan, with the reason: nothing in them reaches AWS with the jobs' role.
 NOT_SCANNED = {
@@ -167,7 +167,7 @@ def derived_needs(encrypted: bool = True) -> tuple[dict[security.Grant, set[str]
             needed = security.kinesis_grants(name, encrypted)
             found["operations"].add(name)
         else:
-            raise AssertionError(f"{need} ({sorted(where)}): icestream.security maps no {family} calls yet")
+            raise AssertionError(f"{need} ({sorted(where)}): icestream.operations.security maps no {family} calls yet")
         for grant in needed:
             grants.setdefault(grant, set()).update(where)
     return grants, found
@@ -224,7 +224,7 @@ def test_the_scan_sees_what_the_notebooks_run() -> None:
     assert {"rewrite_data_files", "rewrite_manifests", "expire_snapshots", "remove_orphan_files"} <= (
         found["procedures"]
     )
-    assert "load_table" in found["pyiceberg"]  # the third engine (lib/icestream/pyiceberg.py)
+    assert "load_table" in found["pyiceberg"]  # the third engine (lib/icestream/queries/pyiceberg_engine.py)
     # Notebook 04 re-creates its copy table with DROP TABLE ... PURGE (lake/table.py: recreate_events_copy).
     assert "lib/icestream/lake/table.py" in grants[("glue:DeleteTable", security.CATALOG_TABLE)]
     assert ("kms:GenerateDataKey", security.WAREHOUSE_KEY) in grants

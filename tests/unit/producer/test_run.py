@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from icestream import cli
-from icestream.anomaly import scoring_scope
 from icestream.config import Settings, load_settings
 from icestream.errors import ConfigError
 from icestream.producer.run import read_run_summary, run_production, run_summary_path
+from icestream.queries.anomaly import scoring_scope
 from icestream.synthetic.generator import EventGenerator, backfill_config
 from icestream.synthetic.ground_truth import DEFAULT_ANOMALIES, ground_truth_path, read_ground_truth
 
@@ -60,7 +60,7 @@ def test_the_cli_backfill_gives_the_anomaly_detector_its_range(
     run_settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     client = AcceptingKinesis()
-    monkeypatch.setattr("icestream.clients.kinesis_client", lambda settings, **_: client)
+    monkeypatch.setattr("icestream.stream.clients.kinesis_client", lambda settings, **_: client)
     assert cli.main(["produce", "--backfill-hours", "1", "--count", "300", "--seed", "3", "--no-progress"]) == 0
     summary = read_run_summary(run_summary_path(run_settings, "backfill"))
     assert summary is not None

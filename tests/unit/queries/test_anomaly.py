@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from icestream.anomaly import (
+from icestream.errors import ConfigError
+from icestream.queries.anomaly import (
     HIGH,
     LOW,
     DetectorOptions,
@@ -19,7 +20,6 @@ from icestream.anomaly import (
     label_windows,
     score_windows,
 )
-from icestream.errors import ConfigError
 from icestream.synthetic.ground_truth import Anomaly
 from icestream.synthetic.wire import format_ts
 

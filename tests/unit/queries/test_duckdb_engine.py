@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from icestream import duckdb as duck
 from icestream.config import load_settings
+from icestream.queries import duckdb_engine as duck
 
 pytestmark = pytest.mark.unit
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from icestream.health import HealthThresholds, TableStats, health_report
+from icestream.queries.health import HealthThresholds, TableStats, health_report
 
 pytestmark = pytest.mark.unit
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from icestream import pyiceberg as ice
 from icestream.config import load_settings
 from icestream.errors import ServiceUnavailableError
+from icestream.queries import pyiceberg_engine as ice
 
 pytestmark = pytest.mark.unit
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pandas as pd
 import pytest
 
-from icestream.realtime import dashboard_from_parts, dashboard_sql
+from icestream.queries.realtime import dashboard_from_parts, dashboard_sql
 from icestream.timestamps import to_micros
 
 pytestmark = pytest.mark.unit

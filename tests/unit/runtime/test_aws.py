@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from icestream import aws
 from icestream.config import load_settings
+from icestream.runtime import aws
 
 pytestmark = pytest.mark.unit
 
@@ -112,7 +112,7 @@ def test_an_unreachable_emulator_is_a_service_error_that_says_what_to_do() -> No
 
 
 def test_kinesis_clients_assume_the_role_in_every_process(fake_aws) -> None:
-    from icestream.clients import kinesis_connection
+    from icestream.stream.clients import kinesis_connection
 
     connection = kinesis_connection(load_settings(profile="aws", warehouse="s3://a/b", aws_role_arn=ROLE))
     assert connection.role_arn == ROLE  # pickled to the executors, which assume it themselves

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from icestream import catalog
 from icestream.config import load_settings
 from icestream.errors import ConfigError
+from icestream.runtime import catalog
 
 pytestmark = pytest.mark.unit
 
@@ -96,7 +96,7 @@ def glue_settings(monkeypatch: pytest.MonkeyPatch):
 
 
 def test_glue_metadata_location_is_the_glue_tables_parameter(glue_settings) -> None:
-    from icestream import aws
+    from icestream.runtime import aws
 
     glue = aws.client(glue_settings, "glue")
     glue.create_database(DatabaseInput={"Name": "streaming_analytics"})

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from icestream import cluster
 from icestream.config import load_settings
+from icestream.runtime import cluster
 
 pytestmark = pytest.mark.unit
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from icestream import jars
 from icestream.config import load_settings
 from icestream.errors import JarError
+from icestream.runtime import jars
 
 pytestmark = pytest.mark.unit
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from icestream import processes
+from icestream.runtime import processes
 
 pytestmark = pytest.mark.unit
 
@@ -53,7 +53,7 @@ def test_a_process_is_ours_only_with_its_start_time_and_command(tmp_path: Path, 
     process = started(SLEEPER)
     state = processes.write_state(tmp_path / "x.json", process.pid)
     assert processes.is_ours(state, ("icestream-test-sleeper",))
-    assert not processes.is_ours(state, ("icestream.emulator",)), "another command"
+    assert not processes.is_ours(state, ("icestream.stream.emulator",)), "another command"
     assert not processes.is_ours({**state, "process_start": "1"}, ("icestream-test-sleeper",)), "a reused pid"
     assert not processes.is_ours({"pid": 0}, ())
 

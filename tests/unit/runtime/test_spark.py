@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from icestream import spark
 from icestream.config import load_settings
-from icestream.jars import JarPlan
+from icestream.runtime import spark
+from icestream.runtime.jars import JarPlan
 
 pytestmark = pytest.mark.unit
 
@@ -131,7 +131,7 @@ def test_the_scheduler_pools_the_ingest_uses_are_declared() -> None:
     import re
 
     from icestream.ingest.source import SCHEDULER_POOLS
-    from icestream.spark import FAIR_POOLS
+    from icestream.runtime.spark import FAIR_POOLS
 
     declared = set(re.findall(r'<pool name="([^"]+)"', FAIR_POOLS.read_text()))
     assert declared == set(SCHEDULER_POOLS.values())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from icestream.spark_daemon import is_spark_archive, without_spark_archives
+from icestream.runtime.spark_daemon import is_spark_archive, without_spark_archives
 
 pytestmark = pytest.mark.unit
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 from botocore.utils import parse_timestamp
 
-from icestream.clients import utc_timestamp
+from icestream.stream.clients import utc_timestamp
 
 pytestmark = pytest.mark.unit
 

@@ -7,7 +7,7 @@ import zlib
 
 import pytest
 
-from icestream.compression import (
+from icestream.stream.compression import (
     CorruptCompressionError,
     DecompressedTooLargeError,
     compress,

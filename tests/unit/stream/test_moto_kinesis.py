@@ -13,8 +13,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from icestream import moto_kinesis
 from icestream.errors import EmulatorError
+from icestream.stream import moto_kinesis
 
 pytestmark = pytest.mark.unit
 STREAM = "store-test"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from icestream.schema import REQUIRED_FIELDS
+from icestream.lake.schema import REQUIRED_FIELDS
 from icestream.synthetic.wire import parse_ts
 
 END = datetime(2026, 11, 21, 6, 0, tzinfo=UTC)  # the end of the generated windows in these tests

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from icestream.errors import ConfigError
+from icestream.lake.schema import DEVICE_FIELDS, REQUIRED_FIELDS
 from icestream.limits import MAX_RECORD_BYTES
-from icestream.schema import DEVICE_FIELDS, REQUIRED_FIELDS
 from icestream.synthetic.generator import (
     RECORD_KINDS,
     RUN_ID_PROPERTY,

@@ -1,10 +1,11 @@
 """Anomaly detection on per-type event rates, in sliding windows over event time, and its scoring.
 
-:mod:`icestream.anomaly.detector` counts and flags windows; :mod:`icestream.anomaly.evaluation` picks the
-run to score and compares the flags with its ground truth. Everything a notebook needs is here.
+:mod:`icestream.queries.anomaly.detector` counts and flags windows;
+:mod:`icestream.queries.anomaly.evaluation` picks the run to score and compares the flags with its
+ground truth. Everything a notebook needs is here.
 """
 
-from icestream.anomaly.detector import (
+from icestream.queries.anomaly.detector import (
     HIGH,
     LOW,
     MAD_TO_SIGMA,
@@ -16,7 +17,7 @@ from icestream.anomaly.detector import (
     stabilised,
     window_counts,
 )
-from icestream.anomaly.evaluation import (
+from icestream.queries.anomaly.evaluation import (
     DIRECTION,
     Evaluation,
     ScoringScope,

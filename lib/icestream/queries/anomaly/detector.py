@@ -49,8 +49,8 @@ import numpy as np
 import pandas as pd
 
 from icestream.errors import ConfigError
+from icestream.lake.ddl import qualified_name
 from icestream.synthetic.generator import RUN_ID_PROPERTY
-from icestream.tables import qualified_name
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

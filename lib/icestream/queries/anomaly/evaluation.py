@@ -22,10 +22,10 @@ from datetime import datetime
 
 import pandas as pd
 
-from icestream.anomaly.detector import HIGH, LOW, as_utc
 from icestream.config import Settings
 from icestream.errors import ConfigError
 from icestream.producer.run import read_run_summary, run_summary_path
+from icestream.queries.anomaly.detector import HIGH, LOW, as_utc
 from icestream.synthetic.ground_truth import Anomaly
 from icestream.synthetic.wire import parse_ts
 

@@ -1,0 +1,2 @@
+"""Files into tables: ``icestream load`` reads JSON-lines files through the ingest's parser and commits
+each file exactly once (see :mod:`icestream.load.files`)."""

@@ -1,0 +1,1 @@
+"""Running the workbook as a whole: notebooks headless, reset, and the AWS deployment and its policy."""
