@@ -23,10 +23,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from icestream.config import ICEBERG_VERSION  # the runtime jar the session uses (docs/stack.md)
+
 BENCH = Path(__file__).resolve().parent
 RESULTS = BENCH / "results"
 SCRATCH = RESULTS / "tmp"  # gitignored: warehouses and emulator state of benchmark runs
-ICEBERG_VERSION = "1.10.2"  # the runtime jar built from snowpark-connect-deps-iceberg (see STACK.md)
 
 
 def load_average() -> str:

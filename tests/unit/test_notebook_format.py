@@ -1,4 +1,4 @@
-"""Every notebook follows CONVENTIONS.md: clean, parameterized, imports from icestream only."""
+"""Every notebook follows docs/contributing.md: clean, parameterized, imports from icestream only."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ Resolution order (``resolve_jars``):
 2. jars already built in the cache folder (``ICESTREAM_JAR_CACHE_DIR``, default ``.cache/jars``);
 3. a build from the pinned PyPI wheel ``snowpark-connect-deps-iceberg``, whose Iceberg runtime jar
    lacks the relocated Jackson classes it references: we relocate the Jackson jars that pyspark
-   bundles into Iceberg's shaded package with jarjar (see ``shared/STACK.md``) and cache the result;
+   bundles into Iceberg's shaded package with jarjar (see docs/stack.md) and cache the result;
 4. Maven coordinates through ``spark.jars.packages`` when configuration asks for them
    (``ICESTREAM_JAR_SOURCE=maven``: machines with internet, EMR, Glue; the ``aws`` profile);
 5. nothing, when the platform provides Iceberg itself (``ICESTREAM_JAR_SOURCE=provided``: EMR with

@@ -72,7 +72,7 @@ def test_explicit_jar_that_is_not_a_zip(tmp_path: Path, jackson_jar: Path) -> No
 
 
 def test_runtime_without_relocated_jackson_is_named(runtime_jar: Path) -> None:
-    # The exact failure STACK.md describes: the runtime alone lacks the shaded Jackson classes.
+    # The exact failure docs/stack.md describes: the runtime alone lacks the shaded Jackson classes.
     settings = load_settings(iceberg_jars=str(runtime_jar))
     with pytest.raises(JarError, match="relocated Jackson"):
         jars.resolve_jars(settings)
