@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import importlib
 import json
 import re
 from pathlib import Path
@@ -87,3 +88,69 @@ def test_every_iceberg_operation_taught_shows_its_sql(path: Path) -> None:
         taught = TAUGHT.findall(text)
         if taught:
             assert "last_statement" in text, f"{path.name}: {taught} runs SQL the cell does not show:\n{text[:200]}"
+
+
+# What notebooks may import from icestream: the package's faces (docs/design.md), each naming what it
+# offers in __all__. A module behind a face may move; the face is what a learner copies into their code.
+FACES = (
+    "icestream",
+    "icestream.stream",
+    "icestream.synthetic",
+    "icestream.producer",
+    "icestream.ingest",
+    "icestream.load",
+    "icestream.lake",
+    "icestream.queries",
+    "icestream.plots",
+)
+
+
+def icestream_imports(code: str) -> list[tuple[str, str]]:
+    """``(module, name)`` for each name the code imports from icestream (``import icestream.x``: name "")."""
+    found = []
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "icestream":
+            found.extend((node.module, alias.name) for alias in node.names)
+        elif isinstance(node, ast.Import):
+            found.extend((alias.name, "") for alias in node.names if alias.name.split(".")[0] == "icestream")
+    return found
+
+
+def face_problems(imports: list[tuple[str, str]]) -> list[str]:
+    """What in ``imports`` does not come from a face's ``__all__``."""
+    problems = []
+    for module, name in imports:
+        if module not in FACES:
+            problems.append(f"{name or module} from {module}: not a public face")
+        elif name not in importlib.import_module(module).__all__:
+            problems.append(f"{name} from {module}: not in its __all__")
+    return problems
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.name)
+def test_imports_come_from_the_public_faces_only(path: Path) -> None:
+    code = [source(cell) for cell in cells(path) if cell["cell_type"] == "code"]
+    imports = [found for text in code for found in icestream_imports(text)]
+    assert imports, f"{path.name} imports nothing from icestream"
+    assert not face_problems(imports), f"{path.name}: {face_problems(imports)}"
+
+
+def test_an_import_from_behind_a_face_is_a_problem() -> None:
+    imports = icestream_imports(
+        "from icestream.lake.table import recreate_events_copy\n"
+        "import icestream.queries.realtime\n"
+        "from icestream.lake import LakeTable, no_such_name\n"
+    )
+    assert face_problems(imports) == [
+        "recreate_events_copy from icestream.lake.table: not a public face",
+        "icestream.queries.realtime from icestream.queries.realtime: not a public face",
+        "no_such_name from icestream.lake: not in its __all__",
+    ]
+
+
+@pytest.mark.parametrize("face", FACES)
+def test_every_name_a_face_offers_resolves(face: str) -> None:
+    module = importlib.import_module(face)
+    assert module.__all__, f"{face} offers nothing"
+    missing = [name for name in module.__all__ if not hasattr(module, name)]
+    assert not missing, f"{face}.__all__ names what it does not have: {missing}"

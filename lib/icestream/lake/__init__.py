@@ -34,8 +34,28 @@ that fills a column added to the table from ``properties`` is
 
 from __future__ import annotations
 
+from icestream.lake.archive import expire_archive
+from icestream.lake.ddl import setup_tables, show_create_table, table_properties
+from icestream.lake.layout import create_layout_demo, table_layout
+from icestream.lake.routine import MaintenancePlan, results_frame, run_maintenance
 from icestream.lake.statement import Outcome, Statement
-from icestream.lake.table import LakeTable
-from icestream.lake.window import Window
+from icestream.lake.table import LakeTable, recreate_events_copy
+from icestream.lake.window import Window, event_time_slices
 
-__all__ = ["LakeTable", "Outcome", "Statement", "Window"]
+__all__ = [
+    "LakeTable",
+    "MaintenancePlan",
+    "Outcome",
+    "Statement",
+    "Window",
+    "create_layout_demo",
+    "event_time_slices",
+    "expire_archive",
+    "recreate_events_copy",
+    "results_frame",
+    "run_maintenance",
+    "setup_tables",
+    "show_create_table",
+    "table_layout",
+    "table_properties",
+]

@@ -1,1 +1,25 @@
 """Charts for the notebooks: one module per notebook topic, matplotlib only, axes labelled with units."""
+
+from icestream.plots.anomaly import rates_with_flags
+from icestream.plots.health import before_after, file_size_histogram, files_per_partition, snapshot_timeline
+from icestream.plots.ingest import plot_freshness, plot_lag, plot_phases, plot_rates
+from icestream.plots.layout import layout_diagram
+from icestream.plots.realtime import device_split, events_per_minute
+from icestream.plots.time_travel import counts_compared, table_growth
+
+__all__ = [
+    "before_after",
+    "counts_compared",
+    "device_split",
+    "events_per_minute",
+    "file_size_histogram",
+    "files_per_partition",
+    "layout_diagram",
+    "plot_freshness",
+    "plot_lag",
+    "plot_phases",
+    "plot_rates",
+    "rates_with_flags",
+    "snapshot_timeline",
+    "table_growth",
+]

@@ -7,3 +7,20 @@
 - :mod:`~icestream.producer.run`: one production run and its typed summary in the run folder.
 - :mod:`~icestream.producer.background`: live production in its own process (start, status, stop).
 """
+
+from icestream.producer.background import (
+    background_producer_status,
+    start_background_producer,
+    stop_background_producer,
+)
+from icestream.producer.run import RunSummary, read_run_summary, run_production, run_summary_path
+
+__all__ = [
+    "RunSummary",
+    "background_producer_status",
+    "read_run_summary",
+    "run_production",
+    "run_summary_path",
+    "start_background_producer",
+    "stop_background_producer",
+]

@@ -1,2 +1,80 @@
 """Questions asked of the tables: real-time metrics, table health, the ingest's report, anomaly
-detection, and the same tables read by DuckDB and pyiceberg."""
+detection, and the same tables read by DuckDB and pyiceberg.
+
+The modules ``realtime``, ``health``, ``anomaly``, ``duckdb_engine`` and ``pyiceberg_engine`` are part of
+this face (``realtime.kpi_dashboard(...)`` reads as what it is); the ingest's report and what notebook 05
+uses of ``anomaly`` are offered by name.
+Everything is loaded on first use: DuckDB and pyiceberg load only where they are asked for.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_MODULES = ("anomaly", "duckdb_engine", "health", "pyiceberg_engine", "realtime")
+_ANOMALY = (
+    "DetectorOptions",
+    "evaluate",
+    "flagged_intervals",
+    "label_windows",
+    "score_windows",
+    "scoring_scope",
+    "window_counts",
+)
+_REPORT = ("committed_positions", "freshness", "percentiles", "progress_frame", "read_progress", "rejects_by_reason")
+
+__all__ = [
+    "DetectorOptions",
+    "anomaly",
+    "committed_positions",
+    "duckdb_engine",
+    "evaluate",
+    "flagged_intervals",
+    "freshness",
+    "health",
+    "label_windows",
+    "percentiles",
+    "progress_frame",
+    "pyiceberg_engine",
+    "read_progress",
+    "realtime",
+    "rejects_by_reason",
+    "score_windows",
+    "scoring_scope",
+    "window_counts",
+]
+
+if TYPE_CHECKING:
+    from icestream.queries import anomaly, duckdb_engine, health, pyiceberg_engine, realtime
+    from icestream.queries.anomaly import (
+        DetectorOptions,
+        evaluate,
+        flagged_intervals,
+        label_windows,
+        score_windows,
+        scoring_scope,
+        window_counts,
+    )
+    from icestream.queries.report import (
+        committed_positions,
+        freshness,
+        percentiles,
+        progress_frame,
+        read_progress,
+        rejects_by_reason,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    if name in _ANOMALY:
+        return getattr(importlib.import_module(f"{__name__}.anomaly"), name)
+    if name in _REPORT:
+        return getattr(importlib.import_module(f"{__name__}.report"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

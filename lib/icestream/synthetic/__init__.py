@@ -10,3 +10,25 @@
 - :mod:`~icestream.synthetic.wire`: records, the timestamp format, encoding and reading payload files.
 - :mod:`~icestream.synthetic.samples`: the committed samples in ``data/samples/``.
 """
+
+from icestream.synthetic.generator import RUN_ID_PROPERTY, EventGenerator, GeneratorConfig, backfill_config, generate
+from icestream.synthetic.ground_truth import parse_anomalies, read_ground_truth
+from icestream.synthetic.malformed import MALFORMED_DESCRIPTIONS, MALFORMED_KINDS
+from icestream.synthetic.model import EVENT_TYPES, PROPERTY_FIELDS, expected_type_shares
+from icestream.synthetic.wire import decode_events
+
+__all__ = [
+    "EVENT_TYPES",
+    "MALFORMED_DESCRIPTIONS",
+    "MALFORMED_KINDS",
+    "PROPERTY_FIELDS",
+    "RUN_ID_PROPERTY",
+    "EventGenerator",
+    "GeneratorConfig",
+    "backfill_config",
+    "decode_events",
+    "expected_type_shares",
+    "generate",
+    "parse_anomalies",
+    "read_ground_truth",
+]
