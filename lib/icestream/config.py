@@ -40,6 +40,14 @@ ENDPOINT_SETTINGS = ("kinesis_endpoint", "s3_endpoint", "glue_endpoint")
 CATALOG_FILE = "catalog.db"  # the JDBC catalog's SQLite file, inside the warehouse folder
 SQLITE_JDBC_JAR = "/usr/share/java/sqlite-jdbc.jar"  # Debian's libxerial-sqlite-jdbc-java
 
+# The workbook's tables are all named from the ``table`` setting, here and nowhere else:
+# <table>, <table>_<suffix> (Settings.table_name, Settings.companion_table_name).
+REJECTS_SUFFIX = "rejects"  # records the ingest could not accept
+ARCHIVE_SUFFIX = "raw"  # every record as received (archive_raw)
+TIME_TRAVEL_SUFFIX = "time_travel"  # notebook 04's copy for writes
+LAYOUT_DEMO_SUFFIX = "layout_demo"  # notebook 00's demo table
+COPY_SUFFIXES = (LAYOUT_DEMO_SUFFIX, TIME_TRAVEL_SUFFIX)  # the copies notebooks create (and reset drops)
+
 ICEBERG_VERSION = "1.10.2"
 SPARK_SCALA = "3.5_2.12"
 
@@ -143,12 +151,20 @@ class Settings:
     @property
     def rejects_table_name(self) -> str:
         """The table of records the ingest could not accept."""
-        return f"{self.catalog}.{self.namespace}.{self.table}_rejects"
+        return self.companion_table_name(REJECTS_SUFFIX)
 
     @property
     def archive_table_name(self) -> str:
         """The raw archive: every record as received (with ``archive_raw``)."""
-        return f"{self.catalog}.{self.namespace}.{self.table}_raw"
+        return self.companion_table_name(ARCHIVE_SUFFIX)
+
+    def companion(self, suffix: str) -> Settings:
+        """These settings for the table ``<table>_<suffix>`` (a copy or a companion of the events table)."""
+        return dataclasses.replace(self, table=validate_identifier(f"{self.table}_{suffix}", "table"))
+
+    def companion_table_name(self, suffix: str) -> str:
+        """The qualified name of ``<table>_<suffix>``."""
+        return self.companion(suffix).table_name
 
     @property
     def namespace_name(self) -> str:

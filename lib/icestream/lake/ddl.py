@@ -94,7 +94,7 @@ def create_namespace(spark: SparkSession, settings: Settings) -> str:
 
 def create_events_table(spark: SparkSession, settings: Settings) -> str:
     """Create the events table unless it exists; return its qualified name."""
-    name = qualified_name(settings.catalog, settings.namespace, settings.table)
+    name = checked_table_name(settings.table_name)
     return _create_table(
         spark,
         name,
@@ -110,7 +110,7 @@ def create_rejects_table(spark: SparkSession, settings: Settings) -> str:
     Rejects are few and read by ingest time (what went wrong recently), so they are partitioned by
     ``days(ingest_ts)``.
     """
-    name = qualified_name(settings.catalog, settings.namespace, f"{settings.table}_rejects")
+    name = checked_table_name(settings.rejects_table_name)
     return _create_table(
         spark,
         name,
@@ -126,7 +126,7 @@ def create_archive_table(spark: SparkSession, settings: Settings) -> str:
     It is read by arrival day (replay a day, drop days past retention), so it is partitioned by
     ``days(arrival_ts)``: expiring a day is a metadata-only delete of whole files.
     """
-    name = qualified_name(settings.catalog, settings.namespace, f"{settings.table}_raw")
+    name = checked_table_name(settings.archive_table_name)
     return _create_table(
         spark,
         name,

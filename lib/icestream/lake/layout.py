@@ -19,11 +19,10 @@ makes a tiny table to walk: two small commits, so the tree has every level and f
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from icestream.config import validate_identifier
+from icestream.config import LAYOUT_DEMO_SUFFIX
 from icestream.lake.inspect import load_iceberg_table, name_of
 from icestream.lake.statement import Statement
 from icestream.lake.table import LakeTable
@@ -34,7 +33,6 @@ if TYPE_CHECKING:
 
     from icestream.config import Settings
 
-LAYOUT_DEMO_SUFFIX = "layout_demo"  # 00's demo table is <table>_layout_demo
 LEVELS = ("catalog", "metadata file", "manifest list", "manifest", "data file")
 LEVEL_MEANING = {
     "catalog": "maps the table name to its current metadata file",
@@ -168,7 +166,7 @@ def create_layout_demo(spark: SparkSession, settings: Settings) -> LakeTable:
     Returns:
         The demo table.
     """
-    demo = dataclasses.replace(settings, table=validate_identifier(f"{settings.table}_{LAYOUT_DEMO_SUFFIX}", "table"))
+    demo = settings.companion(LAYOUT_DEMO_SUFFIX)
     table = LakeTable(spark, demo.table_name)
     table.apply(Statement(f"CREATE NAMESPACE IF NOT EXISTS {demo.namespace_name}", writes=True))
     table.apply(Statement(f"DROP TABLE IF EXISTS {table.name} PURGE", writes=True))

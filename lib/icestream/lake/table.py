@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections import deque
 from typing import TYPE_CHECKING
 
-from icestream.config import validate_identifier
+from icestream.config import TIME_TRAVEL_SUFFIX, validate_identifier
 from icestream.lake.ddl import checked_table_name, create_events_table
 from icestream.lake.inspect import Inspect
 from icestream.lake.maintenance import Maintenance
@@ -18,7 +17,6 @@ if TYPE_CHECKING:
 
     from icestream.config import Settings
 
-TIME_TRAVEL_SUFFIX = "time_travel"  # 04's copy for writes is <table>_time_travel
 STATEMENTS_KEPT = 100  # a long-lived table object (the ingest's) must not grow without bound
 
 
@@ -110,7 +108,7 @@ def recreate_events_copy(spark: SparkSession, settings: Settings, suffix: str = 
     Returns:
         The copy.
     """
-    copy = dataclasses.replace(settings, table=validate_identifier(f"{settings.table}_{suffix}", "table"))
+    copy = settings.companion(suffix)
     table = LakeTable(spark, copy.table_name)
     table.apply(Statement(f"DROP TABLE IF EXISTS {table.name} PURGE", writes=True))
     create_events_table(spark, copy)

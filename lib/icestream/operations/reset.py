@@ -12,17 +12,14 @@ theirs with them. The emulator's own state (``emulator.json``) and the executed 
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from icestream.config import Settings, validate_identifier
+from icestream.config import COPY_SUFFIXES, Settings
 from icestream.errors import ServiceUnavailableError
 from icestream.ingest.progress import PROGRESS_FILE
-from icestream.lake.layout import LAYOUT_DEMO_SUFFIX
-from icestream.lake.table import TIME_TRAVEL_SUFFIX
 from icestream.producer.background import LOG_FILE, STATE_FILE, stop_background_producer
 from icestream.producer.run import RUN_SUMMARY_FILE
 from icestream.stream.clients import ensure_stream, kinesis_client
@@ -42,7 +39,6 @@ RUN_STATE_PATTERNS = (
     LOG_FILE,
     "0[0-9]_*_summary.json",
 )
-COPY_SUFFIXES = (LAYOUT_DEMO_SUFFIX, TIME_TRAVEL_SUFFIX)  # tables named <table>_<suffix> the notebooks create
 
 
 @dataclass(frozen=True)
@@ -74,10 +70,7 @@ class ResetPlan:
 
 def workbook_tables(settings: Settings) -> tuple[str, ...]:
     """The qualified names of every table the workbook creates (existing or not)."""
-    copies = [
-        dataclasses.replace(settings, table=validate_identifier(f"{settings.table}_{suffix}", "table")).table_name
-        for suffix in COPY_SUFFIXES
-    ]
+    copies = [settings.companion_table_name(suffix) for suffix in COPY_SUFFIXES]
     return (settings.table_name, settings.rejects_table_name, *copies)
 
 
