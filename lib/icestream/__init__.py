@@ -25,7 +25,7 @@ __version__ = "0.1.0"
 _FACE = {
     "Settings": "icestream.config",
     "load_settings": "icestream.config",
-    "validate_identifier": "icestream.config",
+    "validate_identifier": "icestream.validation",
     "get_spark": "icestream.runtime.spark",
     "to_micros": "icestream.timestamps",
     "IcestreamError": "icestream.errors",
@@ -36,10 +36,11 @@ __all__ = ["ConfigError", "IcestreamError", "Settings", "__version__", "get_spar
            "validate_identifier"]  # fmt: skip
 
 if TYPE_CHECKING:
-    from icestream.config import Settings, load_settings, validate_identifier
+    from icestream.config import Settings, load_settings
     from icestream.errors import ConfigError, IcestreamError
     from icestream.runtime.spark import get_spark
     from icestream.timestamps import to_micros
+    from icestream.validation import validate_identifier
 
 
 def __getattr__(name: str) -> Any:

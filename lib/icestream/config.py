@@ -15,28 +15,18 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import types
 import typing
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 import yaml
 
 from icestream.errors import ConfigError
-from icestream.limits import DEFAULT_START_POSITION, START_POSITIONS
+from icestream.limits import DEFAULT_START_POSITION
+from icestream.validation import ENV_PREFIX, PROFILES, validate_identifier, validate_settings
 
-ENV_PREFIX = "ICESTREAM_"
-PROFILES = ("local", "localstack", "aws")
-# "provided": the platform brings its own Iceberg (EMR, Glue --datalake-formats); checked at start-up.
-JAR_SOURCES = ("auto", "maven", "provided")
-# What a session on a non-local master ships to its executors (see icestream.runtime.shipping).
-SHIP_MODES = ("packed", "package", "none")
-CATALOG_TYPES = ("jdbc", "hadoop", "glue")
-S3_SSE_TYPES = ("none", "s3", "kms")  # Iceberg S3FileIO's s3.sse.type values this project supports
-ENDPOINT_SETTINGS = ("kinesis_endpoint", "s3_endpoint", "glue_endpoint")
 CATALOG_FILE = "catalog.db"  # the JDBC catalog's SQLite file, inside the warehouse folder
 SQLITE_JDBC_JAR = "/usr/share/java/sqlite-jdbc.jar"  # Debian's libxerial-sqlite-jdbc-java
 
@@ -55,15 +45,6 @@ SPARK_SCALA = "3.5_2.12"
 # (see icestream.stream.clients), so they are not credentials.
 EMULATOR_DUMMY_KEYS = {"local": ("testing", "testing"), "localstack": ("test", "test")}
 
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
-_STREAM_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
-_REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d+$")
-_ACCOUNT_ID = re.compile(r"^\d{12}$")
-_ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$")
-_SPARK_MASTER = re.compile(
-    r"^(local(\[(\*|[1-9]\d*)(,\s*[1-9]\d*)?\])?|local-cluster\[.+\]|spark://.+|yarn|k8s://.+|mesos://.+)$"
-)
-
 
 def project_home() -> Path:
     """Return the project folder: ``ICESTREAM_HOME``, else the checkout this package lives in.
@@ -77,28 +58,6 @@ def project_home() -> Path:
     if (checkout / "pyproject.toml").is_file():
         return checkout
     return Path.cwd()
-
-
-def validate_identifier(name: str, setting: str = "identifier") -> str:
-    """Check that ``name`` is a plain SQL identifier; the only way names reach SQL text.
-
-    Args:
-        name: The candidate catalog, namespace, table or column name.
-        setting: The setting it came from, named in the error.
-
-    Returns:
-        ``name`` unchanged.
-
-    Raises:
-        ConfigError: If ``name`` has characters other than letters, digits and underscores,
-            starts with a digit, or is longer than 128 characters.
-    """
-    if not isinstance(name, str) or not _IDENTIFIER.fullmatch(name):
-        raise ConfigError(
-            f"{setting}: {name!r} is not a valid identifier. Use letters, digits and "
-            "underscores, starting with a letter or underscore (at most 128 characters)."
-        )
-    return name
 
 
 @dataclass(frozen=True)
@@ -355,109 +314,5 @@ def load_settings(config_file: str | os.PathLike[str] | None = None, **overrides
                 merged[name] = merged["kinesis_endpoint"]
                 sources[name] = f"{sources['kinesis_endpoint']} (kinesis_endpoint)"
     settings = dataclasses.replace(Settings(), **merged, sources=sources)
-    _validate(settings)
+    validate_settings(settings)
     return settings
-
-
-def _check(condition: bool, setting: str, message: str) -> None:
-    if not condition:
-        raise ConfigError(f"{ENV_PREFIX}{setting.upper()} / {setting}: {message}")
-
-
-def _validate_endpoint(settings: Settings, name: str) -> None:
-    endpoint = getattr(settings, name)
-    if endpoint is None:
-        return
-    parsed = urlparse(endpoint)
-    _check(
-        parsed.scheme in ("http", "https") and bool(parsed.hostname) and not parsed.path.strip("/"),
-        name,
-        f"{endpoint!r} is not a URL like http://127.0.0.1:4566.",
-    )
-    try:
-        parsed.port  # noqa: B018 - raises ValueError on a malformed port
-    except ValueError:
-        _check(False, name, f"{endpoint!r} has an invalid port.")
-
-
-def _validate_aws(settings: Settings) -> None:
-    for name in ENDPOINT_SETTINGS:
-        _validate_endpoint(settings, name)
-    catalog_id, role = settings.glue_catalog_id, settings.aws_role_arn
-    _check(
-        catalog_id is None or bool(_ACCOUNT_ID.fullmatch(catalog_id)), "glue_catalog_id", "need a 12-digit account id."
-    )
-    _check(
-        role is None or bool(_ROLE_ARN.fullmatch(role)),
-        "aws_role_arn",
-        f"{role!r}: need arn:aws:iam::<account>:role/<name>.",
-    )
-    _check(settings.s3_sse_type in S3_SSE_TYPES, "s3_sse_type", f"choose one of {', '.join(S3_SSE_TYPES)}.")
-    _check(settings.s3_sse_key is None or settings.s3_sse_type == "kms", "s3_sse_key", "a key needs s3_sse_type=kms.")
-    # s3a:// is Hadoop's S3A file system: Glue would record it as the table location, and Athena,
-    # EMR and Glue jobs expect s3:// (Iceberg's S3FileIO reads both, writes what it is given).
-    if settings.warehouse.startswith(("s3a://", "s3n://")):
-        _check(
-            False,
-            "warehouse",
-            f"{settings.warehouse!r}: use s3://{settings.warehouse.split('://', 1)[1]} instead; Glue records the "
-            "warehouse in every table's location, and Athena and Glue jobs expect s3://.",
-        )
-
-
-def _validate(settings: Settings) -> None:
-    _validate_aws(settings)
-    _check(
-        bool(_REGION.fullmatch(settings.region)), "region", f"{settings.region!r} is not an AWS region like us-east-1."
-    )
-    _check(
-        bool(_STREAM_NAME.fullmatch(settings.stream_name)),
-        "stream_name",
-        f"{settings.stream_name!r} is not a valid Kinesis stream name (1-128 of A-Z a-z 0-9 _ . -).",
-    )
-    _check(1 <= settings.shard_count <= 500, "shard_count", f"{settings.shard_count} must be between 1 and 500.")
-    for name in ("catalog", "namespace", "table"):
-        validate_identifier(getattr(settings, name), f"{ENV_PREFIX}{name.upper()} / {name}")
-    _check(settings.catalog_type in CATALOG_TYPES, "catalog_type", f"choose one of {', '.join(CATALOG_TYPES)}.")
-    _check(settings.jar_source in JAR_SOURCES, "jar_source", f"choose one of {', '.join(JAR_SOURCES)}.")
-    _check(settings.ship in SHIP_MODES, "ship", f"choose one of {', '.join(SHIP_MODES)}.")
-    _check(
-        bool(_SPARK_MASTER.fullmatch(settings.spark_master)),
-        "spark_master",
-        f"{settings.spark_master!r} is not a Spark master URL (local[*], spark://host:7077, yarn, k8s://...).",
-    )
-    _check(
-        settings.spark_log_level.upper() in ("ALL", "DEBUG", "ERROR", "FATAL", "INFO", "OFF", "TRACE", "WARN"),
-        "spark_log_level",
-        f"{settings.spark_log_level!r} is not a log4j level.",
-    )
-    _check(
-        1 <= settings.archive_retention_days <= 36_500,
-        "archive_retention_days",
-        f"{settings.archive_retention_days} must be between 1 and 36500.",
-    )
-    _check(
-        settings.start_position in START_POSITIONS,
-        "start_position",
-        f"choose one of {', '.join(START_POSITIONS)}.",
-    )
-    _check(
-        bool(re.fullmatch(r"\d+\.\d+\.\d+", settings.iceberg_version)),
-        "iceberg_version",
-        "expected a version like 1.10.2.",
-    )
-    if settings.catalog_type == "glue":
-        _check(
-            settings.warehouse.startswith("s3://"),
-            "warehouse",
-            "the Glue catalog needs an S3 warehouse such as s3://my-bucket/warehouse.",
-        )
-    else:
-        _check(bool(settings.warehouse), "warehouse", "must not be empty.")
-    if settings.catalog_type == "jdbc":
-        _check(
-            "://" not in settings.warehouse,
-            "warehouse",
-            f"{settings.warehouse!r}: the JDBC catalog keeps its SQLite file in the warehouse, which must be a "
-            "local folder; for S3 use the aws profile (Glue).",
-        )

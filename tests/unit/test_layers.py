@@ -23,7 +23,7 @@ MAX_LINES = 450
 # and load -> lake -> queries), except that the lake sits below the ingest here: the ingest writes
 # tables through the lake, and the lake knows nothing of Kinesis.
 LAYERS = (
-    ("errors", "limits", "timestamps", "config"),
+    ("errors", "limits", "timestamps", "validation", "config"),
     ("runtime",),
     ("stream",),
     ("lake",),

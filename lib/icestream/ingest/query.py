@@ -24,7 +24,9 @@ import threading
 import time
 import uuid
 from collections import deque
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 from icestream.config import Settings, load_settings
@@ -35,6 +37,8 @@ from icestream.ingest.progress import PROGRESS_FILE, BatchProgress, ProgressLog
 from icestream.ingest.retry import run_with_retries
 from icestream.ingest.sink import TableSink
 from icestream.ingest.source import SCHEDULER_POOLS, ShardSource, TablePositions
+from icestream.lake.ddl import create_archive_table
+from icestream.stream.clients import kinesis_connection
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -43,26 +47,21 @@ if TYPE_CHECKING:
 class IngestQuery:
     """A running (or finished) ingest query; create it with :func:`start_ingest`."""
 
-    def __init__(self, spark: SparkSession, settings: Settings, options: IngestOptions) -> None:
-        """Check the stream and both tables; nothing runs until :meth:`start`.
-
-        Raises:
-            ConfigError: For an invalid option, or a stream or table that does not exist.
-            ServiceUnavailableError: If Kinesis does not answer.
-        """
-        self.spark = spark
-        self.settings = settings
-        self.options = options.validated()
-        self.id = str(uuid.uuid4())
-        self.progress_file = options.progress_file or settings.path("run_dir") / PROGRESS_FILE
+    def __init__(self, parts: IngestParts) -> None:
+        """Take the parts :func:`build_ingest` made; nothing runs until :meth:`start`."""
+        self.spark = parts.spark
+        self.settings = parts.settings
+        self.options = parts.options
+        self.id = parts.query_id
+        self.progress_file = self.options.progress_file or self.settings.path("run_dir") / PROGRESS_FILE
         self._log = ProgressLog(self.progress_file, self.options.on_progress)
-        self._stop = threading.Event()
+        self._stop = parts.stop
         self._thread: threading.Thread | None = None
         self._exception: BaseException | None = None
         self._status: dict[str, Any] = {"message": "Initializing", "isDataAvailable": False, "isTriggerActive": False}
-        self.source = ShardSource(spark, settings, self.options, self._stop, self._fault)
-        self.sink = TableSink(spark, settings, self.options, self.id, self.source.stream_created)
-        self.table_lease = Lease(spark, settings.table_name)  # one ingest per table (fencing)
+        self.source = parts.source
+        self.sink = parts.sink
+        self.table_lease = parts.lease  # one ingest per table (fencing)
         self.processed = TablePositions()  # where reading has got to, per table
         self.recovered_from: dict[str, str] = {}
         self.next_batch_id = 0
@@ -190,15 +189,7 @@ class IngestQuery:
             self._status = {"message": "Stopped", "isDataAvailable": False, "isTriggerActive": False}
 
     def _fault(self, phase: str, batch_id: int) -> None:
-        """Call the test's fault hook; what it raises is a simulated crash at ``phase``."""
-        if self.options.fault_hook is None:
-            return
-        try:
-            self.options.fault_hook(phase, batch_id)
-        except Exception as error:
-            raise InjectedFaultError(
-                f"fault injected at {phase} of batch {batch_id}: {type(error).__name__}: {error}"
-            ) from error
+        _inject_fault(self.options, phase, batch_id)
 
     def _batch(self) -> BatchProgress | None:
         """Run one batch; None when there was nothing new to commit (like Spark, no empty batch)."""
@@ -234,6 +225,53 @@ class IngestQuery:
         return progress
 
 
+def _inject_fault(options: IngestOptions, phase: str, batch_id: int) -> None:
+    """Call the test's fault hook; what it raises is a simulated crash at ``phase``."""
+    if options.fault_hook is None:
+        return
+    try:
+        options.fault_hook(phase, batch_id)
+    except Exception as error:
+        raise InjectedFaultError(
+            f"fault injected at {phase} of batch {batch_id}: {type(error).__name__}: {error}"
+        ) from error
+
+
+@dataclass(frozen=True)
+class IngestParts:
+    """What one ingest query is made of, built once, top-down, by :func:`build_ingest`."""
+
+    spark: SparkSession
+    settings: Settings
+    options: IngestOptions  # validated
+    query_id: str
+    stop: threading.Event  # set to stop the query (the source stops reading ahead too)
+    source: ShardSource
+    sink: TableSink
+    lease: Lease
+
+
+def build_ingest(spark: SparkSession, settings: Settings, options: IngestOptions) -> IngestQuery:
+    """Build an ingest query top-down: settings, session, Kinesis connection, then source, sink and lease.
+
+    Everything the parts need is resolved here once and handed down (the Kinesis endpoint, the raw
+    archive's table), so no part reaches back up for settings, sessions or tables of its own.
+
+    Raises:
+        ConfigError: For an invalid option, or a stream or table that does not exist.
+        ServiceUnavailableError: If Kinesis does not answer.
+    """
+    options = options.validated()
+    connection = kinesis_connection(settings)
+    query_id = str(uuid.uuid4())
+    stop = threading.Event()
+    source = ShardSource(spark, settings, connection, options, stop, partial(_inject_fault, options))
+    archive = create_archive_table(spark, settings) if options.archive else None  # optional: setup may predate it
+    sink = TableSink(spark, settings, options, query_id, source.stream_created, archive)
+    lease = Lease(spark, settings.table_name)
+    return IngestQuery(IngestParts(spark, settings, options, query_id, stop, source, sink, lease))
+
+
 def start_ingest(spark: SparkSession | None = None, settings: Settings | None = None, **options: Any) -> IngestQuery:
     """Start the ingest query in the background and return its handle.
 
@@ -252,5 +290,5 @@ def start_ingest(spark: SparkSession | None = None, settings: Settings | None = 
     from icestream.runtime.spark import get_spark
 
     settings = settings or load_settings()
-    query = IngestQuery(spark or get_spark(settings), settings, ingest_options(settings, **options))
-    return query.start()
+    chosen = ingest_options(settings, **options)
+    return build_ingest(spark or get_spark(settings), settings, chosen).start()

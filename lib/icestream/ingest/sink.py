@@ -29,7 +29,6 @@ from icestream.ingest.options import IngestOptions
 from icestream.ingest.progress import BatchProgress, IndexStats
 from icestream.ingest.source import ReadBatch, TablePositions
 from icestream.ingest.transform import REJECT_COLUMNS, after_committed, run_transform
-from icestream.lake.ddl import create_archive_table
 from icestream.lake.evolution import align_columns
 from icestream.lake.inspect import ancestry
 from icestream.lake.schema import table_columns
@@ -75,7 +74,13 @@ class TableSink:
     """Writes batches to the events and rejects tables (see the module docstring)."""
 
     def __init__(
-        self, spark: SparkSession, settings: Settings, options: IngestOptions, query_id: str, stream_created: str
+        self,
+        spark: SparkSession,
+        settings: Settings,
+        options: IngestOptions,
+        query_id: str,
+        stream_created: str,
+        archive: str | None = None,
     ) -> None:
         """Check both tables exist.
 
@@ -85,6 +90,7 @@ class TableSink:
             options: The query's options.
             query_id: Written into every commit, to find this query's own snapshots.
             stream_created: The stream's creation time, written into every commit.
+            archive: The raw archive's name when the query keeps one (the caller creates it).
 
         Raises:
             ConfigError: If a table does not exist.
@@ -96,8 +102,7 @@ class TableSink:
         self.stream_created = stream_created
         self.events = _Table(settings.table_name)
         self.rejects = _Table(settings.rejects_table_name)
-        # The raw archive, when on, is created on first use: it is optional, so setup may predate it.
-        self.archive = _Table(create_archive_table(spark, settings)) if options.archive else None
+        self.archive = _Table(archive) if archive is not None else None
         for table in (self.events, self.rejects):
             if not spark.catalog.tableExists(table.name):
                 raise ConfigError(

@@ -32,10 +32,12 @@ from icestream.ingest.progress import ReadStats
 from icestream.ingest.reader import ReadOptions, read_arrow, row_schema
 from icestream.limits import DEFAULT_RECORDS_PER_SHARD, ITERATOR_LIFETIME_SECONDS
 from icestream.runtime.shipping import raise_if_executor_import_failed
-from icestream.stream.clients import kinesis_connection, list_shards
+from icestream.stream.clients import list_shards
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+    from icestream.stream.clients import KinesisConnection
 
 # Spark scheduler pools (they matter under spark.scheduler.mode FAIR, which local sessions use):
 # a free task slot goes to the pool with the fewest running tasks, so a batch's one-task writes
@@ -162,6 +164,7 @@ class ShardSource:
         self,
         spark: SparkSession,
         settings: Settings,
+        connection: KinesisConnection,
         options: IngestOptions,
         stop: threading.Event,
         fault: Callable[[str, int], None],
@@ -170,7 +173,8 @@ class ShardSource:
 
         Args:
             spark: The session.
-            settings: Name the stream and its endpoint.
+            settings: Name the stream.
+            connection: How to reach Kinesis (resolved once by the caller; read tasks get it too).
             options: The query's options.
             stop: Set when the query stops (no read-ahead is started then).
             fault: Called with ``("before_read", batch_id)`` (tests simulate crashes there).
@@ -184,7 +188,7 @@ class ShardSource:
         self.options = options
         self._stop = stop
         self._fault = fault
-        self._connection = kinesis_connection(settings)
+        self._connection = connection
         self._client = self._connection.client()
         self.stream_created = self._describe_stream()
         self.start_position = self._resolve_start(datetime.now(UTC))

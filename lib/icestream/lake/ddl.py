@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from icestream.config import Settings, validate_identifier
+from icestream.config import Settings
 from icestream.errors import ConfigError
 from icestream.lake.schema import ARCHIVE_COLUMNS_DDL, EVENT_COLUMNS_DDL, METADATA_COLUMNS_DDL, REJECT_COLUMNS_DDL
+from icestream.validation import validate_identifier
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -49,7 +50,7 @@ def checked_table_name(name: str) -> str:
         name: The table name as text.
 
     Returns:
-        The same name, every part checked by :func:`icestream.config.validate_identifier`.
+        The same name, every part checked by :func:`icestream.validation.validate_identifier`.
 
     Raises:
         ConfigError: If a part is not an identifier, or the name has no catalog part.

@@ -15,10 +15,10 @@ from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from icestream.config import validate_identifier
 from icestream.errors import StorageListingError
 from icestream.lake.statement import Statement
 from icestream.lake.summary import BATCH_KEY
+from icestream.validation import validate_identifier
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -20,10 +20,10 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from icestream.config import validate_identifier
 from icestream.errors import ConfigError
 from icestream.lake.statement import Outcome, Statement, timestamp_literal
 from icestream.lake.summary import POSITIONS_KEY, STREAM_KEY
+from icestream.validation import validate_identifier
 
 _TIME_TRANSFORM = re.compile(r"(?:hours|days|months|years)\((\w+)\)")  # a time partition field
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING
 
-from icestream.config import TIME_TRAVEL_SUFFIX, validate_identifier
+from icestream.config import TIME_TRAVEL_SUFFIX
 from icestream.lake.ddl import checked_table_name, create_events_table
 from icestream.lake.inspect import Inspect
 from icestream.lake.maintenance import Maintenance
 from icestream.lake.statement import Outcome, Statement
 from icestream.lake.versions import Versions
+from icestream.validation import validate_identifier
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

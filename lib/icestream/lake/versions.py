@@ -13,11 +13,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from icestream.config import validate_identifier
 from icestream.errors import ConfigError
 from icestream.lake.evolution import ADDABLE_TYPES, align_columns
 from icestream.lake.statement import Outcome, Statement, snapshot_id_literal
 from icestream.timestamps import to_micros
+from icestream.validation import validate_identifier
 
 if TYPE_CHECKING:
     import pandas as pd

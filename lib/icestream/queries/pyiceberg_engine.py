@@ -24,11 +24,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from icestream.config import Settings, validate_identifier
+from icestream.config import Settings
 from icestream.errors import ConfigError
 from icestream.runtime import aws
 from icestream.runtime.catalog import current_metadata_location
 from icestream.timestamps import as_utc, from_micros, to_micros
+from icestream.validation import validate_identifier
 
 if TYPE_CHECKING:
     import pandas as pd

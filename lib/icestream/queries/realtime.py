@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from icestream.config import validate_identifier
 from icestream.errors import ConfigError
 from icestream.lake import Statement, Window
 from icestream.lake.window import WINDOW_SQL, event_time_range
 from icestream.timestamps import as_utc, from_micros, to_micros
+from icestream.validation import validate_identifier
 
 if TYPE_CHECKING:
     import pandas as pd

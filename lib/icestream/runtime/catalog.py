@@ -23,9 +23,10 @@ from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from icestream.config import Settings, validate_identifier
+from icestream.config import Settings
 from icestream.errors import ConfigError
 from icestream.runtime import aws
+from icestream.validation import validate_identifier
 
 if TYPE_CHECKING:
     pass

@@ -10,14 +10,11 @@ import pytest
 
 from icestream.config import load_settings
 from icestream.errors import IngestError, ShardReadError
-from icestream.ingest import query as query_module
 from icestream.ingest import retry
 from icestream.ingest.options import IngestOptions
-from icestream.ingest.query import IngestQuery
+from icestream.ingest.query import IngestParts, IngestQuery
 from icestream.ingest.sink import Recovered
 from icestream.ingest.source import TablePositions
-
-pytestmark = pytest.mark.unit
 
 
 class FakeSparkContext:
@@ -81,15 +78,13 @@ class FakeLease:
 
 @pytest.fixture
 def make_query(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    monkeypatch.setattr(query_module, "ShardSource", FakeSource)
-    monkeypatch.setattr(query_module, "TableSink", FakeSink)
-    monkeypatch.setattr(query_module, "Lease", FakeLease)
-
     def make(error: BaseException, **options: Any) -> IngestQuery:
         monkeypatch.setattr(FakeSource, "error", error, raising=False)
-        return IngestQuery(
-            FakeSpark(), load_settings(), IngestOptions(trigger_seconds=0, progress_file=tmp_path / "p", **options)
+        chosen = IngestOptions(trigger_seconds=0, progress_file=tmp_path / "p", **options).validated()
+        parts = IngestParts(
+            FakeSpark(), load_settings(), chosen, "query-1", threading.Event(), FakeSource(), FakeSink(), FakeLease()
         )
+        return IngestQuery(parts)
 
     return make
 
