@@ -290,5 +290,5 @@ def start_ingest(spark: SparkSession | None = None, settings: Settings | None = 
     from icestream.runtime.spark import get_spark
 
     settings = settings or load_settings()
-    chosen = ingest_options(settings, **options)
-    return build_ingest(spark or get_spark(settings), settings, chosen).start()
+    spark = spark or get_spark(settings)
+    return build_ingest(spark, settings, ingest_options(settings, **options)).start()
