@@ -40,7 +40,7 @@ system:  ## Java 17, jarjar (the jar relocation tool) and the SQLite JDBC driver
 	    $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	  else \
 	    echo "error: please install$$missing (Java 17 JRE, jarjar, the SQLite JDBC driver for the catalog), or use" \
-	      "environment.yml with conda and set ICESTREAM_SQLITE_JDBC_JAR (see README, 'The catalog')" >&2; exit 2; \
+	      "environment.yml with conda and set ICESTREAM_SQLITE_JDBC_JAR (see docs/catalog.md)" >&2; exit 2; \
 	  fi; \
 	fi
 

@@ -9,7 +9,7 @@ Each benchmark prints ``reproduce: <command>``, the machine (cores, memory, load
 medians over several runs and ratios against a baseline measured in the same run, and writes
 ``bench/results/<name>.json``. This script then draws ``bench/results/*.png``, prints one table of
 every item with its figure and target, and writes ``bench/results/summary.json`` and
-``bench/results/summary.md`` (the table and the plot links, for the README). Scratch warehouses and
+``bench/results/summary.md`` (the table and the plot links, for docs/performance.md). Scratch warehouses and
 logs go to ``bench/results/tmp/`` (gitignored).
 """
 
@@ -211,7 +211,7 @@ def summary_rows(timings: dict[str, dict[str, Any]], suite_seconds: float | None
 
 
 def markdown(rows: list[dict[str, str]], machine: dict[str, Any], images: list[str]) -> str:
-    """The table and the plot links for the README's Performance section."""
+    """The table and the plot links for docs/performance.md."""
     lines = [
         f"Measured {machine.get('measured_at', '')} on {machine['cores']} cores, {machine['memory_gib']} GiB, "
         f"load average {machine['load_average']} at the start; Python {machine['python']}, {machine['java']}, "

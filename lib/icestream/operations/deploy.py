@@ -51,7 +51,7 @@ JOB_ENVIRONMENT = {
     "ICESTREAM_NAMESPACE": "${Namespace}",
     "ICESTREAM_KMS_KEY_ID": "${DataKey.Arn}",
     "ICESTREAM_JAR_SOURCE": "provided",  # EMR's Iceberg, not jars from Maven
-    "ICESTREAM_SHIP": "none",  # icestream is installed in the job's image (README: "Deploy on AWS")
+    "ICESTREAM_SHIP": "none",  # icestream is installed in the job's image (docs/aws.md)
 }
 
 

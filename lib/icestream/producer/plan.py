@@ -1,6 +1,6 @@
 """What one ``icestream produce`` run will send, at what rate, and the first line that says so.
 
-The modes and what their numbers mean (the README and notebook 01 show the same table):
+The modes and what their numbers mean (docs/commands.md and notebook 01 show the same table):
 
 ========== ==================================== =========================================================
 mode       ``--count N``                        ``--rate R`` (records per second, every kind)
