@@ -36,7 +36,6 @@ def test_every_relative_link_resolves(page: Path) -> None:
             continue  # https:, mailto:
         path, _, anchor = target.partition("#")
         linked = (page.parent / path).resolve() if path else page
-        missing_anchor = bool(anchor) and linked.suffix == ".md" and anchor not in anchors(linked)
-        if not linked.exists() or missing_anchor:
+        if not linked.exists() or (anchor and linked.suffix == ".md" and anchor not in anchors(linked)):
             broken.append(target)
     assert not broken, f"{page.name}: links to nothing: {broken}"
