@@ -107,3 +107,32 @@ def test_the_import_graph_has_no_cycle() -> None:
 def test_no_module_is_over_the_line_limit(path: Path) -> None:
     lines = len(path.read_text().splitlines())
     assert lines <= MAX_LINES, f"{path.name} has {lines} lines: split it by concern"
+
+
+# What a scheduled job runs, and what only the workbook uses: a job's imports must never reach the
+# workbook's folders, so that a slim install for jobs can leave them (and their libraries) out.
+JOB_ENTRY_POINTS = ("icestream.jobs.ingest", "icestream.cli.ingest", "icestream.cli.load", "icestream.cli.maintain")
+WORKBOOK_ONLY = ("synthetic", "producer", "queries", "plots", "operations")
+
+
+def reachable(start: str) -> set[str]:
+    """Every icestream module ``start`` imports, directly or through others (function-level imports too)."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo.extend(imported for imported in GRAPH.get(name, ()) if imported in GRAPH)
+    return seen
+
+
+@pytest.mark.parametrize("entry", JOB_ENTRY_POINTS)
+def test_a_scheduled_job_never_imports_the_workbook(entry: str) -> None:
+    assert entry in GRAPH, f"{entry} is not a module of the package"
+    reached = sorted(name for name in reachable(entry) if name.split(".")[1] in WORKBOOK_ONLY)
+    assert not reached, f"{entry} reaches workbook-only modules: {reached}"
+
+
+def test_the_job_check_sees_a_workbook_import() -> None:
+    assert any(name.startswith("icestream.producer") for name in reachable("icestream.cli.produce"))
