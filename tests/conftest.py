@@ -137,11 +137,15 @@ def stream_settings(settings: Settings, emulator: str) -> Settings:
 
 @pytest.fixture
 def fresh(spark, emulator: str) -> Callable[..., Settings]:
-    """Make a test-private stream and tables (so campaigns never see each other's records)."""
+    """Make a test-private stream and tables, so each test (or campaign) sees only its own records.
+
+    ``fresh(shards=2, prefix="test", **settings)`` names the stream ``<prefix>-<random>`` and the
+    tables ``<prefix>_<random>`` (plus ``_rejects``); other keyword arguments override settings.
+    """
     from icestream.lake.ddl import setup_tables
     from icestream.stream.clients import ensure_stream
 
-    def make(shards: int = 2, prefix: str = "rel", **overrides: object) -> Settings:
+    def make(shards: int = 2, prefix: str = "test", **overrides: object) -> Settings:
         suffix = uuid.uuid4().hex[:8]
         made = load_settings(stream_name=f"{prefix}-{suffix}", table=f"{prefix}_{suffix}", **overrides)
         ensure_stream(made, shard_count=shards)

@@ -24,8 +24,6 @@ from icestream.queries import anomaly
 from icestream.synthetic.generator import EventGenerator, backfill_config, generate, live_config
 from icestream.synthetic.ground_truth import DEFAULT_ANOMALIES
 
-pytestmark = pytest.mark.integration
-
 SEEDS = (1, 2, 3)
 LAST_END = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 

@@ -13,9 +13,9 @@ from icestream.config import Settings
 from icestream.errors import IngestError
 from icestream.lake.archive import expire_archive
 from icestream.lake.ddl import create_archive_table
-from tests.integration.test_ingest import SimulatedCrashError, drain, mixed_records, put
-
-pytestmark = pytest.mark.integration
+from tests.helpers.crash import crash_at
+from tests.helpers.ingest import drain
+from tests.helpers.streams import mixed_records, put, read_stream, send_aggregated, user_records
 
 
 def archived(spark, settings: Settings) -> Counter:
@@ -51,12 +51,8 @@ def test_the_archive_stays_exact_across_a_crash(spark, fresh, phase: str) -> Non
     records, good, _ = mixed_records(0, 80)
     placed = put(settings, records)
 
-    def crash(at: str, batch_id: int) -> None:
-        if at == phase and batch_id == 1:
-            raise SimulatedCrashError(at)
-
     with pytest.raises(IngestError, match="SimulatedCrashError"):
-        drain(spark, settings, max_records_per_shard=30, fault_hook=crash, batch_retries=0)
+        drain(spark, settings, max_records_per_shard=30, fault_hook=crash_at(phase, batch=1), batch_retries=0)
     more, more_good, _ = mixed_records(1000, 20)
     placed += put(settings, more)
     drain(spark, settings, max_records_per_shard=30)
@@ -150,20 +146,14 @@ def test_maintain_applies_the_archive_retention(spark, fresh, monkeypatch, capsy
 
 
 def test_a_kpl_aggregate_is_archived_once_even_when_batches_end_inside_it(spark, fresh) -> None:
-    from tests.integration.test_ingest_kpl import send_aggregated, user_records
-    from tests.integration.test_producer_emulator import read_stream
-
     settings = fresh(shards=2, prefix="arc", archive_raw=True)
     records = user_records(0, 120)
     send_aggregated(settings, records, per_aggregate=7)
 
-    def crash(at: str, batch_id: int) -> None:
-        if at == "between_commits" and batch_id == 2:
-            raise SimulatedCrashError(at)
-
     # 25 user records per shard and batch: batches end inside aggregates of 7.
     with pytest.raises(IngestError, match="SimulatedCrashError"):
-        drain(spark, settings, max_records_per_shard=25, fault_hook=crash, batch_retries=0)
+        drain(spark, settings, max_records_per_shard=25, fault_hook=crash_at("between_commits", batch=2),
+              batch_retries=0)  # fmt: skip
     drain(spark, settings, max_records_per_shard=25)
 
     sent = read_stream(settings)

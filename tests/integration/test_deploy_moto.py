@@ -22,9 +22,7 @@ from moto.cloudformation.parsing import get_model_map
 from icestream.config import load_settings
 from icestream.operations import deploy
 from icestream.operations.security import iam_policy
-from tests.unit.operations.test_deploy import resolve
-
-pytestmark = pytest.mark.integration
+from tests.helpers.cloudformation import resolve
 
 REGION = "us-east-1"
 APPLICATION = "icestream-jobs"

@@ -14,8 +14,6 @@ from icestream.runtime.catalog import current_metadata_location
 from icestream.synthetic.generator import backfill_config
 from tests.conftest import generated_table
 
-pytestmark = pytest.mark.integration
-
 
 @pytest.fixture(scope="module")
 def table(spark, settings):

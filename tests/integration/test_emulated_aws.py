@@ -29,11 +29,10 @@ from icestream.producer.put import Producer
 from icestream.queries import duckdb_engine as duck
 from icestream.queries import pyiceberg_engine as ice
 from icestream.runtime import aws, catalog
-from icestream.stream.clients import ensure_stream, kinesis_client, list_shards
+from icestream.stream.clients import ensure_stream, kinesis_client
 from icestream.synthetic.generator import backfill_config, generate
 from icestream.synthetic.wire import parse_ts
-
-pytestmark = pytest.mark.integration
+from tests.helpers.streams import read_stream
 
 END = datetime(2026, 11, 21, 6, 0, tzinfo=UTC)
 BUCKET = "icestream-emulated"
@@ -92,34 +91,25 @@ def localstack_settings(endpoint: str, table: str) -> Settings:
     )  # fmt: skip
 
 
-def read_stream(settings: Settings) -> list[dict]:
-    """Every record of the stream, from the start, as the ingest's rows (event columns + Kinesis metadata)."""
-    client = kinesis_client(settings)
+def ingest_rows(records: list[dict]) -> list[dict]:
+    """The stream's records (from ``read_stream``) as the ingest's rows: event columns + Kinesis metadata."""
     ingest_ts = datetime.now(UTC)
     rows = []
-    for shard in list_shards(client, settings.stream_name):
-        iterator = client.get_shard_iterator(
-            StreamName=settings.stream_name, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
-        )["ShardIterator"]
-        while iterator:
-            answer = client.get_records(ShardIterator=iterator, Limit=1000)
-            for record in answer["Records"]:
-                event = json.loads(record["Data"])
-                rows.append(
-                    {
-                        **{name: event.get(name) for name in ("event_id", "user_id", "session_id", "event_type")},
-                        "event_ts": parse_ts(event["event_ts"]),
-                        "properties": event.get("properties") or {},
-                        "device_info": event.get("device_info"),
-                        "shard_id": shard["ShardId"],
-                        "sequence_number": record["SequenceNumber"],
-                        "partition_key": record["PartitionKey"],
-                        "arrival_ts": record["ApproximateArrivalTimestamp"],
-                        "ingest_ts": ingest_ts,
-                    }
-                )
-            caught_up = answer["MillisBehindLatest"] == 0 and not answer["Records"]
-            iterator = None if caught_up else answer.get("NextShardIterator")
+    for record in records:
+        event = json.loads(record["Data"])
+        rows.append(
+            {
+                **{name: event.get(name) for name in ("event_id", "user_id", "session_id", "event_type")},
+                "event_ts": parse_ts(event["event_ts"]),
+                "properties": event.get("properties") or {},
+                "device_info": event.get("device_info"),
+                "shard_id": record["shard"],
+                "sequence_number": record["SequenceNumber"],
+                "partition_key": record["PartitionKey"],
+                "arrival_ts": record["ApproximateArrivalTimestamp"],
+                "ingest_ts": ingest_ts,
+            }
+        )
     return rows
 
 
@@ -135,7 +125,7 @@ def written(endpoint: str, aws_environment):
     records, _ = generate(config)
     summary = Producer(kinesis_client(settings), settings.stream_name, seed=1).send(records, progress=False)
     assert summary.sent == len(records)
-    rows = read_stream(settings)
+    rows = ingest_rows(read_stream(settings))
     assert len(rows) == len(records)
 
     # Unpartitioned: pyiceberg computes an hours(event_ts) partition on write with pyiceberg-core (Rust),

@@ -15,8 +15,6 @@ from icestream.errors import ConfigError, ServiceUnavailableError
 from icestream.stream.clients import check_kinesis, ensure_stream, kinesis_client, list_shards, resolve_endpoint
 from icestream.stream.emulator import Emulator
 
-pytestmark = pytest.mark.integration
-
 
 def test_shared_emulator_answers(emulator: str, settings: Settings) -> None:
     assert emulator.startswith("http://127.0.0.1:")

@@ -6,103 +6,24 @@ import base64
 import itertools
 import json
 import time
-import uuid
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from icestream.config import Settings, load_settings, project_home
+from icestream.config import load_settings, project_home
 from icestream.errors import ConfigError, IngestError
 from icestream.ingest import start_ingest
 from icestream.ingest.options import PHASES
-from icestream.lake.ddl import setup_tables
-from icestream.stream.clients import ensure_stream, kinesis_client, list_shards
-
-pytestmark = pytest.mark.integration
+from icestream.stream.clients import kinesis_client, list_shards
+from tests.helpers.crash import SimulatedCrashError, crash_at
+from tests.helpers.ingest import assert_accounted, drain, table_state
+from tests.helpers.samples import EXPECTED_REASON
+from tests.helpers.streams import event_payload, mixed_records, put
+from tests.helpers.waiting import wait_until
 
 SAMPLES = project_home() / "data" / "samples"
-
-
-class SimulatedCrashError(RuntimeError):
-    """Raised by a fault hook to stop the query at an exact phase of a batch."""
-
-
-@pytest.fixture
-def fresh(spark, emulator: str, tmp_path: Path) -> Callable[..., Settings]:
-    """Make a fresh stream and fresh tables, so each test sees only its own records."""
-
-    def make(shards: int = 2) -> Settings:
-        suffix = uuid.uuid4().hex[:8]
-        settings = load_settings(stream_name=f"ingest-{suffix}", table=f"events_{suffix}")
-        ensure_stream(settings, shard_count=shards)
-        setup_tables(spark, settings)
-        return settings
-
-    return make
-
-
-def event_payload(number: int, user: str, event_id: str | None = None, counter: int = 0) -> bytes:
-    return json.dumps(
-        {"event_id": event_id or f"ev-{number}", "user_id": user, "session_id": f"s-{user}", "event_type": "click",
-         "event_ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "properties": {"n": str(counter)},
-         "device_info": {"device_type": "mobile", "os": "iOS", "app_version": "5.2.1"}}
-    ).encode()  # fmt: skip
-
-
-def put(settings: Settings, records: list[tuple[bytes, str]]) -> list[tuple[str, str]]:
-    """Send (payload, partition key) records; return each one's (shard, sequence number)."""
-    client = kinesis_client(settings)
-    placed = []
-    for start in range(0, len(records), 500):
-        chunk = records[start : start + 500]
-        answer = client.put_records(
-            StreamName=settings.stream_name, Records=[{"Data": data, "PartitionKey": key} for data, key in chunk]
-        )
-        assert answer["FailedRecordCount"] == 0
-        placed.extend((entry["ShardId"], entry["SequenceNumber"]) for entry in answer["Records"])
-    return placed
-
-
-def mixed_records(first: int, count: int) -> tuple[list[tuple[bytes, str]], set[str], int]:
-    """Good events, every tenth followed by a malformed record, every seventh resent (a retry)."""
-    records, good = [], set()
-    malformed = 0
-    for number in range(first, first + count):
-        user = f"u{number % 13}"
-        data = event_payload(number, user)
-        records.append((data, user))
-        good.add(f"ev-{number}")
-        if number % 7 == 0:
-            records.append((data, user))
-        if number % 10 == 0:
-            records.append((b'{"event_id": "broken', user))
-            malformed += 1
-    return records, good, malformed
-
-
-def table_state(spark, settings: Settings) -> tuple[Counter, Counter]:
-    events = Counter(row.event_id for row in spark.table(settings.table_name).select("event_id").collect())
-    rejects = Counter(
-        (row.shard_id, row.sequence_number)
-        for row in spark.table(settings.rejects_table_name).select("shard_id", "sequence_number").collect()
-    )
-    return events, rejects
-
-
-def drain(spark, settings: Settings, **options: Any):
-    query = start_ingest(spark, settings, available_now=True, trigger_seconds=0, **options)
-    assert query.await_termination(timeout=300)
-    return query
-
-
-def assert_accounted(progress: list[dict[str, Any]]) -> None:
-    for batch in progress:
-        assert batch["num_input_rows"] == (
-            batch["written"] + batch["rejected"] + batch["deduplicated"] + batch["replayed"]
-        ), batch
 
 
 @pytest.mark.parametrize("phase", PHASES)
@@ -114,13 +35,9 @@ def test_exactly_once_across_a_crash_at_each_phase(spark, fresh, tmp_path: Path,
         place for place, (data, _) in zip(placed, records, strict=True) if data.startswith(b'{"event_id": "broken')
     }
 
-    def crash(at: str, batch_id: int) -> None:
-        if at == phase and batch_id == 1:
-            raise SimulatedCrashError(f"crash {at} in batch {batch_id}")
-
     query = start_ingest(
         spark, settings, available_now=True, trigger_seconds=0, max_records_per_shard=60, batch_retries=0,
-        fault_hook=crash, progress_file=tmp_path / "p.jsonl",
+        fault_hook=crash_at(phase, batch=1), progress_file=tmp_path / "p.jsonl",
     )  # fmt: skip
     with pytest.raises(IngestError, match="SimulatedCrashError"):
         query.await_termination(timeout=300)
@@ -156,8 +73,6 @@ def test_a_failed_batch_recovers_by_itself(spark, fresh) -> None:
 
 
 def test_malformed_samples_are_all_rejected_with_reasons(spark, fresh) -> None:
-    from tests.unit.ingest.test_parse import EXPECTED_REASON
-
     settings = fresh(shards=1)
     malformed = [json.loads(line) for line in (SAMPLES / "malformed.jsonl").read_text().splitlines() if line]
     good = [line for line in (SAMPLES / "events.jsonl").read_bytes().splitlines() if line.strip()]
@@ -241,13 +156,10 @@ def test_a_batch_frees_the_rows_it_kept_whether_it_commits_or_fails(spark, fresh
     put(settings, [(event_payload(i, f"u{i % 5}"), f"u{i % 5}") for i in range(300)])
     before = kept_blocks()
 
-    def crash(phase: str, batch_id: int) -> None:
-        if fails and phase == "between_commits":
-            raise RuntimeError("simulated crash")
-
+    crash = crash_at("between_commits") if fails else None
     query = start_ingest(spark, settings, available_now=True, trigger_seconds=0, batch_retries=0, fault_hook=crash)
     if fails:
-        with pytest.raises(IngestError, match="simulated crash"):
+        with pytest.raises(IngestError, match="SimulatedCrashError"):
             query.await_termination(timeout=300)
     else:
         assert query.await_termination(timeout=300)
@@ -282,10 +194,12 @@ def test_resharding_keeps_order_per_key_and_exactly_once(spark, fresh) -> None:
         StreamName=settings.stream_name, ShardToMerge=first["ShardId"], AdjacentShardToMerge=second["ShardId"]
     )
     send(300, 600)
-    deadline = time.monotonic() + 240
-    while spark.table(settings.table_name).count() < 900 and time.monotonic() < deadline:
+
+    def all_written() -> bool:
         assert query.exception() is None, query.exception()
-        time.sleep(1)
+        return spark.table(settings.table_name).count() >= 900
+
+    wait_until(all_written, timeout=240, interval=1, message="the 900 events sent in the table")
     query.stop()
     assert query.await_termination(timeout=60)
 
@@ -317,12 +231,23 @@ def test_resharding_keeps_order_per_key_and_exactly_once(spark, fresh) -> None:
 def test_latest_skips_what_was_there_before(spark, fresh) -> None:
     settings = fresh(shards=1)
     put(settings, [(event_payload(i, "u1"), "u1") for i in range(20)])
-    query = start_ingest(spark, settings, trigger_seconds=0.3, starting_position="latest")
-    time.sleep(2)
+    phases: list[str] = []
+    query = start_ingest(spark, settings, trigger_seconds=0.3, starting_position="latest",
+                         fault_hook=lambda phase, _: phases.append(phase))  # fmt: skip
+
+    def read_at_latest() -> bool:
+        assert query.is_active, query.exception()
+        return phases.count("before_read") >= 2  # the first trigger is over, the second began
+
+    def all_written() -> bool:
+        assert query.is_active, query.exception()
+        return spark.table(settings.table_name).count() >= 30
+
+    # Send the newer records once the query has read the stream at LATEST and found nothing new:
+    # the earlier records are behind the position it stands for, the newer ones after it.
+    wait_until(read_at_latest, timeout=60, interval=0.05, message="the query's first trigger at LATEST to end")
     put(settings, [(event_payload(i, "u1"), "u1") for i in range(100, 130)])
-    deadline = time.monotonic() + 60
-    while spark.table(settings.table_name).count() < 30 and time.monotonic() < deadline:
-        time.sleep(0.5)
+    wait_until(all_written, timeout=60, interval=0.5, message="the 30 records sent after the start in the table")
     query.stop()
     events, _ = table_state(spark, settings)
     assert set(events) == {f"ev-{i}" for i in range(100, 130)}
@@ -380,7 +305,13 @@ def test_an_error_a_retry_cannot_fix_stops_the_query_at_once(spark, fresh) -> No
 def test_graceful_stop_while_waiting_for_data(spark, fresh) -> None:
     settings = fresh(shards=1)
     query = start_ingest(spark, settings, trigger_seconds=1)
-    time.sleep(1.5)
+
+    def waiting() -> bool:
+        assert query.is_active, query.exception()
+        return query.status["message"] == "Waiting for next trigger"  # a trigger found nothing; the next is due
+
+    # An empty trigger takes a fraction of the 1 s trigger interval, so the query waits most of the time.
+    wait_until(waiting, timeout=60, interval=0.02, message="the query to wait for its next trigger")
     assert query.is_active
     query.stop()
     assert query.await_termination(timeout=30)
@@ -443,7 +374,9 @@ def test_at_timestamp_starts_at_the_first_record_that_arrived_then(spark, fresh)
 
     settings = fresh(shards=1)
     put(settings, [(event_payload(i, "u1"), "u1") for i in range(20)])
-    time.sleep(1.5)  # arrival times are kept to the millisecond: leave a clear gap
+    # The gaps are what is tested, not a wait for anything: arrival times are kept to the
+    # millisecond, so the cut must fall clearly between the two sends.
+    time.sleep(1.5)
     cut = datetime.now(UTC)
     time.sleep(0.5)
     put(settings, [(event_payload(i, "u1"), "u1") for i in range(100, 110)])
@@ -466,11 +399,11 @@ def test_the_dedupe_index_follows_the_table_while_the_query_runs(spark, fresh) -
     query = start_ingest(spark, settings, trigger_seconds=0.2)
 
     def settle(batches: int) -> dict[str, Any]:
-        deadline = time.monotonic() + 120
-        while len(query.recent_progress) < batches:
+        def taken() -> bool:
             assert query.is_active, query.exception()
-            assert time.monotonic() < deadline, "the query did not take the records"
-            time.sleep(0.1)
+            return len(query.recent_progress) >= batches
+
+        wait_until(taken, timeout=120, message=f"batch {batches} to take the records")
         return query.recent_progress[-1]["dedupe_index"]
 
     try:

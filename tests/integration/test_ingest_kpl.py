@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -12,30 +11,10 @@ import pytest
 from icestream.config import Settings
 from icestream.errors import IngestError
 from icestream.ingest import start_ingest
-from icestream.producer.aggregate import Aggregator, open_shard_starts
-from icestream.producer.put import produce
-from icestream.stream.clients import kinesis_client, list_shards
 from icestream.stream.kpl import encode_aggregate
-from icestream.synthetic.wire import Record
-from tests.integration.test_ingest import SimulatedCrashError, assert_accounted, drain, event_payload, put
-
-pytestmark = pytest.mark.integration
-
-
-def user_records(first: int, count: int) -> list[Record]:
-    return [
-        Record(data=event_payload(number, f"u{number % 5}", counter=number), partition_key=f"u{number % 5}",
-               kind="event", event_ts=time.time(), send_at=0.0, event_id=f"ev-{number}")
-        for number in range(first, first + count)
-    ]  # fmt: skip
-
-
-def send_aggregated(settings: Settings, records: list[Record], per_aggregate: int) -> Aggregator:
-    shards = list_shards(kinesis_client(settings), settings.stream_name)
-    aggregator = Aggregator(per_aggregate, compression="gzip", shard_starts=open_shard_starts(shards))
-    summary = produce(settings, aggregator.records(records), progress=False)
-    assert summary.sent == summary.records > 0
-    return aggregator
+from tests.helpers.crash import crash_at
+from tests.helpers.ingest import assert_accounted, drain
+from tests.helpers.streams import event_payload, put, read_stream, send_aggregated, user_records
 
 
 def test_aggregated_gzip_records_land_once_each_across_a_crash(spark, fresh, tmp_path: Path) -> None:
@@ -47,14 +26,11 @@ def test_aggregated_gzip_records_land_once_each_across_a_crash(spark, fresh, tmp
     broken = good[:-1] + bytes([good[-1] ^ 1])
     put(settings, [(broken, "u9"), (gzip.compress(event_payload(901, "u9"))[:-3], "u9")])
 
-    def crash(at: str, batch_id: int) -> None:
-        if at == "between_commits" and batch_id == 2:  # rejects committed, events not
-            raise SimulatedCrashError(f"crash {at} in batch {batch_id}")
-
-    # 25 user records per shard and batch: batches end inside aggregates of 7.
+    # 25 user records per shard and batch: batches end inside aggregates of 7. The crash leaves
+    # batch 2's rejects committed and its events not.
     query = start_ingest(
         spark, settings, available_now=True, trigger_seconds=0, max_records_per_shard=25, batch_retries=0,
-        fault_hook=crash, progress_file=tmp_path / "p.jsonl",
+        fault_hook=crash_at("between_commits", batch=2), progress_file=tmp_path / "p.jsonl",
     )  # fmt: skip
     with pytest.raises(IngestError, match="SimulatedCrashError"):
         query.await_termination(timeout=300)
@@ -86,7 +62,6 @@ def test_cli_sends_the_sample_file_aggregated_and_compressed(stream_settings: Se
     from icestream.stream.clients import ensure_stream
     from icestream.stream.compression import decompress
     from icestream.stream.kpl import decode_aggregate, is_aggregate
-    from tests.integration.test_producer_emulator import read_stream
 
     ensure_stream(stream_settings, shard_count=2)
     sample = project_home() / "data" / "samples" / "events.jsonl"

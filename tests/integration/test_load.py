@@ -17,16 +17,11 @@ from icestream.errors import ConfigError
 from icestream.lake.ddl import setup_tables
 from icestream.load.files import LOAD_FILE_KEY, list_files, load_files, split_lines
 from icestream.synthetic.samples import read_malformed_samples
-
-pytestmark = pytest.mark.integration
+from tests.helpers.crash import SimulatedCrashError, crash_at
 
 SAMPLES = project_home() / "data" / "samples"
 EVENT_LINES = (SAMPLES / "events.jsonl").read_bytes().splitlines()
 MALFORMED = {kind: data for kind, data in read_malformed_samples(SAMPLES / "malformed.jsonl").items() if data}
-
-
-class SimulatedCrashError(RuntimeError):
-    """Raised by a fault hook to stop a load at an exact moment."""
 
 
 @pytest.fixture
@@ -69,10 +64,7 @@ def test_a_load_frees_the_rows_it_kept_whether_it_commits_or_fails(
     path = write_file(tmp_path / "a.jsonl", EVENT_LINES[:50])
     before = kept_blocks()
 
-    def crash(phase: str, _: str) -> None:
-        if fails and phase == "between_commits":
-            raise SimulatedCrashError(phase)
-
+    crash = crash_at("between_commits") if fails else None
     if fails:
         with pytest.raises(SimulatedCrashError):
             load_files(spark, settings, [str(path)], fault=crash)
@@ -136,12 +128,8 @@ def test_a_crash_during_a_load_never_half_loads_a_file(spark, tables, tmp_path: 
     settings = tables()
     path = write_file(tmp_path / "crash.jsonl", [*EVENT_LINES[:30], MALFORMED["truncated_json"], *EVENT_LINES[30:40]])
 
-    def crash(at: str, _path: str) -> None:
-        if at == phase:
-            raise SimulatedCrashError(at)
-
     with pytest.raises(SimulatedCrashError):
-        load_files(spark, settings, [str(path)], fault=crash)
+        load_files(spark, settings, [str(path)], fault=crash_at(phase))
     events, rejects = state(spark, settings)
     assert rejects == Counter({"invalid_json": 1})
     assert len(events) == (40 if phase == "after_commit" else 0)

@@ -7,12 +7,8 @@ import stat
 import zipfile
 from pathlib import Path
 
-import pytest
-
 from icestream.config import Settings, load_settings
 from icestream.runtime import localfs
-
-pytestmark = pytest.mark.integration
 
 
 def hadoop_file_system(spark, uri: str):

@@ -22,32 +22,14 @@ from icestream.producer.background import (
 )
 from icestream.producer.put import produce
 from icestream.producer.run import RunSummary, read_run_summary, run_production, run_summary_path
-from icestream.stream.clients import ensure_stream, kinesis_client
+from icestream.stream.clients import ensure_stream
 from icestream.synthetic.generator import EventGenerator, backfill_config, generate, live_config
 from icestream.synthetic.ground_truth import DEFAULT_ANOMALIES, ground_truth_path, read_ground_truth
 from icestream.synthetic.malformed import MALFORMED_KINDS, malformed_payload
 from icestream.synthetic.wire import Record
-
-pytestmark = pytest.mark.integration
+from tests.helpers.streams import read_stream
 
 END = datetime(2026, 11, 21, 6, 0, tzinfo=UTC)
-
-
-def read_stream(settings: Settings) -> list[dict[str, Any]]:
-    """Every record in the stream, shard by shard, in sequence order."""
-    client = kinesis_client(settings)
-    found = []
-    for shard in client.list_shards(StreamName=settings.stream_name)["Shards"]:
-        iterator = client.get_shard_iterator(
-            StreamName=settings.stream_name, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
-        )["ShardIterator"]
-        while iterator:
-            answer = client.get_records(ShardIterator=iterator, Limit=10_000)
-            found.extend({"shard": shard["ShardId"], **record} for record in answer["Records"])
-            if not answer["Records"] and answer.get("MillisBehindLatest", 0) == 0:
-                break
-            iterator = answer.get("NextShardIterator")
-    return found
 
 
 @pytest.fixture

@@ -16,8 +16,6 @@ from icestream.queries import realtime
 from icestream.synthetic.generator import backfill_config
 from tests.conftest import generated_table
 
-pytestmark = pytest.mark.integration
-
 END = datetime(2026, 11, 21, 6, 0, tzinfo=UTC)
 
 

@@ -17,8 +17,6 @@ from icestream.queries import realtime
 from icestream.synthetic.generator import backfill_config, generate
 from icestream.timestamps import to_micros
 
-pytestmark = pytest.mark.integration
-
 END = datetime(2026, 11, 21, 6, 0, tzinfo=UTC)
 
 

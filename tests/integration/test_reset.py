@@ -15,8 +15,6 @@ from icestream.lake.layout import create_layout_demo
 from icestream.operations.reset import apply_reset, plan_reset, workbook_tables
 from icestream.stream.clients import ensure_stream, kinesis_client, list_shards
 
-pytestmark = pytest.mark.integration
-
 
 @pytest.fixture
 def workbook(spark, emulator: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from icestream.stream.clients import (
     ensure_stream,
     hash_key,
@@ -14,8 +12,6 @@ from icestream.stream.clients import (
     shard_for_key,
     shard_table,
 )
-
-pytestmark = pytest.mark.integration
 
 
 def test_a_partition_key_lands_in_the_shard_its_md5_names(stream_settings) -> None:

@@ -19,8 +19,6 @@ from icestream.runtime.catalog import several_writers_safe
 from icestream.runtime.spark import get_spark
 from icestream.stream.clients import ensure_stream
 
-pytestmark = pytest.mark.integration
-
 
 def sample_rows(count: int, offset: int = 0) -> list[tuple]:
     ts = datetime(2026, 11, 21, 5, 0, tzinfo=UTC)

@@ -11,10 +11,9 @@ from icestream.cli import main
 from icestream.config import Settings
 from icestream.errors import IngestError
 from icestream.ingest.transform import DETAIL_COLUMN, REASON_COLUMN
-from tests.integration.test_ingest import SimulatedCrashError, drain, event_payload, put
-from tests.integration.test_ingest_kpl import send_aggregated, user_records
-
-pytestmark = pytest.mark.integration
+from tests.helpers.crash import crash_at
+from tests.helpers.ingest import drain
+from tests.helpers.streams import event_payload, put, send_aggregated, user_records
 
 BLOCKED_USER = "u3"
 
@@ -75,12 +74,8 @@ def test_routed_rejects_are_written_once_across_a_crash(spark, fresh, phase: str
     sent, kept, blocked = records(0, 40)
     put(settings, sent)
 
-    def crash(at: str, batch_id: int) -> None:
-        if at == phase:
-            raise SimulatedCrashError(at)
-
     with pytest.raises(IngestError, match="SimulatedCrashError"):
-        drain(spark, settings, transform=route_blocked_users, fault_hook=crash, batch_retries=0)
+        drain(spark, settings, transform=route_blocked_users, fault_hook=crash_at(phase), batch_retries=0)
     drain(spark, settings, transform=route_blocked_users)
 
     events, reasons = state(spark, settings)
@@ -110,12 +105,9 @@ def test_routed_rejects_inside_kpl_aggregates_are_written_once_across_a_crash(sp
     ids = {record.event_id for record in records}
     even = {event_id for event_id in ids if int(event_id.removeprefix("ev-")) % 2 == 0}
 
-    def crash(at: str, batch_id: int) -> None:
-        if at == "between_commits" and batch_id == 1:
-            raise SimulatedCrashError(f"crash {at} in batch {batch_id}")
-
     with pytest.raises(IngestError, match="SimulatedCrashError"):
-        drain(spark, settings, transform=route_even_events, fault_hook=crash, batch_retries=0, max_records_per_shard=25)
+        drain(spark, settings, transform=route_even_events, fault_hook=crash_at("between_commits", batch=1),
+              batch_retries=0, max_records_per_shard=25)  # fmt: skip
     marks = spark.sql(f"SELECT summary['icestream.positions'] AS p FROM {settings.rejects_table_name}.snapshots")
     assert any(p.count(":") == 2 for row in marks.collect() for p in json.loads(row.p).values()), (
         "the rejects' position does not end inside an aggregate: the case is not exercised"

@@ -132,7 +132,7 @@ class FaultProxy:
                          json.dumps({"__type": code, "message": message}).encode())  # fmt: skip
             return
         if self.delay_seconds and operation in self.operations:
-            time.sleep(self.delay_seconds)
+            time.sleep(self.delay_seconds)  # the injected fault: a slow answer
         connection = http.client.HTTPConnection(*self.upstream, timeout=60)
         try:
             headers = {key: value for key, value in handler.headers.items() if key.lower() != "host"}

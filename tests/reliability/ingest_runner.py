@@ -18,6 +18,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 
 @contextlib.contextmanager
@@ -38,6 +39,36 @@ def running(env: dict[str, str], log: Path) -> Iterator[subprocess.Popen[bytes]]
             if process.poll() is None:
                 os.killpg(process.pid, signal.SIGKILL)  # its own process group, nothing else
                 process.wait(timeout=30)
+
+
+def sigkill_trial(
+    settings: Any, log_dir: Path, number: int, phase: str | None, batch: int, delay: float
+) -> tuple[int | None, str | None]:
+    """Run the ingest process once and SIGKILL it; return its exit code and the last phase it reached.
+
+    Args:
+        settings: Names the stream and the table (passed on as ``ICESTREAM_*``).
+        log_dir: Where the trial's output (``trial-NN.log``) and phase log (``trial-NN.phases``) go.
+        number: The trial's number, in those file names.
+        phase: The phase at which the process kills itself, in batch ``batch`` (None: no phase).
+        batch: Which batch of this process (1: its first) the kill at ``phase`` waits for.
+        delay: Seconds after which the trial is killed from outside if it still runs.
+    """
+    phase_log = log_dir / f"trial-{number:02d}.phases"
+    env = {
+        **os.environ,
+        "ICESTREAM_STREAM_NAME": settings.stream_name,
+        "ICESTREAM_TABLE": settings.table,
+        "RELIABILITY_PHASE_LOG": str(phase_log),
+        "RELIABILITY_KILL_BATCH": str(batch),
+    }
+    if phase:
+        env["RELIABILITY_KILL_PHASE"] = phase
+    with running(env, log_dir / f"trial-{number:02d}.log") as process, contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=delay)  # past it, leaving the block SIGKILLs the trial's process group
+    lines = phase_log.read_text().split("\n") if phase_log.exists() else []
+    phases = [line.split()[1] for line in lines if line.strip()]
+    return process.returncode, (phases[-1] if phases else None)
 
 
 def main() -> int:

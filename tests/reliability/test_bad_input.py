@@ -33,8 +33,6 @@ from tests.reliability import figures
 from tests.reliability.figures import size
 from tests.reliability.workload import event_document
 
-pytestmark = pytest.mark.reliability
-
 NASTY = [
     b'{"event_id": "nul\\u0000id", "user_id": "u\\u0000", "event_type": "click", "event_ts": "2026-01-01T00:00:00Z"}',
     b"[" * 5000 + b"]" * 5000,

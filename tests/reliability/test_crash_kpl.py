@@ -18,17 +18,13 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import pytest
-
-from icestream.ingest import start_ingest
 from icestream.producer.aggregate import Aggregator, open_shard_starts
 from icestream.producer.put import produce
 from icestream.stream.clients import kinesis_client, list_shards
 from icestream.synthetic.wire import Record
+from tests.helpers.ingest import drain, refresh_tables
 from tests.reliability import figures
-from tests.reliability.test_crash import _trial
-
-pytestmark = pytest.mark.reliability
+from tests.reliability.ingest_runner import sigkill_trial
 
 USER_RECORDS = 90
 PER_AGGREGATE = 9
@@ -58,12 +54,11 @@ def test_sigkill_inside_an_aggregate_loses_and_duplicates_nothing(spark, fresh, 
 
     monkeypatch.setenv("RELIABILITY_MAX_RECORDS", "5")  # 5 user records per batch: cuts inside every aggregate
     for number, phase in enumerate(("between_commits", "after_commit")):
-        code, last = _trial(settings, tmp_path, number, phase, 1, delay=240.0)
+        code, last = sigkill_trial(settings, tmp_path, number, phase, 1, delay=240.0)
         log_tail = (tmp_path / f"trial-{number:02d}.log").read_text(errors="replace")[-2000:]
         assert code == -signal.SIGKILL, f"trial {number} ended with {code}, not SIGKILL:\n{log_tail}"
         assert last == phase
-    for table in (settings.table_name, settings.rejects_table_name):
-        spark.catalog.refreshTable(table)
+    refresh_tables(spark, settings)  # the killed processes committed
     inside = [
         position
         for table in (settings.table_name, settings.rejects_table_name)
@@ -72,8 +67,7 @@ def test_sigkill_inside_an_aggregate_loses_and_duplicates_nothing(spark, fresh, 
     ]
     assert inside, "no committed position inside an aggregate: the test would not test what it says"
 
-    drain = start_ingest(spark, settings, available_now=True, trigger_seconds=0, progress_file=tmp_path / "p.jsonl")
-    assert drain.await_termination(timeout=300)
+    drain(spark, settings, progress_file=tmp_path / "p.jsonl")
 
     events = Counter(row.event_id for row in spark.table(settings.table_name).select("event_id").collect())
     rejects = Counter(bytes(row.raw_data) for row in spark.table(settings.rejects_table_name).collect())

@@ -23,12 +23,11 @@ from icestream.ingest.reader import ReadOptions, read_shard
 from icestream.lake.ddl import setup_tables
 from icestream.stream.clients import KinesisConnection, ensure_stream
 from icestream.stream.emulator import Emulator, free_port
+from tests.helpers.waiting import wait_until
 from tests.reliability import figures
 from tests.reliability.faultproxy import FaultProxy
 from tests.reliability.figures import size
-from tests.reliability.workload import Workload, verify
-
-pytestmark = pytest.mark.reliability
+from tests.reliability.workload import Workload, drain_and_verify, verify
 
 # fault -> (operations it hits, every n-th request, budget bounded, budget full)
 CASES = {
@@ -122,10 +121,12 @@ def test_emulator_restart_fails_clearly_then_recovers(spark, tmp_path: Path) -> 
         before = Workload(settings)
         before.send(120)
         query = start_ingest(spark, settings, trigger_seconds=0.5, progress_file=tmp_path / "p.jsonl")
-        deadline = time.monotonic() + 180
-        while verify(spark, settings, before.ledger).lost and time.monotonic() < deadline:
+
+        def all_ingested() -> bool:
             assert query.exception() is None, query.exception()
-            time.sleep(1)
+            return verify(spark, settings, before.ledger).lost == 0
+
+        wait_until(all_ingested, timeout=180, interval=1, message="the 120 events sent before the restart")
         server.stop()
         went_down = time.monotonic()
         with pytest.raises(IcestreamError) as failure:
@@ -179,16 +180,12 @@ def test_commits_conflict_with_a_concurrent_compaction(spark, fresh, tmp_path: P
             except Exception as error:  # noqa: BLE001 - a failed compaction is a figure, not a test failure
                 failures.append(type(error).__name__)
             assert query.exception() is None, query.exception()
-            time.sleep(0.5)
+            time.sleep(0.5)  # pacing: compactions spread over the ingest's commits, not a wait for anything
     finally:
         workload.stop()
     query.stop()
     assert query.await_termination(timeout=120), "the ingest did not stop"
-    for table in (settings.table_name, settings.rejects_table_name):
-        spark.catalog.refreshTable(table)
-    drain = start_ingest(spark, settings, available_now=True, trigger_seconds=0, progress_file=tmp_path / "p.jsonl")
-    assert drain.await_termination(timeout=300), "the drain did not end"
-    verdict = verify(spark, settings, workload.ledger)
+    verdict = drain_and_verify(spark, settings, workload.ledger, tmp_path / "p.jsonl", timeout=300)
     replaces = spark.sql(f"SELECT count(*) FROM {settings.table_name}.snapshots WHERE operation = 'replace'").first()[0]
     figures.record(
         "faults", "commit_conflict (compaction)", injected=rounds, recovered=compactions,

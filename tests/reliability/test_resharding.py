@@ -12,15 +12,11 @@ import random
 import time
 from pathlib import Path
 
-import pytest
-
 from icestream.ingest import start_ingest
 from icestream.stream.clients import kinesis_client, list_shards
 from tests.reliability import figures
 from tests.reliability.figures import size
-from tests.reliability.workload import Workload, verify
-
-pytestmark = pytest.mark.reliability
+from tests.reliability.workload import Workload, drain_and_verify
 
 
 def _open_shards(client, stream: str) -> list[dict]:
@@ -52,6 +48,8 @@ def test_splits_and_merges_under_load_keep_order_and_exactly_once(spark, fresh, 
                          progress_file=tmp_path / "p.jsonl")  # fmt: skip
     done: list[str] = []
     try:
+        # The sleeps are the campaign's pacing, not waits for anything: reshard at random moments
+        # under load, and keep sending for a while after the last one, so its children get records.
         for _ in range(size(3, 10)):
             time.sleep(rng.uniform(1.0, 4.0))
             done.append(_reshard(client, settings.stream_name, rng))
@@ -61,9 +59,7 @@ def test_splits_and_merges_under_load_keep_order_and_exactly_once(spark, fresh, 
         workload.stop()
     query.stop()
     assert query.await_termination(timeout=120), "the ingest did not stop"
-    drain = start_ingest(spark, settings, available_now=True, trigger_seconds=0, progress_file=tmp_path / "p.jsonl")
-    assert drain.await_termination(timeout=300), "the drain did not end"
-    verdict = verify(spark, settings, workload.ledger)
+    verdict = drain_and_verify(spark, settings, workload.ledger, tmp_path / "p.jsonl", timeout=300)
     shards_read = spark.table(settings.table_name).select("shard_id").distinct().count()
     figures.record(
         "resharding", f"seed {seed}", splits=done.count("split"), merges=done.count("merge"),

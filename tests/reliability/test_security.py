@@ -1,10 +1,12 @@
-"""Security: no credentials anywhere, validated identifiers only, least-privilege IAM, KMS, loopback only."""
+"""Security: no credentials anywhere, validated identifiers only, KMS, loopback only.
+
+The checks that need no service are unit tests: the scanner's own check and the IAM policy in
+``tests/unit/operations/test_security.py``, names refused by settings in ``tests/unit/test_config.py``.
+"""
 
 from __future__ import annotations
 
 import dataclasses
-import json
-import re
 import socket
 import subprocess
 import uuid
@@ -12,41 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from icestream.config import load_settings, project_home, validate_identifier
+from icestream.config import load_settings, project_home
 from icestream.errors import ConfigError
-from icestream.operations.security import iam_policy, policy_template
 from icestream.stream.clients import ensure_stream, kinesis_client, kinesis_connection
+from tests.helpers.security import INJECTIONS, leaks
 from tests.reliability import figures
-
-pytestmark = pytest.mark.reliability
-
-# What a leaked AWS credential or private key looks like (AWS's documented formats).
-CREDENTIAL_PATTERNS = {
-    "access key id": re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b"),
-    "secret access key": re.compile(
-        r"(?i)(?:aws_secret_access_key|secretaccesskey|secret_key)[\"'\s]*[:=]\s*[\"']?[A-Za-z0-9/+]{40}\b"
-    ),
-    "session token": re.compile(r"(?i)aws_session_token[\"'\s]*[:=]\s*[\"']?[A-Za-z0-9/+=]{100,}"),
-    "private key": re.compile(r"-----BEGIN (?:RSA |EC |DSA |OPENSSH |ENCRYPTED )?PRIVATE KEY-----"),
-}
-INJECTIONS = [
-    "events; DROP TABLE lake.x",
-    "events --",
-    "a.b",
-    "x` OR `1`=`1",
-    "' OR '1'='1",
-    "t/*c*/",
-    "",
-    "1events",
-    "events\n",
-    "évents",
-    "a" * 129,
-    "${jndi:ldap://127.0.0.1/x}",
-]
-
-
-def _leaks(text: str) -> list[str]:
-    return [name for name, pattern in CREDENTIAL_PATTERNS.items() if pattern.search(text)]
 
 
 def _scanned_files(session_output: Path) -> list[Path]:
@@ -63,32 +35,13 @@ def _scanned_files(session_output: Path) -> list[Path]:
     return [path for path in files if path.is_file() and path.stat().st_size < 20 * 2**20]
 
 
-def test_the_scanner_finds_a_planted_credential() -> None:
-    # Built at run time, so the repository never holds a string the scanner would flag.
-    planted = "aws_access_key_id = AKIA" + "Q" * 16 + "\naws_secret_access_key = " + "k" * 40
-    assert set(_leaks(planted)) == {"access key id", "secret access key"}
-    assert _leaks("aws_secret_access_key=testing") == []  # the emulator's dummy key is no credential
-
-
 def test_no_credentials_in_repository_notebooks_or_outputs(settings) -> None:
     files = _scanned_files(settings.path("output_dir"))
-    found = {str(path): leaks for path in files if (leaks := _leaks(path.read_text(errors="replace")))}
+    found = {str(path): kinds for path in files if (kinds := leaks(path.read_text(errors="replace")))}
     notebooks = [path for path in files if path.suffix == ".ipynb"]
     figures.record("security", "credential scan", files=len(files), notebooks=len(notebooks), findings=len(found))
     assert len(files) > 20, "the scan saw the repository"
     assert found == {}
-
-
-@pytest.mark.parametrize("name", INJECTIONS)
-def test_injection_strings_are_refused_as_names(name: str) -> None:
-    # Settings strip surrounding whitespace and read "" as "not given" (a notebook parameter left
-    # empty), so those two reach validation as a plain name or the default; the gate sees the rest.
-    if name.strip() and name == name.strip():
-        for setting in ("namespace", "table", "catalog"):
-            with pytest.raises(ConfigError):
-                load_settings(**{setting: name})
-    with pytest.raises(ConfigError):
-        validate_identifier(name)
 
 
 def test_names_that_bypass_settings_still_never_reach_sql(spark, settings) -> None:
@@ -117,35 +70,6 @@ def test_names_that_bypass_settings_still_never_reach_sql(spark, settings) -> No
             load_settings(stream_name=stream)
         refused += 1
     figures.record("security", "SQL injection as names", attempts=refused, refused=refused, reached_sql=0)
-
-
-def test_iam_policy_is_least_privilege() -> None:
-    template = policy_template()
-    assert "${AWS::AccountId}" in json.dumps(template)  # CloudFormation Fn::Sub variables
-    aws = load_settings(profile="aws", region="eu-west-1", warehouse="s3://lake-bucket/icestream", stream_name="ev",
-                        namespace="analytics", kms_key_id="1234abcd-12ab-34cd-56ef-1234567890ab")  # fmt: skip
-    policy = iam_policy(aws, account_id="123456789012")
-    statements = {statement["Sid"]: statement for statement in policy["Statement"]}
-    for statement in policy["Statement"]:
-        assert statement["Effect"] == "Allow"
-        assert all("*" not in action for action in statement["Action"]), statement
-        resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
-        if statement["Sid"] == "KinesisListForDoctor":
-            assert statement["Action"] == ["kinesis:ListStreams"]  # an account-level action: AWS allows only "*"
-        else:
-            assert all((resource != "*" and "123456789012" in resource) or resource.startswith("arn:aws:s3:::")
-                       for resource in resources), statement  # fmt: skip
-    assert statements["KinesisStream"]["Resource"] == "arn:aws:kinesis:eu-west-1:123456789012:stream/ev"
-    assert statements["WarehouseObjects"]["Resource"] == "arn:aws:s3:::lake-bucket/icestream/*"
-    assert "arn:aws:glue:eu-west-1:123456789012:table/analytics/*" in statements["GlueCatalog"]["Resource"]
-    assert statements["KmsForStream"]["Resource"].endswith(":key/1234abcd-12ab-34cd-56ef-1234567890ab")
-    assert "${" not in json.dumps(policy)
-    assert statements["KmsForWarehouse"]["Condition"]["StringEquals"]["kms:ViaService"] == "s3.eu-west-1.amazonaws.com"
-    without_key = iam_policy(dataclasses.replace(aws, kms_key_id=None), account_id="123456789012")
-    assert {"KmsForStream", "KmsForWarehouse"}.isdisjoint(statement["Sid"] for statement in without_key["Statement"])
-    actions = sum(len(statement["Action"]) for statement in policy["Statement"])
-    figures.record("security", "IAM policy", statements=len(policy["Statement"]), actions=actions,
-                   wildcard_actions=0, wildcard_resources=1)  # fmt: skip
 
 
 def test_stream_encryption_with_a_kms_key(emulator: str, settings) -> None:

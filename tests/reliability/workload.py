@@ -14,11 +14,13 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from icestream.config import Settings
 from icestream.stream.clients import kinesis_client
 from icestream.synthetic.malformed import MALFORMED_KINDS, malformed_payload
+from tests.helpers.ingest import drain, refresh_tables
 
 
 def event_document(event_id: str, user: str, counter: int) -> dict[str, Any]:
@@ -175,6 +177,20 @@ def verify(spark: Any, settings: Settings, ledger: Ledger) -> Verdict:
         order_violations=order_violations(rows),
         missing_ids=sorted(expected - set(found))[:10],
     )
+
+
+def drain_and_verify(
+    spark: Any, settings: Settings, ledger: Ledger, progress_file: Path, timeout: float = 600
+) -> Verdict:
+    """Ingest what is left in the stream with one ``available_now`` query, then compare the tables with ``ledger``.
+
+    The tables are refreshed first: the campaigns commit from other processes (a killed ingest, a
+    second writer), and the drain must start from the positions they committed, not from what this
+    session saw last.
+    """
+    refresh_tables(spark, settings)
+    drain(spark, settings, timeout=timeout, progress_file=progress_file)
+    return verify(spark, settings, ledger)
 
 
 def order_violations(rows: list[Any]) -> int:

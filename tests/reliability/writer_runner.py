@@ -54,7 +54,7 @@ def maintain(spark: Any, settings: Any, seconds: float) -> dict[str, Any]:
                 done[name] += 1
             except Exception as error:  # noqa: BLE001 - counted and reported, the loop goes on
                 failed[f"{name}: {conflict_name(error)}"] += 1
-        time.sleep(0.5)
+        time.sleep(0.5)  # pacing between maintenance rounds, not a wait for anything
     return {"done": dict(done), "failed": dict(failed)}
 
 
@@ -77,7 +77,7 @@ def append(spark: Any, settings: Any, seconds: float) -> dict[str, Any]:
             committed.append(int(load_iceberg_table(spark, name).currentSnapshot().snapshotId()))
             rows += 50
         number += 50
-        time.sleep(0.2)
+        time.sleep(0.2)  # pacing between appends, not a wait for anything
     return {"committed_snapshots": committed, "rows": rows, "failed": dict(failed)}
 
 

@@ -11,8 +11,6 @@ from icestream import cli
 from icestream.cli import local, notebooks
 from icestream.operations.runner import notebook_paths
 
-pytestmark = pytest.mark.unit
-
 
 def test_bad_setting_is_one_line_not_a_traceback(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]

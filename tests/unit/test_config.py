@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from icestream.config import load_settings, project_home, validate_identifier
+from icestream.config import load_settings, project_home
 from icestream.errors import ConfigError
-
-pytestmark = pytest.mark.unit
+from icestream.validation import validate_identifier
+from tests.helpers.security import INJECTIONS
 
 
 @pytest.fixture(autouse=True)
@@ -218,3 +218,15 @@ def test_localstack_sends_s3_and_glue_where_kinesis_goes(monkeypatch: pytest.Mon
 def test_invalid_aws_settings_name_the_setting(overrides: dict, named: str) -> None:
     with pytest.raises(ConfigError, match=f"ICESTREAM_{named} / "):
         load_settings(profile="aws", warehouse="s3://bucket/warehouse", **overrides)
+
+
+@pytest.mark.parametrize("name", INJECTIONS)
+def test_injection_strings_are_refused_as_names(name: str) -> None:
+    # Settings strip surrounding whitespace and read "" as "not given" (a notebook parameter left
+    # empty), so those two reach validation as a plain name or the default; the gate sees the rest.
+    if name.strip() and name == name.strip():
+        for setting in ("namespace", "table", "catalog"):
+            with pytest.raises(ConfigError):
+                load_settings(**{setting: name})
+    with pytest.raises(ConfigError):
+        validate_identifier(name)

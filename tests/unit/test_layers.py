@@ -13,8 +13,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.unit
-
 PACKAGE = Path(__file__).resolve().parents[2] / "lib" / "icestream"
 MAX_LINES = 450
 

@@ -12,8 +12,6 @@ import pytest
 
 from icestream.operations.runner import notebook_paths
 
-pytestmark = pytest.mark.unit
-
 NOTEBOOKS = notebook_paths()
 
 

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from icestream.timestamps import as_utc, from_micros, to_micros
-
-pytestmark = pytest.mark.unit
 
 
 @given(st.datetimes(timezones=st.just(UTC)))

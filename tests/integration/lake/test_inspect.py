@@ -10,8 +10,6 @@ from icestream.lake import LakeTable
 from icestream.synthetic.generator import backfill_config
 from tests.conftest import generated_table
 
-pytestmark = pytest.mark.integration
-
 
 @pytest.fixture(scope="module")
 def loaded(spark, settings):

@@ -8,8 +8,6 @@ import pytest
 
 from icestream.lake.layout import LEVELS, create_layout_demo, table_layout
 
-pytestmark = pytest.mark.integration
-
 
 @pytest.fixture(scope="module")
 def demo(spark, settings):

@@ -20,8 +20,6 @@ from icestream.queries import health
 from icestream.synthetic.generator import backfill_config
 from tests.conftest import generated_table
 
-pytestmark = pytest.mark.integration
-
 END = datetime(2026, 11, 21, 6, 30, tzinfo=UTC)  # hours 04 and 05 are closed at END; 06 is being written
 POSITIONS = {"shardId-000000000000": positions.after("49000000000000000007")}
 

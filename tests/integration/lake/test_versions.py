@@ -13,8 +13,6 @@ from icestream.synthetic.generator import backfill_config
 from icestream.timestamps import to_micros
 from tests.conftest import generated_table
 
-pytestmark = pytest.mark.integration
-
 
 @pytest.fixture(scope="module")
 def source(spark, settings):

@@ -10,8 +10,6 @@ import pytest
 from icestream.ingest import dedupe
 from icestream.timestamps import to_micros
 
-pytestmark = pytest.mark.unit
-
 T0 = datetime(2026, 11, 21, 6, 0, tzinfo=UTC)
 HOUR = 3_600_000_000
 

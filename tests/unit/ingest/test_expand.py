@@ -5,8 +5,6 @@ from __future__ import annotations
 import gzip
 import json
 
-import pytest
-
 from icestream.ingest.expand import RECORD_REJECT_REASONS, expand_record
 from icestream.ingest.positions import (
     TRIM_HORIZON,
@@ -19,9 +17,7 @@ from icestream.ingest.positions import (
 )
 from icestream.stream.compression import compress
 from icestream.stream.kpl import encode_aggregate
-from tests.unit.ingest.test_reader import FakeKinesis, payload, run
-
-pytestmark = pytest.mark.unit
+from tests.helpers.fake_kinesis import FakeKinesis, payload, read_fake_shard
 
 
 class AggregateKinesis(FakeKinesis):
@@ -54,7 +50,7 @@ def test_an_aggregate_of_compressed_user_records_expands_in_order() -> None:
 
 def test_reader_expands_aggregates_and_decompresses_payloads() -> None:
     fake = FakeKinesis([aggregate(0, 3), gzip.compress(payload(3)), compress(payload(4), "zlib"), payload(5)])
-    rows, meta, _ = run(fake)
+    rows, meta, _ = read_fake_shard(fake)
     assert [row["event_id"] for row in rows] == [f"e{number}" for number in range(6)]
     assert [row["partition_key"] for row in rows[:3]] == ["u1-0", "u1-1", "u1-2"]  # each its own key
     assert {row["sequence_number"] for row in rows[:3]} == {"1000"}
@@ -70,7 +66,7 @@ def test_corrupt_payloads_are_rejected_with_reasons() -> None:
         gzip.compress(b" " * 70_000),  # a small bomb: above the 64 KiB event limit once expanded
         encode_aggregate([("a", payload(7)), ("b", b"\x1f\x8bbroken")]),
     ])  # fmt: skip
-    rows, meta, _ = run(fake)
+    rows, meta, _ = read_fake_shard(fake)
     rejects = [(row["reason"], row["sequence_number"]) for row in rows if row["kind"] == "reject"]
     assert rejects == [("corrupt_aggregate", "1000"), ("corrupt_compressed", "1001"), ("oversized", "1002"),
                        ("corrupt_compressed", "1003")]  # fmt: skip
@@ -80,7 +76,7 @@ def test_corrupt_payloads_are_rejected_with_reasons() -> None:
     assert rows[-1]["detail"].startswith("user record 1 of a KPL aggregate")
     assert rows[-1]["raw_data"] == b"\x1f\x8bbroken"
     invalid = gzip.compress(b'{"event_id": ')
-    [row] = run(FakeKinesis([invalid]))[0]
+    [row] = read_fake_shard(FakeKinesis([invalid]))[0]
     assert (row["reason"], row["raw_data"], row["raw_text"]) == ("invalid_json", invalid, '{"event_id": ')
     assert rows[-1]["partition_key"] == "b"
     assert [row["event_id"] for row in rows if row["kind"] == "event"] == ["e7"]
@@ -91,7 +87,7 @@ def test_a_cap_inside_an_aggregate_ends_there_and_the_next_batch_resumes_after_i
     seen: list[str] = []
     start = TRIM_HORIZON
     for _ in range(6):
-        rows, meta, _ = run(fake, ShardPlan("shardId-0", start, False, None, None), max_records=3)
+        rows, meta, _ = read_fake_shard(fake, ShardPlan("shardId-0", start, False, None, None), max_records=3)
         seen += [row["event_id"] for row in rows]
         assert meta["next_iterator"] is None or meta["last_sub"] is None  # no iterator from mid-aggregate
         if not rows:
@@ -108,7 +104,7 @@ def test_a_cap_inside_an_aggregate_ends_there_and_the_next_batch_resumes_after_i
 
 def test_a_cap_at_an_aggregate_end_is_a_whole_record_position() -> None:
     fake = AggregateKinesis([aggregate(0, 3), aggregate(3, 3)])
-    _, meta, _ = run(fake, max_records=3)
+    _, meta, _ = read_fake_shard(fake, max_records=3)
     assert (meta["last_sequence"], meta["last_sub"], meta["next_iterator"]) == ("1000", None, None)
 
 
@@ -118,7 +114,7 @@ def test_replay_inside_an_aggregate_skips_exactly_the_committed_user_records() -
     data = encode_aggregate([("a", payload(0)), ("b", b"{"), ("c", payload(2)), ("d", b"[")])
     fake = AggregateKinesis([data, payload(4)])
     plan = ShardPlan("shardId-0", after("1000", 1), False, "1000:1", "1000:3")
-    rows, meta, _ = run(fake, plan)
+    rows, meta, _ = read_fake_shard(fake, plan)
     assert [(row["kind"], row["event_id"] or row["reason"]) for row in rows] == [("event", "e2"), ("event", "e4")]
     assert (meta["replayed_events"], meta["replayed_rejects"]) == (0, 1)  # user record 3 is "["
 

@@ -12,8 +12,6 @@ import pytest
 from icestream.errors import IngestError
 from icestream.ingest.lease import Holder, Identity, Lease
 
-pytestmark = pytest.mark.unit
-
 
 def holder(identity: Identity, expires: float = 2_000_000_000.0) -> Holder:
     return Holder("0123abcd", identity.host, identity.pid, identity.pid_namespace, 1_800_000_000.0, expires)

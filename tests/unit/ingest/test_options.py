@@ -10,8 +10,6 @@ from icestream.config import load_settings
 from icestream.errors import ConfigError
 from icestream.ingest import ingest_options, parse_trigger
 
-pytestmark = pytest.mark.unit
-
 
 def test_start_position_setting_is_the_default_starting_position(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ICESTREAM_START_POSITION", "latest")

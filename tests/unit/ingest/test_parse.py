@@ -12,25 +12,9 @@ from hypothesis import strategies as st
 
 from icestream.config import project_home
 from icestream.ingest.parse import REJECT_REASONS, ParsedEvent, Rejection, parse_payload
-
-pytestmark = pytest.mark.unit
+from tests.helpers.samples import EXPECTED_REASON
 
 SAMPLES = project_home() / "data" / "samples"
-EXPECTED_REASON = {
-    "invalid_json": "invalid_json",
-    "truncated_json": "invalid_json",
-    "bad_timestamp": "bad_timestamp",
-    "wrong_type_string": "wrong_type",
-    "wrong_type_number": "wrong_type",
-    "missing_event_id": "missing_event_id",
-    "missing_event_type": "missing_event_type",
-    "missing_event_ts": "missing_event_ts",
-    "missing_user_id": "missing_user_id",
-    "empty_payload": "empty_payload",
-    "non_utf8": "non_utf8",
-    "oversized": "oversized",
-    "json_array": "not_an_object",
-}
 
 
 def sample_events() -> list[bytes]:

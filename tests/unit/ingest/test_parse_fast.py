@@ -14,8 +14,6 @@ from icestream.synthetic.generator import backfill_config, generate
 
 from .test_parse import event, malformed_samples, sample_events
 
-pytestmark = pytest.mark.unit
-
 
 def reference(payload: bytes, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> tuple | Rejection:
     parsed = parse_payload(payload, max_event_bytes)

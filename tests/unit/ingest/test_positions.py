@@ -6,8 +6,6 @@ import pytest
 
 from icestream.ingest import positions as pos
 
-pytestmark = pytest.mark.unit
-
 
 def shard(shard_id: str, *parents: str, closed: bool = False) -> dict:
     record: dict = {"ShardId": shard_id, "SequenceNumberRange": {"StartingSequenceNumber": "1"}}

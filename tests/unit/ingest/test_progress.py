@@ -8,11 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from icestream.ingest.progress import BatchProgress, IndexStats, PhaseSeconds, ProgressLog, ReadStats
-
-pytestmark = pytest.mark.unit
 
 STARTED = datetime(2026, 11, 21, 5, 0, tzinfo=UTC)
 

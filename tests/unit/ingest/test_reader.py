@@ -10,22 +10,8 @@ from botocore.exceptions import ClientError, EndpointConnectionError
 
 from icestream.errors import ShardReadError
 from icestream.ingest.positions import TRIM_HORIZON, ShardPlan, after
-from icestream.ingest.reader import ROW_FIELDS, ReadOptions, read_shard
-from icestream.limits import MAX_RECORDS_PER_GET
-from icestream.stream.clients import KinesisConnection
-
-pytestmark = pytest.mark.unit
-
-
-def payload(number: int, event_id: str | None = None) -> bytes:
-    return json.dumps(
-        {
-            "event_id": event_id or f"e{number}",
-            "user_id": "u1",
-            "event_type": "click",
-            "event_ts": "2026-11-21T05:00:00Z",
-        }
-    ).encode()
+from icestream.ingest.reader import read_shard
+from tests.helpers.fake_kinesis import FakeKinesis, options, payload, read_fake_shard
 
 
 def client_error(code: str, status: int = 400) -> ClientError:
@@ -34,58 +20,9 @@ def client_error(code: str, status: int = 400) -> ClientError:
     )
 
 
-class FakeKinesis:
-    """One shard in memory, with Kinesis's iterator semantics and a queue of faults to inject."""
-
-    def __init__(self, payloads: list[bytes], closed: bool = False) -> None:
-        self.records = [
-            {"SequenceNumber": str(1000 + i), "Data": data, "PartitionKey": "u1",
-             "ApproximateArrivalTimestamp": datetime(2026, 11, 21, 5, 0, i % 60, tzinfo=UTC)}
-            for i, data in enumerate(payloads)
-        ]  # fmt: skip
-        self.closed = closed
-        self.faults: list[Exception] = []
-        self.calls: list[tuple[str, dict]] = []
-
-    def get_shard_iterator(self, **arguments: object) -> dict:
-        self.calls.append(("get_shard_iterator", arguments))
-        if arguments["ShardIteratorType"] == "AFTER_SEQUENCE_NUMBER":
-            after_seq = int(arguments["StartingSequenceNumber"])  # type: ignore[arg-type]
-            index = sum(1 for record in self.records if int(record["SequenceNumber"]) <= after_seq)
-        else:
-            index = 0
-        return {"ShardIterator": str(index)}
-
-    def get_records(self, ShardIterator: str, Limit: int) -> dict:  # noqa: N803 - boto3's names
-        self.calls.append(("get_records", {"ShardIterator": ShardIterator, "Limit": Limit}))
-        if self.faults:
-            raise self.faults.pop(0)
-        index = int(ShardIterator)
-        page = self.records[index : index + min(Limit, MAX_RECORDS_PER_GET)]
-        end = index + len(page)
-        behind = 0 if end >= len(self.records) else 5000
-        next_iterator = None if (self.closed and end >= len(self.records) and not page) else str(end)
-        return {"Records": page, "NextShardIterator": next_iterator, "MillisBehindLatest": behind}
-
-
-def options(**changes: object) -> ReadOptions:
-    base = {"connection": KinesisConnection("local", "us-east-1", "http://127.0.0.1:1"), "stream_name": "s"}
-    return ReadOptions(**{**base, **changes})  # type: ignore[arg-type]
-
-
-def run(fake: FakeKinesis, plan: ShardPlan | None = None, **changes: object) -> tuple[list[dict], dict, list[float]]:
-    pauses: list[float] = []
-    plan = plan or ShardPlan("shardId-0", TRIM_HORIZON, fake.closed, None, None)
-    rows = [
-        dict(zip(ROW_FIELDS, row, strict=True)) for row in read_shard(plan, options(**changes), fake, pauses.append)
-    ]
-    assert rows[-1]["kind"] == "meta"
-    return rows[:-1], json.loads(rows[-1]["meta"]), pauses
-
-
 def test_reads_everything_then_stops_when_caught_up() -> None:
     fake = FakeKinesis([payload(i) for i in range(25)])
-    rows, meta, _ = run(fake)
+    rows, meta, _ = read_fake_shard(fake)
     assert [row["event_id"] for row in rows] == [f"e{i}" for i in range(25)]
     assert (meta["read"], meta["good"], meta["last_sequence"], meta["finished"]) == (25, 25, "1024", False)
     assert meta["millis_behind"] == 0
@@ -93,14 +30,14 @@ def test_reads_everything_then_stops_when_caught_up() -> None:
 
 def test_stops_at_the_cap_and_asks_no_more_than_it_may() -> None:
     fake = FakeKinesis([payload(i) for i in range(50)])
-    rows, meta, _ = run(fake, max_records=20)
+    rows, meta, _ = read_fake_shard(fake, max_records=20)
     assert len(rows) == meta["read"] == 20
     assert all(arguments["Limit"] <= 20 for name, arguments in fake.calls if name == "get_records")
 
 
 def test_calls_are_paced_within_the_per_shard_limit() -> None:
     fake = _paged(FakeKinesis([payload(i) for i in range(30)]), 10)  # pages of 10: several calls
-    rows, meta, pauses = run(fake, max_records=30, min_call_interval=0.2)
+    rows, meta, pauses = read_fake_shard(fake, max_records=30, min_call_interval=0.2)
     calls = sum(1 for name, _ in fake.calls if name == "get_records")
     assert calls >= 3
     # Every GetRecords after the first waited for the rest of its 0.2 s slot (at most 5 calls/s per
@@ -119,7 +56,7 @@ def _paged(fake: FakeKinesis, page: int) -> FakeKinesis:
 def test_throttling_is_retried_with_growing_jittered_backoff() -> None:
     fake = FakeKinesis([payload(i) for i in range(10)])
     fake.faults = [client_error("ProvisionedThroughputExceededException")] * 3
-    rows, meta, pauses = run(fake, min_call_interval=0.0)
+    rows, meta, pauses = read_fake_shard(fake, min_call_interval=0.0)
     assert len(rows) == 10
     assert (meta["throttled"], meta["retried"]) == (3, 3)
     backoffs = [pause for pause in pauses if pause > 0]
@@ -140,7 +77,7 @@ def test_expired_iterator_is_renewed_after_the_last_record_read() -> None:
         return original(ShardIterator, Limit)
 
     fake.get_records = expire_second_call  # type: ignore[method-assign]
-    rows, meta, _ = run(fake, min_call_interval=0.0)
+    rows, meta, _ = read_fake_shard(fake, min_call_interval=0.0)
     assert [row["event_id"] for row in rows] == [f"e{i}" for i in range(30)], "nothing lost, nothing twice"
     assert meta["iterator_renewals"] == 1
     renewal = [arguments for name, arguments in fake.calls if name == "get_shard_iterator"][1]
@@ -161,7 +98,7 @@ def test_expired_iterator_is_renewed_after_the_last_record_read() -> None:
 def test_transient_errors_are_retried(fault: Exception) -> None:
     fake = FakeKinesis([payload(i) for i in range(5)])
     fake.faults = [fault, fault]
-    rows, meta, _ = run(fake, min_call_interval=0.0)
+    rows, meta, _ = read_fake_shard(fake, min_call_interval=0.0)
     assert len(rows) == 5
     assert meta["retried"] == 2
 
@@ -170,19 +107,19 @@ def test_persistent_failure_gives_up_with_a_clear_error() -> None:
     fake = FakeKinesis([payload(1)])
     fake.faults = [client_error("InternalFailure", 500)] * 10
     with pytest.raises(ShardReadError, match="shardId-0: 4 failures in a row"):
-        run(fake, min_call_interval=0.0, max_attempts=4)
+        read_fake_shard(fake, min_call_interval=0.0, max_attempts=4)
 
 
 def test_non_transient_errors_are_not_retried() -> None:
     fake = FakeKinesis([payload(1)])
     fake.faults = [client_error("ResourceNotFoundException")]
     with pytest.raises(ClientError, match="ResourceNotFound"):
-        run(fake, min_call_interval=0.0)
+        read_fake_shard(fake, min_call_interval=0.0)
 
 
 def test_closed_shard_is_read_to_its_end() -> None:
     fake = FakeKinesis([payload(i) for i in range(3)], closed=True)
-    rows, meta, _ = run(fake, min_call_interval=0.0)
+    rows, meta, _ = read_fake_shard(fake, min_call_interval=0.0)
     assert len(rows) == 3
     assert meta["finished"] is True
 
@@ -190,7 +127,7 @@ def test_closed_shard_is_read_to_its_end() -> None:
 def test_records_already_committed_are_skipped_per_table() -> None:
     fake = FakeKinesis([payload(0), b"not json", payload(2), b"", payload(4)])
     plan = ShardPlan("shardId-0", TRIM_HORIZON, False, events_committed="1002", rejects_committed="1001")
-    rows, meta, _ = run(fake, plan, min_call_interval=0.0)
+    rows, meta, _ = read_fake_shard(fake, plan, min_call_interval=0.0)
     assert [(row["kind"], row["sequence_number"]) for row in rows] == [("reject", "1003"), ("event", "1004")]
     assert (meta["replayed_events"], meta["replayed_rejects"]) == (2, 1)
     assert meta["read"] == 5
@@ -198,17 +135,19 @@ def test_records_already_committed_are_skipped_per_table() -> None:
 
 def test_duplicates_within_a_shard_keep_the_first() -> None:
     fake = FakeKinesis([payload(0), payload(1), payload(9, event_id="e0"), payload(2)])
-    rows, meta, _ = run(fake, min_call_interval=0.0)
+    rows, meta, _ = read_fake_shard(fake, min_call_interval=0.0)
     assert [row["sequence_number"] for row in rows] == ["1000", "1001", "1003"]
     assert meta["deduplicated"] == 1
-    rows, meta, _ = run(FakeKinesis([payload(0), payload(9, event_id="e0")]), min_call_interval=0.0, dedupe=False)
+    rows, meta, _ = read_fake_shard(
+        FakeKinesis([payload(0), payload(9, event_id="e0")]), min_call_interval=0.0, dedupe=False
+    )
     assert len(rows) == 2
     assert meta["deduplicated"] == 0
 
 
 def test_reject_rows_keep_the_raw_payload_and_kinesis_metadata() -> None:
     raw = b"\xff\xfe{broken"
-    rows, meta, _ = run(FakeKinesis([raw]), min_call_interval=0.0)
+    rows, meta, _ = read_fake_shard(FakeKinesis([raw]), min_call_interval=0.0)
     (row,) = rows
     assert row["raw_data"] == raw
     assert row["reason"] == "non_utf8"
@@ -218,17 +157,19 @@ def test_reject_rows_keep_the_raw_payload_and_kinesis_metadata() -> None:
 
 def test_restart_position_after_a_record() -> None:
     fake = FakeKinesis([payload(i) for i in range(5)])
-    rows, meta, _ = run(fake, ShardPlan("shardId-0", after("1002"), False, None, None), min_call_interval=0.0)
+    rows, meta, _ = read_fake_shard(
+        fake, ShardPlan("shardId-0", after("1002"), False, None, None), min_call_interval=0.0
+    )
     assert [row["event_id"] for row in rows] == ["e3", "e4"]
     assert meta["read"] == 2
 
 
 def test_an_iterator_from_the_previous_batch_is_used_and_handed_on() -> None:
     fake = FakeKinesis([payload(i) for i in range(6)])
-    _, first, _ = run(fake, max_records=4, min_call_interval=0.0)
+    _, first, _ = read_fake_shard(fake, max_records=4, min_call_interval=0.0)
     assert first["next_iterator"] == "4"
     plan = ShardPlan("shardId-0", after(first["last_sequence"]), False, None, None, iterator=first["next_iterator"])
-    rows, second, _ = run(fake, plan, min_call_interval=0.0)
+    rows, second, _ = read_fake_shard(fake, plan, min_call_interval=0.0)
     assert second["last_sequence"] == "1005"
     assert [row["event_id"] for row in rows] == ["e4", "e5"]
     assert sum(1 for name, _ in fake.calls if name == "get_shard_iterator") == 1, "no new iterator was needed"
@@ -265,7 +206,7 @@ def test_null_and_empty_nested_values_keep_their_meaning_in_arrow() -> None:
 
 def test_the_arrival_range_covers_only_the_records_taken_before_the_cap() -> None:
     fake = FakeKinesis([payload(i) for i in range(8)])
-    _, stats, _ = run(fake, max_records=3, min_call_interval=0.0)
+    _, stats, _ = read_fake_shard(fake, max_records=3, min_call_interval=0.0)
     assert (stats["first_arrival"], stats["last_arrival"]) == (
         datetime(2026, 11, 21, 5, 0, 0, tzinfo=UTC).timestamp(),
         datetime(2026, 11, 21, 5, 0, 2, tzinfo=UTC).timestamp(),

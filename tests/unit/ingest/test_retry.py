@@ -14,8 +14,6 @@ from pyspark.errors.exceptions.captured import PythonException
 from icestream.errors import ConfigError, IngestError, InjectedFaultError, ShardReadError
 from icestream.ingest.retry import describe, is_transient, is_transient_call, run_with_retries
 
-pytestmark = pytest.mark.unit
-
 
 class FakeJavaThrowable:
     """What py4j hands over for a Java exception: toString() and getCause()."""

@@ -11,8 +11,6 @@ from icestream.ingest.positions import TRIM_HORIZON, ShardPlan, after
 from icestream.ingest.progress import ReadStats
 from icestream.ingest.source import ReadBatch
 
-pytestmark = pytest.mark.unit
-
 
 class FakeRows:
     """Records the predicate a DataFrame would be filtered with."""

@@ -11,7 +11,6 @@ from icestream.cli import main
 from icestream.errors import ConfigError
 from icestream.ingest.transform import load_transform
 
-pytestmark = pytest.mark.unit
 NOT_A_FUNCTION = 3
 
 

@@ -7,8 +7,6 @@ import pytest
 from icestream import cli
 from icestream.jobs import ingest as job
 
-pytestmark = pytest.mark.unit
-
 ARGUMENTS = ["--available-now", "--trigger", "500ms", "--max-records-per-shard", "200", "--no-dedupe", "--quiet"]
 
 

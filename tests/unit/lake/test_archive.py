@@ -10,8 +10,6 @@ from icestream.config import load_settings
 from icestream.errors import ConfigError
 from icestream.lake.archive import archive_cutoff
 
-pytestmark = pytest.mark.unit
-
 
 @pytest.mark.parametrize(
     ("now", "days", "cutoff"),

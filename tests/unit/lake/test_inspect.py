@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import pytest
-
 from icestream.lake.inspect import name_of, partition_label
-
-pytestmark = pytest.mark.unit
 
 
 def test_partition_labels() -> None:

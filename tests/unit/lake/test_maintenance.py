@@ -10,8 +10,6 @@ from icestream.errors import ConfigError
 from icestream.lake import LakeTable
 from icestream.lake.maintenance import default_rewrite_options, sort_order_literal
 
-pytestmark = pytest.mark.unit
-
 MOMENT = datetime(2026, 11, 19, 13, 5, 7, tzinfo=UTC)
 
 

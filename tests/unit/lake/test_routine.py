@@ -20,8 +20,6 @@ from icestream.lake.routine import (
     start_of_hour,
 )
 
-pytestmark = pytest.mark.unit
-
 NOW = datetime(2026, 11, 19, 13, 5, 7, tzinfo=UTC)
 
 

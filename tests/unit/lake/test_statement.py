@@ -10,8 +10,6 @@ import pytest
 from icestream.errors import ConfigError
 from icestream.lake.statement import Outcome, Statement, snapshot_id_literal, timestamp_literal
 
-pytestmark = pytest.mark.unit
-
 
 def test_statement_text_is_dedented_and_shows_bound_values() -> None:
     statement = Statement(

@@ -8,8 +8,6 @@ from icestream.errors import ConfigError
 from icestream.lake import LakeTable, Statement
 from icestream.lake.table import STATEMENTS_KEPT
 
-pytestmark = pytest.mark.unit
-
 
 @pytest.mark.parametrize("name", ["lake.ns.t; DROP TABLE x", "t", "lake..t", "lake.ns.1t", "lake.ns.t'", ""])
 def test_bad_names_are_refused_before_any_sql(name: str) -> None:

@@ -9,8 +9,6 @@ import pytest
 from icestream.errors import ConfigError
 from icestream.lake import LakeTable
 
-pytestmark = pytest.mark.unit
-
 
 @pytest.fixture
 def planned() -> LakeTable:

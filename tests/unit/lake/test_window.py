@@ -4,12 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-import pytest
-
 from icestream.lake import Window
 from icestream.lake.window import WINDOW_SQL
-
-pytestmark = pytest.mark.unit
 
 
 def test_window_binds_epoch_microseconds() -> None:

@@ -6,13 +6,9 @@ import gzip
 import json
 from datetime import UTC, datetime
 
-import pytest
-
 from icestream.ingest.dedupe import Batch
 from icestream.ingest.reader import ROW_FIELDS
 from icestream.load.files import SourceFile, parse_file
-
-pytestmark = pytest.mark.unit
 
 SOURCE = SourceFile("file:/data/events.jsonl", 123, datetime(2026, 11, 21, 6, 0, tzinfo=UTC))
 

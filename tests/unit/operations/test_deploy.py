@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,8 +15,7 @@ from botocore.validate import validate_parameters
 from icestream.config import load_settings
 from icestream.operations import deploy
 from icestream.operations.security import iam_policy
-
-pytestmark = pytest.mark.unit
+from tests.helpers.cloudformation import resolve
 
 ROOT = Path(__file__).resolve().parents[3]
 COMMITTED = ROOT / deploy.TEMPLATE_PATH
@@ -40,17 +38,6 @@ STACK = {
 }
 
 
-def resolve(node: object, values: dict[str, str] = STACK) -> object:
-    """The template fragment with every ``Fn::Sub`` replaced by its text for these stack values."""
-    if isinstance(node, dict):
-        if set(node) == {"Fn::Sub"}:
-            return re.sub(r"\$\{([\w:.]+)\}", lambda match: values[match.group(1)], node["Fn::Sub"])
-        return {key: resolve(value, values) for key, value in node.items()}
-    if isinstance(node, list):
-        return [resolve(value, values) for value in node]
-    return node
-
-
 def test_the_committed_template_is_the_generated_one() -> None:
     assert COMMITTED.read_text() == deploy.render(), "run: .venv/bin/python -m icestream.operations.deploy"
 
@@ -64,7 +51,7 @@ def test_cfn_lint_passes() -> None:
 def test_the_role_policy_is_the_library_policy() -> None:
     """Resolved for the same names, the stack's role policy is what ``iam_policy`` prints, plus the entry points."""
     role = yaml.safe_load(COMMITTED.read_text())["Resources"]["JobRole"]["Properties"]
-    document = resolve(role["Policies"][0]["PolicyDocument"])
+    document = resolve(role["Policies"][0]["PolicyDocument"], STACK)
     settings = load_settings(
         profile="aws",
         region=REGION,
@@ -108,7 +95,7 @@ def test_schedules_send_a_valid_start_job_run(schedule: str, arguments: list[str
     """The schedule's Input, resolved, is a request botocore's EMR Serverless model accepts."""
     target = deploy.template()["Resources"][schedule]["Properties"]["Target"]
     assert target["Arn"] == "arn:aws:scheduler:::aws-sdk:emrserverless:startJobRun"
-    request = json.loads(resolve(target["Input"]))
+    request = json.loads(resolve(target["Input"], STACK))
 
     def api_names(node: object) -> object:  # universal targets take the API's members in PascalCase
         if isinstance(node, dict):
@@ -128,7 +115,7 @@ def test_schedules_send_a_valid_start_job_run(schedule: str, arguments: list[str
 
 
 def test_the_scheduler_may_pass_only_the_job_role_to_emr_serverless() -> None:
-    role = resolve(deploy.template()["Resources"]["SchedulerRole"]["Properties"])
+    role = resolve(deploy.template()["Resources"]["SchedulerRole"]["Properties"], STACK)
     statements = {statement["Sid"]: statement for statement in role["Policies"][0]["PolicyDocument"]["Statement"]}
     assert statements["PassJobRole"]["Resource"] == ROLE_ARN
     assert statements["PassJobRole"]["Condition"] == {

@@ -6,11 +6,15 @@ calls, and the boto3 client calls on the services the code creates clients for. 
 maps each to the IAM actions Iceberg's GlueCatalog and S3FileIO (or the Kinesis API) need; a small
 evaluator then asks the rendered policy whether it allows each action on the ARN the call would name, with the request's
 condition keys (``s3:prefix``, ``kms:ViaService``, the S3 encryption context).
+
+Also here, as they need no service: the policy's least-privilege shape, and the self-check of the credential
+scanner that ``tests/reliability/test_security.py`` runs over the repository.
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import json
 import re
@@ -25,8 +29,7 @@ from icestream.config import load_settings
 from icestream.errors import ConfigError
 from icestream.operations import security
 from icestream.operations.security import iam_policy
-
-pytestmark = pytest.mark.unit
+from tests.helpers.security import leaks
 
 ROOT = Path(__file__).resolve().parents[3]
 PACKAGE = ROOT / "lib" / "icestream"
@@ -299,3 +302,37 @@ def test_a_placeholder_without_a_value_is_refused() -> None:
 def test_statement_kinds(sql: str, kind: str) -> None:
     assert security.statement_kinds(sql) == {kind}
     assert security.statement_kinds("a shard's sequence number") == set()
+
+
+def test_iam_policy_is_least_privilege() -> None:
+    template = security.policy_template()
+    assert "${AWS::AccountId}" in json.dumps(template)  # CloudFormation Fn::Sub variables
+    aws = load_settings(profile="aws", region="eu-west-1", warehouse="s3://lake-bucket/icestream", stream_name="ev",
+                        namespace="analytics", kms_key_id="1234abcd-12ab-34cd-56ef-1234567890ab")  # fmt: skip
+    policy = iam_policy(aws, account_id="123456789012")
+    statements = {statement["Sid"]: statement for statement in policy["Statement"]}
+    for statement in policy["Statement"]:
+        assert statement["Effect"] == "Allow"
+        assert all("*" not in action for action in statement["Action"]), statement
+        resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+        if statement["Sid"] == "KinesisListForDoctor":
+            assert statement["Action"] == ["kinesis:ListStreams"]  # an account-level action: AWS allows only "*"
+        else:
+            assert all((resource != "*" and "123456789012" in resource) or resource.startswith("arn:aws:s3:::")
+                       for resource in resources), statement  # fmt: skip
+    assert statements["KinesisStream"]["Resource"] == "arn:aws:kinesis:eu-west-1:123456789012:stream/ev"
+    assert statements["WarehouseObjects"]["Resource"] == "arn:aws:s3:::lake-bucket/icestream/*"
+    assert "arn:aws:glue:eu-west-1:123456789012:table/analytics/*" in statements["GlueCatalog"]["Resource"]
+    assert statements["KmsForStream"]["Resource"].endswith(":key/1234abcd-12ab-34cd-56ef-1234567890ab")
+    assert "${" not in json.dumps(policy)
+    assert statements["KmsForWarehouse"]["Condition"]["StringEquals"]["kms:ViaService"] == "s3.eu-west-1.amazonaws.com"
+    without_key = iam_policy(dataclasses.replace(aws, kms_key_id=None), account_id="123456789012")
+    assert {"KmsForStream", "KmsForWarehouse"}.isdisjoint(statement["Sid"] for statement in without_key["Statement"])
+
+
+def test_the_credential_scanner_finds_a_planted_credential() -> None:
+    """The scanner ``tests/reliability/test_security.py`` runs over the repository and the executed notebooks."""
+    # Built at run time, so the repository never holds a string the scanner would flag.
+    planted = "aws_access_key_id = AKIA" + "Q" * 16 + "\naws_secret_access_key = " + "k" * 40
+    assert set(leaks(planted)) == {"access key id", "secret access key"}
+    assert leaks("aws_secret_access_key=testing") == []  # the emulator's dummy key is no credential

@@ -4,11 +4,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import pytest
 
 from icestream.plots.health import before_after
-
-pytestmark = pytest.mark.unit
 
 
 def test_before_after_one_linear_panel_per_number_and_zero_is_zero() -> None:

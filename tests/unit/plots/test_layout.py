@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import matplotlib
 import pandas as pd
-import pytest
 
 from icestream.plots.layout import MAX_BOXES_PER_LEVEL, layout_diagram, short_name
 
 matplotlib.use("Agg")
-pytestmark = pytest.mark.unit
 
 
 def nodes(data_files: int) -> pd.DataFrame:

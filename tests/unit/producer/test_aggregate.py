@@ -10,8 +10,6 @@ from icestream.stream.compression import decompress
 from icestream.stream.kpl import decode_aggregate, is_aggregate
 from icestream.synthetic.wire import Record
 
-pytestmark = pytest.mark.unit
-
 HALF = 2**127
 SHARDS = [
     {"ShardId": "a", "HashKeyRange": {"StartingHashKey": "0"}, "SequenceNumberRange": {}},

@@ -11,8 +11,6 @@ from icestream.config import Settings, load_settings
 from icestream.errors import ConfigError
 from icestream.producer.background import start_background_producer
 
-pytestmark = pytest.mark.unit
-
 
 @pytest.fixture
 def run_settings(tmp_path: Path) -> Settings:

@@ -13,10 +13,8 @@ from icestream.config import Settings, load_settings
 from icestream.errors import ConfigError
 from icestream.producer.plan import DEFAULT_LIVE_RATE, live_rate, plan_production
 from icestream.producer.run import read_run_summary, run_summary_path
-from tests.unit.producer.test_run import AcceptingKinesis
+from tests.helpers.fake_kinesis import AcceptingKinesis
 from tests.unit.synthetic.ingest_rules import reject_reason
-
-pytestmark = pytest.mark.unit
 
 MIX = {"bad_rate": 0.005, "duplicate_rate": 0.01, "late_rate": 0.02}
 

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import io
 
-import pytest
-
 from icestream.producer.progress import SummaryLine, progress_bar
-
-pytestmark = pytest.mark.unit
 
 
 class Terminal(io.StringIO):

@@ -19,8 +19,6 @@ from icestream.producer.summary import ProduceSummary
 from icestream.synthetic.malformed import malformed_payload
 from icestream.synthetic.wire import Record
 
-pytestmark = pytest.mark.unit
-
 
 def make_record(number: int, size: int = 100, key: str | None = None, send_at: float = 0.0) -> Record:
     key = key or f"u-{number % 7:05d}"

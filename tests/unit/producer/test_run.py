@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import asdict, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -16,22 +15,9 @@ from icestream.producer.run import read_run_summary, run_production, run_summary
 from icestream.queries.anomaly import scoring_scope
 from icestream.synthetic.generator import EventGenerator, backfill_config
 from icestream.synthetic.ground_truth import DEFAULT_ANOMALIES, ground_truth_path, read_ground_truth
-
-pytestmark = pytest.mark.unit
+from tests.helpers.fake_kinesis import AcceptingKinesis
 
 END = datetime(2026, 11, 21, 6, 0, tzinfo=UTC)
-
-
-class AcceptingKinesis:
-    """A Kinesis stand-in whose PutRecords accepts every record."""
-
-    def __init__(self) -> None:
-        self.data: list[bytes] = []
-
-    def put_records(self, StreamName: str, Records: list[dict[str, Any]]) -> dict[str, Any]:  # noqa: N803 - boto3 names
-        self.data.extend(entry["Data"] for entry in Records)
-        accepted = [{"SequenceNumber": str(len(self.data) + n), "ShardId": "shardId-0"} for n in range(len(Records))]
-        return {"FailedRecordCount": 0, "Records": accepted}
 
 
 @pytest.fixture

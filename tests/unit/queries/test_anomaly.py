@@ -23,8 +23,6 @@ from icestream.queries.anomaly import (
 from icestream.synthetic.ground_truth import Anomaly
 from icestream.synthetic.wire import format_ts
 
-pytestmark = pytest.mark.unit
-
 START = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
 OPTIONS = DetectorOptions()
 

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
-
 from icestream.config import load_settings
 from icestream.queries import duckdb_engine as duck
-
-pytestmark = pytest.mark.unit
 
 
 def test_on_aws_duckdb_uses_the_credential_chain_and_aws_endpoints() -> None:

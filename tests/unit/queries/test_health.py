@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import pytest
-
 from icestream.queries.health import HealthThresholds, TableStats, health_report
-
-pytestmark = pytest.mark.unit
 
 MIB = 2**20
 

@@ -8,8 +8,6 @@ from icestream.config import load_settings
 from icestream.errors import ServiceUnavailableError
 from icestream.queries import pyiceberg_engine as ice
 
-pytestmark = pytest.mark.unit
-
 
 def test_an_unreachable_glue_is_a_service_error() -> None:
     settings = load_settings(profile="localstack", kinesis_endpoint="http://127.0.0.1:9")  # discard port: nothing

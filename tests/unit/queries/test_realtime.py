@@ -5,12 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pandas as pd
-import pytest
 
 from icestream.queries.realtime import dashboard_from_parts, dashboard_sql
 from icestream.timestamps import to_micros
-
-pytestmark = pytest.mark.unit
 
 
 def test_one_dashboard_query_in_two_dialects() -> None:

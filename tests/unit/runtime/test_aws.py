@@ -9,8 +9,6 @@ import pytest
 from icestream.config import load_settings
 from icestream.runtime import aws
 
-pytestmark = pytest.mark.unit
-
 ROLE = "arn:aws:iam::123456789012:role/icestream-ingest"
 KEY = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 

@@ -12,8 +12,6 @@ from icestream.config import load_settings
 from icestream.errors import ConfigError
 from icestream.runtime import catalog
 
-pytestmark = pytest.mark.unit
-
 # The columns of Iceberg's JdbcCatalog table (schema V1), as Spark creates them.
 ICEBERG_TABLES_DDL = (
     "CREATE TABLE iceberg_tables (catalog_name VARCHAR(255) NOT NULL, table_namespace VARCHAR(255) NOT NULL, "

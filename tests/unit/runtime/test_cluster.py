@@ -9,8 +9,6 @@ import pytest
 from icestream.config import load_settings
 from icestream.runtime import cluster
 
-pytestmark = pytest.mark.unit
-
 
 def test_spark_defaults_file_is_read_in_its_forms(tmp_path: Path) -> None:
     defaults = tmp_path / "spark-defaults.conf"

@@ -11,8 +11,6 @@ from icestream.config import load_settings
 from icestream.errors import JarError
 from icestream.runtime import jars
 
-pytestmark = pytest.mark.unit
-
 
 def make_jar(path: Path, entries: tuple[str, ...]) -> Path:
     with zipfile.ZipFile(path, "w") as archive:

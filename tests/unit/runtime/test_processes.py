@@ -5,14 +5,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from icestream.runtime import processes
-
-pytestmark = pytest.mark.unit
+from tests.helpers.waiting import wait_until
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(60)  # icestream-test-sleeper"]
 # Ignores SIGTERM, so only the SIGKILL after the timeout ends it.
@@ -78,18 +76,24 @@ def test_terminate_ends_a_process_and_reaps_it(tmp_path: Path, started) -> None:
 def test_terminate_kills_a_process_that_ignores_sigterm(tmp_path: Path, started) -> None:
     process = started(STUBBORN)
     log = tmp_path / "child.log"
-    while "ready" not in log.read_text():  # its SIGTERM handler is in place
+
+    def ready() -> bool:
         assert process.poll() is None, log.read_text()
-        time.sleep(0.05)
+        return "ready" in log.read_text()
+
+    wait_until(ready, timeout=30, interval=0.05, message="the child to ignore SIGTERM (it prints 'ready')")
     processes.terminate(process.pid, timeout=0.5)
     assert not processes.alive(process.pid)
 
 
 def test_an_ended_child_is_a_zombie_until_reaped(started) -> None:
     process = started([sys.executable, "-c", "pass"])
-    while not processes.is_zombie(process.pid):  # ended, its status not collected yet
+
+    def zombie() -> bool:
         assert processes.alive(process.pid)
-        time.sleep(0.05)
+        return processes.is_zombie(process.pid)  # ended, its status not collected yet
+
+    wait_until(zombie, timeout=30, interval=0.05, message="the child to end (a zombie until reaped)")
     assert not processes.running(process.pid), "running() counts a zombie as ended and collects it"
     assert not processes.alive(process.pid)
     assert processes.reap(process.pid) is False, "nothing left to collect"

@@ -11,8 +11,6 @@ from icestream.config import load_settings
 from icestream.errors import ExecutorImportError, ShipError
 from icestream.runtime import shipping
 
-pytestmark = pytest.mark.unit
-
 WORKER_TRACEBACK = """An exception was thrown from the Python worker. Please see the stack trace below.
 Traceback (most recent call last):
   File "/spark/python/lib/pyspark.zip/pyspark/serializers.py", line 472, in loads

@@ -10,8 +10,6 @@ from icestream.config import load_settings
 from icestream.runtime import spark
 from icestream.runtime.jars import JarPlan
 
-pytestmark = pytest.mark.unit
-
 JNI = "/usr/lib/x86_64-linux-gnu/jni"
 
 

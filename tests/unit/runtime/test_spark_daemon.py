@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import pytest
-
 from icestream.runtime.spark_daemon import is_spark_archive, without_spark_archives
-
-pytestmark = pytest.mark.unit
 
 LIB = "/opt/venv/lib/python3.11/site-packages/pyspark/python/lib"
 

@@ -9,8 +9,6 @@ from botocore.utils import parse_timestamp
 
 from icestream.stream.clients import utc_timestamp
 
-pytestmark = pytest.mark.unit
-
 
 @pytest.mark.parametrize("value", [0, 1_763_704_800, 1_763_704_800.123, "2026-11-21T06:00:00Z", "1763704800"])
 def test_same_instant_as_botocore(value: object) -> None:

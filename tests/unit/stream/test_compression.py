@@ -15,8 +15,6 @@ from icestream.stream.compression import (
     decompress,
 )
 
-pytestmark = pytest.mark.unit
-
 TEXT = b'{"event_id": "e1", "user_id": "u1"}' * 20
 
 

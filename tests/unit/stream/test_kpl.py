@@ -22,8 +22,6 @@ from icestream.stream.kpl import (
     is_aggregate,
 )
 
-pytestmark = pytest.mark.unit
-
 
 def wrap(body: bytes) -> bytes:
     """Magic + body + a correct checksum: corruptions below then test the protobuf, not the MD5."""

@@ -16,7 +16,6 @@ from moto import mock_aws
 from icestream.errors import EmulatorError
 from icestream.stream import moto_kinesis
 
-pytestmark = pytest.mark.unit
 STREAM = "store-test"
 
 
@@ -85,7 +84,7 @@ def test_positional_iterators(kinesis: object) -> None:
 
 def test_at_timestamp_finds_the_first_record_at_or_after_the_time(kinesis: object) -> None:
     put(kinesis, 30)
-    time.sleep(0.05)
+    time.sleep(0.05)  # gaps between the sends and the cut are the test's input, not a wait for anything
     middle = datetime.now(UTC)
     time.sleep(0.05)
     put(kinesis, 30, start=30)

@@ -29,8 +29,6 @@ from icestream.synthetic.model import EVENT_TYPES, PROPERTY_FIELDS, expected_typ
 from icestream.synthetic.wire import decode_events, parse_ts
 from tests.unit.synthetic.ingest_rules import END, reject_reason
 
-pytestmark = pytest.mark.unit
-
 
 def test_same_seed_and_window_give_the_same_records() -> None:
     config = backfill_config(hours=0.25, count=500, end=END, seed=3, anomalies=())

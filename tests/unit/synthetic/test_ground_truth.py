@@ -17,8 +17,6 @@ from icestream.synthetic.ground_truth import (
 )
 from tests.unit.synthetic.ingest_rules import END
 
-pytestmark = pytest.mark.unit
-
 
 def test_ground_truth_round_trips_through_json_lines(tmp_path: Path) -> None:
     truth = EventGenerator(backfill_config(hours=3, end=END, seed=11, anomalies=DEFAULT_ANOMALIES)).ground_truth

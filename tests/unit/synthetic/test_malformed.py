@@ -12,8 +12,6 @@ from icestream.synthetic.malformed import MALFORMED_KINDS, malformed_payload
 from icestream.synthetic.wire import sample_event
 from tests.unit.synthetic.ingest_rules import reject_reason
 
-pytestmark = pytest.mark.unit
-
 
 @pytest.mark.parametrize("kind", MALFORMED_KINDS)
 def test_every_malformed_kind_is_rejected_for_its_own_reason(kind: str) -> None:

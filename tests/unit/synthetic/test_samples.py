@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from icestream.config import project_home
 from icestream.synthetic.malformed import MALFORMED_KINDS, malformed_payload
 from icestream.synthetic.samples import read_malformed_samples, sample_records
 from icestream.synthetic.wire import read_records
 from tests.unit.synthetic.ingest_rules import reject_reason
-
-pytestmark = pytest.mark.unit
 
 SAMPLES = project_home() / "data" / "samples"
 

@@ -13,8 +13,6 @@ from icestream.errors import ConfigError
 from icestream.synthetic.schedule import Schedule, choose_dropped, thinning_plan
 from icestream.synthetic.wire import Record
 
-pytestmark = pytest.mark.unit
-
 
 def unit(event_ts: float, *delays: float, first: int = 0) -> list[tuple[int, Record]]:
     """An event at ``event_ts`` and one more record per delay (a duplicate, a malformed one), numbered."""

@@ -6,13 +6,10 @@ import json
 import random
 import uuid
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from icestream.synthetic.wire import Record, encode_event, format_ts, uuid4_text
-
-pytestmark = pytest.mark.unit
 
 values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
