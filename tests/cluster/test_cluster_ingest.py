@@ -21,6 +21,7 @@ from icestream.runtime.standalone import StandaloneCluster, spark_home
 from icestream.synthetic.generator import backfill_config
 from tests.cluster.conftest import DRIVER_TIMEOUT, run_driver
 from tests.conftest import generated_table
+from tests.helpers.waiting import wait_until
 from tests.reliability.faultproxy import FaultProxy
 from tests.reliability.figures import FULL
 from tests.reliability.ingest_runner import running
@@ -40,34 +41,6 @@ def _phases(log: Path) -> list[tuple[float, str, int]]:
         return []
     rows = [line.split() for line in log.read_text().splitlines() if line.strip()]
     return [(float(when), phase, int(batch)) for when, phase, batch in rows]
-
-
-def test_spark_submit_job_is_exactly_once_with_a_shipped_environment(
-    spark, fresh, driver_env, spark_cluster: StandaloneCluster, shipped: ShipPlan, settings, tmp_path: Path
-) -> None:
-    made = fresh(shards=2, prefix="submit")
-    workload = Workload(made)
-    workload.send(1_500)
-    before = _executor_folders(spark_cluster)
-    jars = ",".join(str(path) for path in resolve_jars(settings).jars)
-    command = [
-        str(spark_home() / "bin" / "spark-submit"), "--master", spark_cluster.master_url, "--jars", jars,
-        *submit_arguments(shipped), str(JOB), "--available-now", "--trigger", "0", "--max-records-per-shard", "500",
-    ]  # fmt: skip
-    # The master comes from spark-submit and Iceberg from its --jars: icestream adds only its catalog.
-    env = driver_env(made, ICESTREAM_JAR_SOURCE="provided")
-    del env["ICESTREAM_SPARK_MASTER"]
-    result = run_driver(command, env, tmp_path / "submit.log")
-    assert result.returncode == 0, result.stderr[-3000:]
-
-    verdict = verify(spark, made, workload.ledger)
-    assert verdict.exact, verdict
-    assert verdict.events == 1_500
-    assert verdict.malformed > 0
-    executors = _executor_folders(spark_cluster) - before
-    assert len({folder.parent.name for folder in executors}) == 1, "one application on the cluster's workers"
-    assert len({folder.parent.parent.name for folder in executors}) == 2, "executors on both workers"
-    assert all((folder / ENV_ALIAS / "bin" / "python").exists() for folder in executors), executors
 
 
 def test_without_shipping_the_ingest_and_doctor_say_so_in_one_line(fresh, driver_env, tmp_path: Path) -> None:
@@ -92,7 +65,12 @@ def test_without_shipping_the_ingest_and_doctor_say_so_in_one_line(fresh, driver
     assert "ICESTREAM_SHIP=packed" in failures[0]
 
 
-def test_a_driver_killed_mid_stream_restarts_exactly_once(spark, fresh, driver_env, tmp_path: Path) -> None:
+def test_a_driver_killed_mid_stream_restarts_exactly_once_as_a_spark_submit_job(
+    spark, fresh, driver_env, spark_cluster: StandaloneCluster, shipped: ShipPlan, settings, tmp_path: Path
+) -> None:
+    """A driver SIGKILLed between its two commits, then the job resubmitted as a scheduler would:
+    ``spark-submit`` of ``jobs/ingest.py`` with the shipped environment drains the stream exactly once.
+    (One test for both: each driver on the cluster costs a JVM and an application.)"""
     made = fresh(shards=2, prefix="drvkill")
     phase_log = tmp_path / "phases.log"
     env = driver_env(
@@ -111,13 +89,28 @@ def test_a_driver_killed_mid_stream_restarts_exactly_once(spark, fresh, driver_e
         workload.stop()
     assert driver.returncode == -signal.SIGKILL, (tmp_path / "killed.log").read_text()[-3000:]
     assert _phases(phase_log)[-1][1] == "between_commits"
+    workload.send(1_500)  # more than one batch's worth behind the crash
 
-    drain = [sys.executable, "-m", "icestream.jobs.ingest", "--available-now", "--trigger", "0", "--quiet"]
-    result = run_driver(drain, driver_env(made), tmp_path / "restart.log")
+    before = _executor_folders(spark_cluster)
+    jars = ",".join(str(path) for path in resolve_jars(settings).jars)
+    command = [
+        str(spark_home() / "bin" / "spark-submit"), "--master", spark_cluster.master_url, "--jars", jars,
+        *submit_arguments(shipped), str(JOB), "--available-now", "--trigger", "0", "--max-records-per-shard", "500",
+    ]  # fmt: skip
+    # The master comes from spark-submit and Iceberg from its --jars: icestream adds only its catalog.
+    submit_env = driver_env(made, ICESTREAM_JAR_SOURCE="provided")
+    del submit_env["ICESTREAM_SPARK_MASTER"]
+    result = run_driver(command, submit_env, tmp_path / "submit.log")
     assert result.returncode == 0, result.stderr[-3000:]
+
     verdict = verify(spark, made, workload.ledger)
     assert verdict.exact, verdict
-    assert verdict.events > 0
+    assert verdict.events > 1_500
+    assert verdict.malformed > 0
+    executors = _executor_folders(spark_cluster) - before
+    assert len({folder.parent.name for folder in executors}) == 1, "one application on the cluster's workers"
+    assert len({folder.parent.parent.name for folder in executors}) == 2, "executors on both workers"
+    assert all((folder / ENV_ALIAS / "bin" / "python").exists() for folder in executors), executors
 
 
 def test_a_worker_killed_while_a_batch_reads_loses_and_duplicates_nothing(
@@ -139,12 +132,15 @@ def test_a_worker_killed_while_a_batch_reads_loses_and_duplicates_nothing(
         )
         try:
             with running(env, tmp_path / "driver.log") as driver:
-                deadline = time.monotonic() + DRIVER_TIMEOUT
-                while sum(phase == "before_read" for _, phase, _ in _phases(phase_log)) < 2:
+
+                def reading_batch_2() -> bool:
                     assert driver.poll() is None, (tmp_path / "driver.log").read_text()[-3000:]
-                    assert time.monotonic() < deadline, "the driver never read batch 2"
-                    time.sleep(0.05)
-                time.sleep(1.0)  # the read tasks are in their first GetRecords call
+                    return sum(phase == "before_read" for _, phase, _ in _phases(phase_log)) >= 2
+
+                wait_until(reading_batch_2, DRIVER_TIMEOUT, interval=0.05, message="the driver to read batch 2")
+                calls = proxy.requests["GetRecords"]
+                # A read task's GetRecords has reached the proxy, which holds it 2 s: the kill lands mid-read.
+                wait_until(lambda: proxy.requests["GetRecords"] > calls, 120, interval=0.02, message="a GetRecords")
                 killed_at = time.time()
                 spark_cluster.kill_worker(0)
                 assert driver.wait(timeout=DRIVER_TIMEOUT) == 0, (tmp_path / "driver.log").read_text()[-3000:]

@@ -1,4 +1,4 @@
-"""Execute notebooks headless: 00_setup through the project's runner (papermill), then nbval."""
+"""Execute notebooks headless: every notebook once under nbval, then a second run through the runner (papermill)."""
 
 from __future__ import annotations
 
@@ -13,33 +13,10 @@ import pytest
 from icestream.config import Settings, project_home
 from icestream.operations.runner import kernel_name, notebook_paths, run_notebooks
 
-pytestmark = pytest.mark.notebook
-
-
-def test_setup_notebook_creates_stream_and_tables(spark, settings: Settings, emulator: str, test_home: Path) -> None:
-    from icestream.stream.clients import kinesis_client
-
-    output = test_home / "output-setup"
-    runs = run_notebooks(notebook_paths(["00"]), output, {"shard_count": 2}, report=lambda _: None, progress=False)
-    assert [run.notebook for run in runs] == ["00_setup.ipynb"]
-    assert (output / "00_setup.ipynb").is_file()
-    summary = kinesis_client(settings).describe_stream_summary(StreamName=settings.stream_name)
-    assert summary["StreamDescriptionSummary"]["StreamStatus"] == "ACTIVE"
-    assert spark.catalog.tableExists(settings.table_name)
-    assert spark.catalog.tableExists(settings.rejects_table_name)
-    tables = {name: spark.table(name).count() for name in (settings.table_name, settings.rejects_table_name)}
-
-    # Running it again is harmless: same stream (still 2 shards), same tables, nothing written.
-    again = run_notebooks(notebook_paths(["00"]), output, {"shard_count": 2}, report=lambda _: None, progress=False)
-    assert [run.notebook for run in again] == ["00_setup.ipynb"]
-    summary = kinesis_client(settings).describe_stream_summary(StreamName=settings.stream_name)
-    assert summary["StreamDescriptionSummary"]["OpenShardCount"] == 2
-    assert {name: spark.table(name).count() for name in tables} == tables
-
-
 # The second pass of the notebooks a re-run can trip (01 adds a backfill with new ids to a table that
 # holds the first one; 05 must score only its own run): small and bounded (3½ minutes measured on 2 busy cores).
 SECOND_PASS = (
+    ("00", {}),  # set-up again: harmless (same stream, same tables, nothing written)
     ("01", {"live_seconds": 20.0}),  # the default history (05 asserts its score at the defaults), short live part
     ("02", {"available_now": True}),  # drain what the stream holds, commit, stop
     ("05", {}),
@@ -47,12 +24,14 @@ SECOND_PASS = (
 
 
 @pytest.mark.slow
-def test_nbval_lax_over_every_notebook(emulator: str, settings: Settings, test_home: Path) -> None:
+def test_nbval_lax_over_every_notebook(spark, emulator: str, settings: Settings, test_home: Path) -> None:
     """``pytest --nbval-lax notebooks/`` in the test environment (same emulator, same warehouse), then
-    01 → 02 → 05 a second time on the same stream and tables: a second run must pass its checks too."""
+    00 → 01 → 02 → 05 a second time on the same stream and tables: a second run must pass its checks
+    too, and set-up run again changes nothing. One pass of every notebook, shared by all these checks."""
     import json
 
-    from icestream.producer.run import read_run_summary, run_summary_path
+    from icestream.producer import read_run_summary, run_summary_path
+    from icestream.stream import kinesis_client
 
     notebooks = [str(path) for path in notebook_paths()]
     result = subprocess.run(
@@ -84,9 +63,26 @@ def test_nbval_lax_over_every_notebook(emulator: str, settings: Settings, test_h
 
     first_run = read_run_summary(run_summary_path(settings, "backfill"))
     assert first_run is not None
+    stream = kinesis_client(settings).describe_stream_summary(StreamName=settings.stream_name)
+    shards = stream["StreamDescriptionSummary"]["OpenShardCount"]
+    assert stream["StreamDescriptionSummary"]["StreamStatus"] == "ACTIVE"
+    tables = (settings.table_name, settings.rejects_table_name)
+
+    def counts() -> dict[str, int]:  # other processes wrote them: read their current snapshots
+        for name in tables:
+            spark.catalog.refreshTable(name)
+        return {name: spark.table(name).count() for name in tables}
+
+    rows = counts()
+    assert rows[settings.table_name] > 0, "02 ingested the first run"
+
     output = test_home / "output-second-pass"
     for notebook, parameters in SECOND_PASS:  # a failing check cell raises NotebookFailedError, naming it
         run_notebooks(notebook_paths([notebook]), output, parameters, report=lambda _: None, progress=False)
+        if notebook == "00":
+            again = kinesis_client(settings).describe_stream_summary(StreamName=settings.stream_name)
+            assert again["StreamDescriptionSummary"]["OpenShardCount"] == shards, "00 again: the same stream"
+            assert counts() == rows, "00 again wrote nothing"
     second_run = read_run_summary(run_summary_path(settings, "backfill"))
     assert second_run is not None
     assert second_run.run_id != first_run.run_id, "01 ran again: a new run with its own id"
