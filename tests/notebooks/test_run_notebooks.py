@@ -56,7 +56,10 @@ def test_nbval_lax_over_every_notebook(spark, emulator: str, settings: Settings,
         timeout=1800,
         check=False,
     )
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    log = test_home / "nbval.log"
+    log.write_text(result.stdout + result.stderr)  # all of it: a failing cell's cause is often cells before the tail
+    first_failure = result.stdout.find("____")
+    assert result.returncode == 0, f"{log}:\n" + result.stdout[max(first_failure, 0) :][:6000]
     assert re.search(r"\b\d+ passed\b", result.stdout), result.stdout[-2000:]
     assert " failed" not in result.stdout
     assert " error" not in result.stdout
