@@ -15,9 +15,6 @@ CATALOG_TYPE := $(or $(ICESTREAM_CATALOG_TYPE),jdbc)
 APT_PACKAGES :=
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
-# make test: pytest processes for all but the notebooks (each process has its own emulator and SparkSession;
-# a test file stays in one).
-TEST_WORKERS ?= 2
 BENCH_ARGS ?=
 LINT_PATHS := $(wildcard lib tests bench notebooks)
 
@@ -80,11 +77,7 @@ format: venv  ## apply ruff's fixes and formatting
 	@$(BIN)/ruff format $(LINT_PATHS)
 
 test: setup lint  ## set up, then lint and the whole test suite
-	@# Two pytest processes share the machine, then the notebooks run alone: their timings (02's bounded
-	@# ingest, 01's live producer) are the workbook's defaults, made for a machine that is not also
-	@# running another test process. Exit code 5 = a PYTEST_ARGS selection holds no test of that part.
-	@$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile -m "not notebook" $(PYTEST_ARGS) || [ $$? = 5 ]
-	@$(BIN)/pytest -m notebook $(PYTEST_ARGS) || [ $$? = 5 ]
+	@$(BIN)/pytest $(PYTEST_ARGS)
 
 reliability: setup  ## the full reliability campaigns, and the cluster tests including notebooks 03-06 there
 	@ICESTREAM_RELIABILITY=full $(BIN)/pytest -m "reliability or cluster" $(PYTEST_ARGS)
