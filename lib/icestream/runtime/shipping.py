@@ -29,6 +29,7 @@ import json
 import os
 import platform
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -184,11 +185,26 @@ def make_venv(path: Path, requirements: Sequence[str]) -> Path:
     Raises:
         ShipError: If the environment cannot be created or a requirement cannot be installed.
     """
-    _run([base_python(), "-m", "venv", path], f"creating a virtual environment at {path}")
     python = path / "bin" / "python"
-    pip = [python, "-m", "pip", "install", "--quiet", "--no-deps", "--no-input", "--disable-pip-version-check"]
-    _run([*pip, *requirements], f"installing {len(requirements)} packages into {path}")
+    install = installer(python)
+    own_pip = install[0] == str(python)  # else uv installs from outside: the environment needs no pip
+    _run([base_python(), "-m", "venv", *([] if own_pip else ["--without-pip"]), path], f"creating {path}")
+    _run([*install, *requirements], f"installing {len(requirements)} packages into {path}")
     return python
+
+
+def installer(python: Path) -> list[str]:
+    """The command that installs packages into the environment of ``python``, without their dependencies.
+
+    uv when it sits beside this interpreter (``make`` installs it: it fills an environment in seconds
+    where pip takes half a minute) or on ``PATH``; otherwise that environment's pip. uv reads its
+    package index from ``UV_INDEX_URL`` or ``uv.toml``, not from pip's configuration.
+    """
+    beside = Path(sys.executable).with_name("uv")
+    uv = str(beside) if beside.is_file() else shutil.which("uv")
+    if uv:
+        return [uv, "pip", "install", "--python", str(python), "--quiet", "--no-deps"]
+    return [str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-input", "--disable-pip-version-check"]
 
 
 def packed_environment(settings: Settings) -> Path:

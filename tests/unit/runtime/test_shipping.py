@@ -100,3 +100,39 @@ def test_a_missing_executor_python_and_other_failures(tmp_path: Path) -> None:
     shipping.raise_if_executor_import_failed(RuntimeError("anything else"), settings)  # does not raise
     with pytest.raises(ExecutorImportError, match="master yarn"):
         shipping.raise_if_executor_import_failed(RuntimeError(WORKER_TRACEBACK), settings, master="yarn")
+
+
+def test_environments_are_filled_by_the_uv_beside_this_python_without_pip_inside(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "calls"
+    uv = bin_dir / "uv"
+    uv.write_text(f'#!/bin/sh\necho "$@" >> {calls}\n')
+    uv.chmod(0o755)
+    monkeypatch.setattr(shipping.sys, "executable", str(bin_dir / "python"))
+
+    python = shipping.make_venv(tmp_path / "env", ["six==1.17.0"])
+
+    assert python == tmp_path / "env" / "bin" / "python"
+    assert calls.read_text().split() == [
+        "pip",
+        "install",
+        "--python",
+        str(python),
+        "--quiet",
+        "--no-deps",
+        "six==1.17.0",
+    ]
+    assert not list((tmp_path / "env").glob("lib/python*/site-packages/pip")), "uv installs from outside"
+
+
+def test_without_uv_the_new_environment_installs_with_its_own_pip(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(shipping.sys, "executable", str(tmp_path / "bin" / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    python = tmp_path / "env" / "bin" / "python"
+    assert shipping.installer(python)[:4] == [str(python), "-m", "pip", "install"]
+    assert "--no-deps" in shipping.installer(python)
