@@ -32,6 +32,8 @@ FOLDER_KINDS = {
 # Fixtures that start the JVM, the emulator or a cluster: a unit test must not ask for them.
 SERVICE_FIXTURES = frozenset(("spark", "emulator", "stream_settings", "fresh", "spark_cluster"))
 TESTS = Path(__file__).resolve().parent
+# Java options of the drivers the tests start (see test_home); ICESTREAM_TEST_JVM_OPTIONS= (empty) measures without.
+TEST_JVM_OPTIONS = os.environ.get("ICESTREAM_TEST_JVM_OPTIONS", "-XX:TieredStopAtLevel=1")
 
 # No per-example deadline: on a shared 2-core machine it turns a correctness test into a timing test.
 hypothesis_settings.register_profile("icestream", deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -77,6 +79,11 @@ def test_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         "ICESTREAM_OUTPUT_DIR": str(home / "output"),
         "ICESTREAM_JAR_CACHE_DIR": str(project_home() / ".cache" / "jars"),
     }
+    # Every driver JVM the tests start (this session's, notebook kernels', subprocess drivers',
+    # spark-submit's) compiles with C1 only: they are many, short and handle little data, and C2's
+    # compile threads were 40 % of the crash campaigns' CPU (docs/testing.md). Spark's launcher adds
+    # SPARK_SUBMIT_OPTS to the driver's java command; benchmarks and the workbook keep the JVM's default.
+    exported["SPARK_SUBMIT_OPTS"] = f"{os.environ.get('SPARK_SUBMIT_OPTS', '')} {TEST_JVM_OPTIONS}".strip()
     saved = {key: os.environ.get(key) for key in [*exported, "ICESTREAM_PROFILE", "ICESTREAM_KINESIS_ENDPOINT"]}
     os.environ.update(exported)
     os.environ.pop("ICESTREAM_PROFILE", None)
