@@ -24,6 +24,7 @@ import pytest
 from icestream.config import Settings, project_home
 from icestream.runtime.shipping import PYSPARK_DISTRIBUTIONS, ShipPlan, make_venv, pinned_requirements, ship_plan
 from icestream.runtime.standalone import StandaloneCluster
+from tests.conftest import TEST_JVM_OPTIONS
 
 DRIVER_TIMEOUT = 600.0  # seconds one driver subprocess may take before the test gives up on it
 
@@ -61,15 +62,26 @@ def shipped(settings: Settings, spark_cluster: StandaloneCluster) -> ShipPlan:
     return ship_plan(dataclasses.replace(settings, spark_master=spark_cluster.master_url, ship="packed"))
 
 
+@pytest.fixture(scope="session")
+def conf_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A ``SPARK_CONF_DIR`` whose ``spark-defaults.conf`` gives executors the tests' Java options too
+    (drivers get them from ``SPARK_SUBMIT_OPTS``); icestream appends its own options to these."""
+    folder = tmp_path_factory.mktemp("spark-conf")
+    if TEST_JVM_OPTIONS:
+        (folder / "spark-defaults.conf").write_text(f"spark.executor.extraJavaOptions {TEST_JVM_OPTIONS}\n")
+    return folder
+
+
 @pytest.fixture
 def driver_env(
-    spark_cluster: StandaloneCluster, nodes_python: Path, shipped: ShipPlan
+    spark_cluster: StandaloneCluster, nodes_python: Path, shipped: ShipPlan, conf_dir: Path
 ) -> Callable[..., dict[str, str]]:
     """The environment of a driver subprocess on the cluster, for a test's stream and tables."""
 
     def make(made: Settings, **extra: str) -> dict[str, str]:
         return {
             **os.environ,
+            "SPARK_CONF_DIR": str(conf_dir),
             "ICESTREAM_SPARK_MASTER": spark_cluster.master_url,
             "ICESTREAM_SHIP": "packed",
             "ICESTREAM_STREAM_NAME": made.stream_name,
