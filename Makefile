@@ -57,8 +57,10 @@ $(STAMP): pyproject.toml constraints.txt
 
 venv: $(STAMP)
 
-jars: system venv  ## build the Iceberg runtime + relocated Jackson jars into .cache/jars (once)
+jars: system venv  ## build the Iceberg runtime + relocated Jackson jars, and the driver's class archive, into .cache/jars (once)
 	@$(BIN)/python -c 'from icestream.config import load_settings; from icestream.runtime.jars import resolve_jars; p = resolve_jars(load_settings()); print(">> iceberg jars:", p.source)'
+	@# Driver JVMs then start in about half the time (docs/performance.md); building it takes about a minute, once.
+	@$(BIN)/python -m icestream.runtime.cds
 
 setup: system venv jars  ## everything the commands below need
 

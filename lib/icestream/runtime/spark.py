@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from icestream.config import Settings, load_settings
 from icestream.errors import JarError, JavaError, SparkStartError
-from icestream.runtime import aws
+from icestream.runtime import aws, cds
 from icestream.runtime.catalog import ensure_jdbc_catalog
 from icestream.runtime.cluster import existing_conf, merged, with_master
 from icestream.runtime.jars import CLASSES_TO_LOAD, JarPlan, resolve_jars
@@ -322,8 +322,11 @@ def get_spark(settings: Settings | None = None, app_name: str = "icestream") -> 
     theirs, running = existing_conf()  # spark-submit's, or the platform's spark-defaults.conf
     settings = with_master(settings, theirs, running)
     conf = session_conf(settings)
-    if not running:  # only a JVM this process starts can take the jar on its class path
+    if not running:  # only a JVM this process starts can take the jar on its class path, or map an archive
         conf.update(local_fs_conf(settings))
+        archive = cds.driver_options(settings.path("jar_cache_dir"), conf.get("spark.driver.extraClassPath", ""))
+        if archive:
+            conf["spark.driver.extraJavaOptions"] = f"{conf.get('spark.driver.extraJavaOptions', '')} {archive}".strip()
     if settings.catalog_type == "jdbc":
         ensure_jdbc_catalog(settings)  # Spark starts with jdbc.init-catalog-tables=false (see there)
     elif settings.profile == "localstack":

@@ -1,0 +1,37 @@
+"""A driver JVM started by ``get_spark`` maps the class data sharing archive that ``make setup`` builds."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from icestream.config import Settings
+from icestream.runtime import cds
+from icestream.runtime.localfs import local_fs_conf
+
+SESSION = "from icestream.runtime.spark import get_spark; print(get_spark().range(3).count())"
+
+
+def test_a_new_driver_loads_sparks_classes_from_the_archive(settings: Settings, tmp_path: Path) -> None:
+    extra = local_fs_conf(settings).get("spark.driver.extraClassPath", "")
+    path, _seconds = cds.build(settings.path("jar_cache_dir"), extra)  # `make setup` built it; else built now
+    assert path is not None
+    assert path == cds.archive_path(settings.path("jar_cache_dir"), extra)
+    log = tmp_path / "class-load.log"
+    env = {
+        **os.environ,
+        "SPARK_SUBMIT_OPTS": f"{os.environ.get('SPARK_SUBMIT_OPTS', '')} -Xlog:class+load=info:file={log}",
+    }
+    result = subprocess.run([sys.executable, "-c", SESSION], env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().splitlines()[-1] == "3"
+    assert "[cds" not in result.stdout + result.stderr, "the JVM says nothing about the archive"
+    loaded = {
+        line.split()[1]: line
+        for line in log.read_text().splitlines()
+        if "[class,load]" in line and len(line.split()) > 1
+    }
+    for name in ("org.apache.spark.SparkContext", "org.apache.spark.sql.SparkSession"):
+        assert "source: shared objects file (top)" in loaded[name], loaded[name]

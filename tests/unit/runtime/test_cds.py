@@ -1,0 +1,91 @@
+"""The driver's class data sharing archive: which options a session gets, what keys an archive, how it is built."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from icestream.runtime import cds
+
+
+@pytest.fixture(autouse=True)
+def _not_building(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(cds.BUILD_TARGET_VARIABLE, raising=False)
+
+
+def test_no_archive_means_no_options(tmp_path: Path) -> None:
+    assert cds.driver_options(tmp_path) == ""
+
+
+def test_an_archive_for_this_java_and_class_path_is_mapped_quietly(tmp_path: Path) -> None:
+    path = cds.archive_path(tmp_path)
+    assert path is not None
+    assert path.parent == tmp_path / cds.ARCHIVE_FOLDER
+    path.parent.mkdir()
+    path.write_bytes(b"archive")
+    options = cds.driver_options(tmp_path).split()
+    assert f"-XX:SharedArchiveFile={path}" in options
+    assert "-Xshare:auto" in options, "a JVM that cannot map it starts without it"
+    assert {"-Xlog:cds=off", "-Xlog:cds+dynamic=off", "-Xlog:class+path=off"} <= set(options)
+
+
+def test_the_building_process_writes_instead_of_mapping(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(cds.BUILD_TARGET_VARIABLE, str(tmp_path / "new.jsa"))
+    options = cds.driver_options(tmp_path).split()
+    assert f"-XX:ArchiveClassesAtExit={tmp_path / 'new.jsa'}" in options
+    assert not any(option.startswith("-XX:SharedArchiveFile") for option in options)
+
+
+def test_the_key_follows_the_extra_class_path(tmp_path: Path) -> None:
+    jar = tmp_path / "extra.jar"
+    jar.write_bytes(b"one")
+    plain, with_jar = cds.archive_key(), cds.archive_key(str(jar))
+    assert plain is not None
+    assert with_jar is not None
+    assert plain != with_jar
+    jar.write_bytes(b"rebuilt, longer")
+    assert cds.archive_key(str(jar)) != with_jar, "a rebuilt jar on the class path needs a new archive"
+    assert cds.archive_key() == plain, "the same Java and Spark give the same key"
+
+
+def test_without_java_there_is_no_archive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-java"))
+    assert cds.archive_key() is None
+    assert cds.driver_options(tmp_path) == ""
+    assert cds.build(tmp_path) == (None, 0.0)
+
+
+def _fake_python(tmp_path: Path, body: str) -> str:
+    """An interpreter stand-in that runs ``body`` (with ``target`` the file it is asked to write)."""
+    script = tmp_path / "fake-python"
+    script.write_text(
+        f"#!{sys.executable}\nimport os, sys\ntarget = os.environ[{cds.BUILD_TARGET_VARIABLE!r}]\n{body}\n"
+    )
+    script.chmod(0o755)
+    return str(script)
+
+
+def test_build_keeps_a_finished_archive_and_drops_older_ones(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    older = cache / cds.ARCHIVE_FOLDER / "driver-0000000000000000.jsa"
+    older.parent.mkdir(parents=True)
+    older.write_bytes(b"old java")
+    python = _fake_python(tmp_path, "open(target, 'wb').write(b'classes')")
+    path, _seconds = cds.build(cache, python=python)
+    assert path == cds.archive_path(cache)
+    assert path.read_bytes() == b"classes"
+    assert not older.exists()
+    assert [entry.name for entry in path.parent.iterdir()] == [path.name], "no partial file is left"
+    again = _fake_python(tmp_path, "sys.exit('an archive that exists is not built again')")
+    assert cds.build(cache, python=again) == (path, 0.0)
+
+
+@pytest.mark.parametrize("body", ["sys.exit(3)", "open(target, 'wb').close()", "pass"])
+def test_a_failed_build_leaves_nothing_behind(tmp_path: Path, body: str) -> None:
+    cache = tmp_path / "cache"
+    path, _seconds = cds.build(cache, python=_fake_python(tmp_path, body))
+    assert path is None
+    assert list((cache / cds.ARCHIVE_FOLDER).iterdir()) == []
+    assert cds.driver_options(cache) == ""
