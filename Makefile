@@ -90,8 +90,7 @@ bench: setup  ## the benchmark suite (about 15 minutes); BENCH_ARGS=--full for t
 	@$(BIN)/python bench/run_all.py $(BENCH_ARGS)
 
 lab: emulator  ## JupyterLab on 127.0.0.1 (notebooks/ and the executed copies in output/); Ctrl-C stops it
-	@echo ">> JupyterLab: open the http://127.0.0.1:...?token=... address printed below; Ctrl-C twice stops it"
-	@$(BIN)/jupyter lab --ip 127.0.0.1 --no-browser --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks
+	@$(BIN)/icestream lab
 
 stop:  ## stop the background producer and the emulator (keeps .venv, the tables and outputs)
 	@[ ! -x $(BIN)/icestream ] || { $(BIN)/icestream produce --stop || true; $(BIN)/icestream emulator stop || true; }

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from icestream.operations.runner import notebook_paths
+from icestream.operations.runner import KERNEL_NAME, notebook_paths
 
 NOTEBOOKS = notebook_paths()
 
@@ -35,6 +35,13 @@ def test_committed_without_outputs(path: Path) -> None:
             hint = f"{path.name} was saved with outputs ({source(cell)[:40]!r}...): run `make clear-outputs`"
             assert cell.get("outputs") == [], hint
             assert cell.get("execution_count") is None, hint
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.name)
+def test_opens_on_the_projects_kernel(path: Path) -> None:
+    """JupyterLab starts the kernel a notebook names: the project's, which `make setup` registers."""
+    kernelspec = json.loads(path.read_text())["metadata"]["kernelspec"]
+    assert kernelspec == {"name": KERNEL_NAME, "display_name": "Python (icestream)", "language": "python"}
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.name)

@@ -123,6 +123,23 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
+def cmd_lab(args: argparse.Namespace) -> int:
+    """Start JupyterLab on 127.0.0.1, on notebooks/, as root or not (replaces this process)."""
+    import os
+
+    from icestream.config import project_home
+    from icestream.operations.lab import lab_command, write_overrides
+
+    write_overrides()
+    command = lab_command(project_home(), port=args.port)
+    print(
+        ">> JupyterLab: open the http://127.0.0.1:...?token=... address printed below; Ctrl-C twice stops it",
+        flush=True,
+    )
+    os.execv(command[0], command)  # noqa: S606 - JupyterLab takes over the terminal and its Ctrl-C
+    return 0  # not reached: the process is JupyterLab now
+
+
 def register(commands: argparse._SubParsersAction) -> None:
     """Add this module's commands to the ``icestream`` parser."""
     emulator = commands.add_parser("emulator", help="the local Kinesis emulator")
@@ -137,3 +154,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     doctor = commands.add_parser("doctor", help="check Java, Spark, jars, settings and the endpoint")
     doctor.add_argument("--quick", action="store_true", help="skip starting a Spark session")
     doctor.set_defaults(handler=cmd_doctor)
+
+    lab = commands.add_parser("lab", help="JupyterLab on 127.0.0.1, opening on notebooks/ (root or not)")
+    lab.add_argument("--port", type=int, help="loopback port (default: 8888 or the next free one)")
+    lab.set_defaults(handler=cmd_lab)
