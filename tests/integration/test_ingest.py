@@ -237,7 +237,8 @@ def test_latest_skips_what_was_there_before(spark, fresh) -> None:
 
     def read_at_latest() -> bool:
         assert query.is_active, query.exception()
-        return phases.count("before_read") >= 2  # the first trigger is over, the second began
+        # The first trigger read the stream and is over (a caught-up query then only asks Kinesis).
+        return phases.count("before_read") >= 1 and query.status["message"] == "Waiting for next trigger"
 
     def all_written() -> bool:
         assert query.is_active, query.exception()

@@ -10,6 +10,12 @@ sees exactly the same records.
 
 It also carries shard iterators from one batch to the next (each saves a GetShardIterator call)
 and, during a backlog, reads the next batch ahead while this one commits (``prefetch``).
+
+A caught-up stream costs no Spark job: after a read that found nothing new on any shard, every
+shard at the tip, the next trigger first asks Kinesis from the driver (one ListShards, one
+GetRecords of at most one record per shard, from the iterators kept) and runs the read job only
+when something arrived or the shards changed. Spark's own sources skip a batch the same way when
+their offsets have not moved.
 """
 
 from __future__ import annotations
@@ -148,6 +154,13 @@ class ReadBatch:
         release_rows(self.rows)
 
 
+def _listing_key(listing: list[dict[str, Any]]) -> list[tuple[str, bool]]:
+    """What a listing says about which shards there are: (shard id, closed), in order."""
+    return sorted(
+        (shard["ShardId"], bool(shard.get("SequenceNumberRange", {}).get("EndingSequenceNumber"))) for shard in listing
+    )
+
+
 def release_rows(rows: DataFrame) -> None:
     """Free the blocks of a batch's rows kept by ``localCheckpoint``.
 
@@ -193,6 +206,8 @@ class ShardSource:
         self.stream_created = self._describe_stream()
         self.start_position = self._resolve_start(datetime.now(UTC))
         self._iterators: dict[str, tuple[str, str, float]] = {}  # shard -> (iterator, its position, when)
+        # When the last read found nothing new anywhere: its shard listing and the shards it read (see _still_quiet).
+        self._quiet: tuple[list[tuple[str, bool]], tuple[str, ...]] | None = None
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="icestream-prefetch")
         self._prefetched: Future[ReadBatch] | None = None
         fixed = options.max_records_per_shard
@@ -267,6 +282,8 @@ class ShardSource:
         ahead = self._take_prefetched(batch_id, processed)
         if ahead is not None:
             return ahead
+        if self._quiet is not None and self._still_quiet():
+            return None
         listing = list_shards(self._client, self.settings.stream_name)
         now = time.monotonic()
         iterators = {
@@ -318,13 +335,55 @@ class ShardSource:
         return read
 
     def keep_iterators(self, read: ReadBatch, positions: dict[str, str]) -> None:
-        """Remember where each shard's iterator continues, for the next batch."""
+        """Remember where each shard's iterator continues, for the next batch; and whether all were quiet."""
         now = time.monotonic()
         for stats in read.shards:
             if stats.next_iterator and not stats.finished:
                 self._iterators[stats.shard_id] = (stats.next_iterator, positions[stats.shard_id], now)
             else:
                 self._iterators.pop(stats.shard_id, None)
+        quiet = (
+            read.records == 0
+            and not read.any_finished
+            and all(stats.next_iterator and stats.millis_behind in (0, None) for stats in read.shards)
+        )
+        read_shards = tuple(stats.shard_id for stats in read.shards)
+        self._quiet = (_listing_key(read.listing), read_shards) if quiet and read_shards else None
+
+    def _still_quiet(self) -> bool:
+        """True when no shard has anything new since a read found them all at the tip (no Spark job then).
+
+        One ListShards (a split or merge, which closes shards, shows there) and one GetRecords of at
+        most one record per shard from its kept iterator. An empty answer at the tip leaves the
+        position where it was, so its next iterator replaces the kept one (whose lifetime it renews);
+        an answer with a record changes nothing, and the read job starts from the kept iterator. Any
+        error, or anything unexpected, ends the quiet spell: the read path handles it as always.
+        """
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        if self._quiet is None:
+            return False
+        quiet, self._quiet = self._quiet, None
+        listing, shards = quiet
+        now = time.monotonic()
+        renewed: dict[str, tuple[str, str, float]] = {}
+        try:
+            if _listing_key(list_shards(self._client, self.settings.stream_name)) != listing:
+                return False  # a shard closed or appeared: the read path plans again
+            for shard in shards:
+                kept = self._iterators.get(shard)
+                if kept is None or now - kept[2] >= ITERATOR_REUSE_SECONDS:
+                    return False
+                answer = self._client.get_records(ShardIterator=kept[0], Limit=1)
+                following = answer.get("NextShardIterator")
+                if answer.get("Records") or not following or answer.get("MillisBehindLatest") not in (0, None):
+                    return False
+                renewed[shard] = (following, kept[1], time.monotonic())
+        except (BotoCoreError, ClientError):
+            return False
+        self._iterators.update(renewed)
+        self._quiet = quiet
+        return True
 
     # -- reading ahead ------------------------------------------------------------------------------
 
@@ -373,6 +432,7 @@ class ShardSource:
     def reset(self) -> None:
         """Forget iterators and any read ahead: after a failure only the tables count."""
         self._iterators.clear()
+        self._quiet = None
         self._discard_prefetched()
 
     def close(self) -> None:
