@@ -52,6 +52,7 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str]]] = {
     "query_suite": ("bench_query_suite.py", ["--events", "1000000"], ["--events", "1000000,10000000", "--runs", "5"]),
     "growth": ("bench_growth.py", ["--checkpoints", "1,10,100"], ["--checkpoints", "1,10,100,500", "--runs", "5"]),
     "workbook": ("bench_workbook.py", [], ["--runs", "3"]),
+    "startup": ("bench_startup.py", ["--runs", "5"], ["--runs", "9"]),
 }
 QUERY_SIZES_FULL = (1_000_000, 10_000_000)
 

@@ -88,6 +88,7 @@ class Settings:
     spark_ui: bool = False
     spark_log_level: str = "WARN"
     fast_local_fs: bool = True  # a local master's file: file system sets permissions without chmod (localfs)
+    class_data_sharing: bool = True  # driver JVMs map the class archive `make setup` builds (runtime.cds)
     jar_source: str = "auto"
     iceberg_jars: tuple[str, ...] = ()
     jar_cache_dir: str = ".cache/jars"

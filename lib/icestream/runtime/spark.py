@@ -325,7 +325,7 @@ def get_spark(settings: Settings | None = None, app_name: str = "icestream") -> 
     if not running:  # only a JVM this process starts can take the jar on its class path, or map an archive
         conf.update(local_fs_conf(settings))
         archive = cds.driver_options(settings.path("jar_cache_dir"), conf.get("spark.driver.extraClassPath", ""))
-        if archive:
+        if archive and settings.class_data_sharing:
             conf["spark.driver.extraJavaOptions"] = f"{conf.get('spark.driver.extraJavaOptions', '')} {archive}".strip()
     if settings.catalog_type == "jdbc":
         ensure_jdbc_catalog(settings)  # Spark starts with jdbc.init-catalog-tables=false (see there)
