@@ -35,3 +35,15 @@ def test_a_new_driver_loads_sparks_classes_from_the_archive(settings: Settings, 
     }
     for name in ("org.apache.spark.SparkContext", "org.apache.spark.sql.SparkSession"):
         assert "source: shared objects file (top)" in loaded[name], loaded[name]
+
+
+def test_a_driver_with_a_flight_recording_starts_without_the_archive(tmp_path: Path) -> None:
+    """Java Flight Recorder and the archive together crashed the JVM (SIGSEGV) here: never both."""
+    options = f"{os.environ.get('SPARK_SUBMIT_OPTS', '')} -XX:StartFlightRecording=filename={tmp_path / 'r.jfr'}"
+    env = {**os.environ, "SPARK_SUBMIT_OPTS": options}
+    result = subprocess.run(
+        [sys.executable, "-c", SESSION], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert result.stdout.strip().splitlines()[-1] == "3"
+    assert not list(tmp_path.glob("hs_err_pid*.log")), "the JVM crashed"

@@ -36,6 +36,14 @@ ARCHIVE_FOLDER = "cds"
 # cds tags (and class+path for a class path mismatch); it then runs without, as it always could.
 QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off -Xlog:class+path=off"
 BUILD_TIMEOUT_SECONDS = 600
+# A JVM that maps this archive and also runs an agent hooking class loading (Java Flight Recorder,
+# a profiler or monitoring agent) crashed here in KlassFactory::check_shared_class_file_load_hook
+# (OpenJDK 17.0.15): with any of these in its options the archive is left out. So is a JVM whose
+# options already choose class data sharing themselves.
+CONFLICTING_OPTIONS = ("-javaagent", "-agentlib", "-agentpath", "StartFlightRecording", "FlightRecorder",
+                       "SharedArchiveFile", "ArchiveClassesAtExit", "-Xshare")  # fmt: skip
+JAVA_OPTION_VARIABLES = ("SPARK_SUBMIT_OPTS", "JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS",
+                         "PYSPARK_SUBMIT_ARGS")  # fmt: skip
 
 
 def _java_binary() -> Path | None:
@@ -83,12 +91,19 @@ def archive_path(cache_dir: Path, extra_class_path: str = "") -> Path | None:
     return None if key is None else cache_dir / ARCHIVE_FOLDER / f"driver-{key}.jsa"
 
 
-def driver_options(cache_dir: Path, extra_class_path: str = "") -> str:
+def conflicting_option(java_options: str = "") -> str | None:
+    """The first option, in ``java_options`` or the variables the JVM reads, that rules the archive out."""
+    texts = [java_options, *(os.environ.get(name, "") for name in JAVA_OPTION_VARIABLES)]
+    return next((option for option in CONFLICTING_OPTIONS for text in texts if option in text), None)
+
+
+def driver_options(cache_dir: Path, extra_class_path: str = "", java_options: str = "") -> str:
     """Java options for a driver JVM this process starts: map the archive in, or write it (when building).
 
     Args:
         cache_dir: The jar cache folder (``settings.path("jar_cache_dir")``).
         extra_class_path: ``spark.driver.extraClassPath`` of the session.
+        java_options: The session's ``spark.driver.extraJavaOptions`` (see CONFLICTING_OPTIONS).
 
     Returns:
         Options for ``spark.driver.extraJavaOptions``, or "" when there is no archive to use.
@@ -96,6 +111,8 @@ def driver_options(cache_dir: Path, extra_class_path: str = "") -> str:
     target = os.environ.get(BUILD_TARGET_VARIABLE)
     if target:
         return f"-XX:ArchiveClassesAtExit={target} {QUIET}"
+    if conflicting_option(java_options) is not None:
+        return ""
     path = archive_path(cache_dir, extra_class_path)
     if path is None or not path.is_file():
         return ""

@@ -89,3 +89,26 @@ def test_a_failed_build_leaves_nothing_behind(tmp_path: Path, body: str) -> None
     assert path is None
     assert list((cache / cds.ARCHIVE_FOLDER).iterdir()) == []
     assert cds.driver_options(cache) == ""
+
+
+@pytest.mark.parametrize(
+    "option",
+    ["-XX:StartFlightRecording=filename=x.jfr", "-javaagent:/opt/apm.jar", "-agentpath:/lib/p.so", "-Xshare:off"],
+)
+def test_an_agent_or_a_recording_or_their_own_sharing_leaves_the_archive_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, option: str
+) -> None:
+    """Java Flight Recorder with the archive mapped crashed the JVM here (OpenJDK 17.0.15)."""
+    path = cds.archive_path(tmp_path)
+    assert path is not None
+    path.parent.mkdir()
+    path.write_bytes(b"archive")
+    for variable in cds.JAVA_OPTION_VARIABLES:
+        monkeypatch.delenv(variable, raising=False)
+    assert cds.driver_options(tmp_path) != ""
+    assert cds.driver_options(tmp_path, java_options=f"-Dx=1 {option}") == ""
+    monkeypatch.setenv("SPARK_SUBMIT_OPTS", option)
+    assert cds.driver_options(tmp_path) == ""
+    monkeypatch.delenv("SPARK_SUBMIT_OPTS")
+    monkeypatch.setenv("JAVA_TOOL_OPTIONS", option)
+    assert cds.driver_options(tmp_path) == ""
