@@ -1,14 +1,13 @@
 """A class data sharing archive for the driver JVM: Spark's classes mapped from a file, not loaded anew.
 
-A driver JVM loads, links and verifies about 20,000 classes (Spark, Hadoop, Iceberg, the catalog's
-JDBC driver) before its first query. Java's application class data sharing (JDK 13+,
+A driver JVM loads, links and verifies about 15,600 classes (Spark, Hadoop, Iceberg, the catalog's
+JDBC driver) by its first query. Java's application class data sharing (JDK 13+,
 ``-XX:ArchiveClassesAtExit`` / ``-XX:SharedArchiveFile``) keeps them parsed and verified in an
-archive that the next JVM maps in. Measured on this project's machine (2 cores, Java 17; command
-in docs/performance.md): a session plus its first catalog query took 8.9 s and now takes 4.7 s
-with C1-only JIT, 10.4 s and now 5.0 s with the default JIT. Every notebook kernel, CLI command
-and test driver starts such a JVM.
+archive that the next JVM maps in: a session plus its first catalog query took 5.26 s with it and
+9.33 s without (``bench/bench_startup.py``, docs/performance.md). Every notebook kernel, CLI
+command and test driver starts such a JVM.
 
-``make setup`` builds the archive once (:func:`build`, about 15 s: one throw-away session runs
+``make setup`` builds the archive once (:func:`build`, about a minute: one throw-away session runs
 the kind of work the workbook does, and its JVM writes the classes it loaded when it exits). A
 session :func:`~icestream.runtime.spark.get_spark` starts then maps it in (:func:`driver_options`).
 The archive belongs to one Java build and one application class path (Spark's jars and the

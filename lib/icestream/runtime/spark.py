@@ -324,12 +324,14 @@ def get_spark(settings: Settings | None = None, app_name: str = "icestream") -> 
     conf = session_conf(settings)
     if not running:  # only a JVM this process starts can take the jar on its class path, or map an archive
         conf.update(local_fs_conf(settings))
-        java_options = " ".join(options.get("spark.driver.extraJavaOptions", "") for options in (conf, theirs))
-        archive = cds.driver_options(
-            settings.path("jar_cache_dir"), conf.get("spark.driver.extraClassPath", ""), java_options
-        )
-        if archive and settings.class_data_sharing:
-            conf["spark.driver.extraJavaOptions"] = f"{conf.get('spark.driver.extraJavaOptions', '')} {archive}".strip()
+        if settings.class_data_sharing:
+            java_options = " ".join(options.get("spark.driver.extraJavaOptions", "") for options in (conf, theirs))
+            archive = cds.driver_options(
+                settings.path("jar_cache_dir"), conf.get("spark.driver.extraClassPath", ""), java_options
+            )
+            if archive:
+                driver = f"{conf.get('spark.driver.extraJavaOptions', '')} {archive}".strip()
+                conf["spark.driver.extraJavaOptions"] = driver
     if settings.catalog_type == "jdbc":
         ensure_jdbc_catalog(settings)  # Spark starts with jdbc.init-catalog-tables=false (see there)
     elif settings.profile == "localstack":
