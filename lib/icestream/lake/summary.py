@@ -13,3 +13,7 @@ STREAM_KEY = "icestream.stream"  # the stream those positions belong to
 BATCH_KEY = "icestream.batch-id"  # the ingest's batch number
 QUERY_KEY = "icestream.query-id"  # the ingest query (one run of the ingest) that committed
 CREATED_KEY = "icestream.stream-created"  # which incarnation of the stream the positions belong to
+# The Kinesis arrival (ApproximateArrivalTimestamp, epoch milliseconds) of the batch's oldest and
+# newest record: with the snapshot's commit time they give the batch's arrival -> commit lag.
+FIRST_ARRIVAL_KEY = "icestream.first-arrival-ms"
+LAST_ARRIVAL_KEY = "icestream.last-arrival-ms"
