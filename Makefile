@@ -18,7 +18,7 @@ PYTEST_ARGS ?=
 BENCH_ARGS ?=
 LINT_PATHS := $(wildcard lib tests bench notebooks)
 
-.PHONY: help setup system venv jars emulator run test lint format lab stop clear-outputs clean reliability bench reset
+.PHONY: help setup system browser venv jars emulator run test lint format lab stop clear-outputs clean reliability bench reset
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -41,6 +41,16 @@ system:  ## Java 17, jarjar (the jar relocation tool) and the SQLite JDBC driver
 	  else \
 	    echo "error: please install$$missing (Java 17 JRE, jarjar, the SQLite JDBC driver for the catalog), or use" \
 	      "environment.yml with conda and set ICESTREAM_SQLITE_JDBC_JAR (see docs/catalog.md)" >&2; exit 2; \
+	  fi; \
+	fi
+
+browser:  ## Debian's chromium and chromium-driver for the browser test (tests/browser), through apt-get when missing
+	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then \
+	  if command -v apt-get >/dev/null; then \
+	    echo ">> installing chromium chromium-driver with apt-get (for tests/browser)"; \
+	    $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	  else \
+	    echo "error: tests/browser needs /usr/bin/chromium and /usr/bin/chromedriver (Debian's chromium, chromium-driver)" >&2; exit 2; \
 	  fi; \
 	fi
 
@@ -80,7 +90,7 @@ format: venv  ## apply ruff's fixes and formatting
 	@$(BIN)/ruff check --fix $(LINT_PATHS)
 	@$(BIN)/ruff format $(LINT_PATHS)
 
-test: setup lint  ## set up, then lint and the whole test suite
+test: setup browser lint  ## set up, then lint and the whole test suite
 	@$(BIN)/pytest $(PYTEST_ARGS)
 
 reliability: setup  ## the full reliability campaigns, and the cluster tests including notebooks 03-06 there

@@ -28,6 +28,7 @@ FOLDER_KINDS = {
     "notebooks": "notebook",
     "reliability": "reliability",
     "cluster": "cluster",
+    "browser": "browser",
 }
 # Fixtures that start the JVM, the emulator or a cluster: a unit test must not ask for them.
 SERVICE_FIXTURES = frozenset(("spark", "emulator", "stream_settings", "fresh", "spark_cluster"))
