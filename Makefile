@@ -15,6 +15,9 @@ CATALOG_TYPE := $(or $(ICESTREAM_CATALOG_TYPE),jdbc)
 APT_PACKAGES :=
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
+# make test runs the suite in this many pytest-xdist workers, one test file at a time each: most of
+# a test's time is spent waiting (triggers, kernels, clusters), so two workers keep both cores busy.
+TEST_WORKERS ?= 2
 BENCH_ARGS ?=
 LINT_PATHS := $(wildcard lib tests bench notebooks)
 
@@ -90,8 +93,8 @@ format: venv  ## apply ruff's fixes and formatting
 	@$(BIN)/ruff check --fix $(LINT_PATHS)
 	@$(BIN)/ruff format $(LINT_PATHS)
 
-test: setup browser lint  ## set up, then lint and the whole test suite
-	@$(BIN)/pytest $(PYTEST_ARGS)
+test: setup browser lint  ## set up, then lint and the whole test suite (TEST_WORKERS=1: in one process)
+	@$(BIN)/pytest $(if $(filter-out 0 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile) $(PYTEST_ARGS)
 
 reliability: setup  ## the full reliability campaigns, and the cluster tests including notebooks 03-06 there
 	@ICESTREAM_RELIABILITY=full $(BIN)/pytest -m "reliability or cluster" $(PYTEST_ARGS)

@@ -30,6 +30,7 @@ FOLDER_KINDS = {
     "cluster": "cluster",
     "browser": "browser",
 }
+LONGEST_FIRST = ("notebook", "cluster", "browser", "reliability", "integration", "unit")
 # Fixtures that start the JVM, the emulator or a cluster: a unit test must not ask for them.
 SERVICE_FIXTURES = frozenset(("spark", "emulator", "stream_settings", "fresh", "spark_cluster"))
 TESTS = Path(__file__).resolve().parent
@@ -51,7 +52,13 @@ def kind_of(path: Path) -> str | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark every test with its folder's kind; refuse a test marked or equipped as another kind."""
+    """Mark every test with its folder's kind; refuse a test marked or equipped as another kind.
+
+    The longest kinds come first (a stable sort, so files keep their order within a kind): with
+    ``make test``'s workers (pytest-xdist, a file at a time) the long files start at once instead of
+    ending the run alone.
+    """
+    items.sort(key=lambda item: LONGEST_FIRST.index(kind_of(Path(str(item.path))) or "unit"))
     problems = []
     for item in items:
         kind = kind_of(Path(str(item.path)))

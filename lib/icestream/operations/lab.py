@@ -37,7 +37,10 @@ def write_overrides(prefix: str = sys.prefix) -> Path:
     for plugin, values in OVERRIDES.items():
         current[plugin] = {**current.get(plugin, {}), **values}
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(current, indent=2) + "\n")
+    # Written aside, then renamed: a lab starting meanwhile (or a second test worker) never reads half a file.
+    staged = path.with_name(f".{path.name}.{os.getpid()}")
+    staged.write_text(json.dumps(current, indent=2) + "\n")
+    staged.replace(path)
     return path
 
 
