@@ -45,15 +45,17 @@ def _progress_line(progress: dict[str, Any]) -> str:
     )
 
 
-def cmd_ingest(args: argparse.Namespace) -> int:
-    """Run the streaming ingest in the foreground until it stops (Ctrl-C or SIGTERM: graceful)."""
-    import signal
+def ingest_options_from(args: argparse.Namespace) -> dict[str, Any]:
+    """The ingest options the command line gives (fields of ``IngestOptions``).
+
+    Raises:
+        IcestreamError: For a value the options cannot take (a bad time, a transform that does not load).
+    """
     from datetime import datetime
 
-    from icestream.ingest import parse_trigger, start_ingest
+    from icestream.ingest import parse_trigger
     from icestream.ingest.transform import load_transform
 
-    settings = settings_from(args)
     options: dict[str, Any] = {
         "trigger_seconds": parse_trigger(args.trigger),
         "available_now": args.available_now,
@@ -64,7 +66,12 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         "dedupe": not args.no_dedupe,
         "archive": True if args.archive else None,  # None: the archive_raw setting
         "on_progress": None if args.quiet else lambda progress: print(_progress_line(progress), flush=True),
+        "min_records": args.min_records,
     }
+    if args.max_trigger_delay is not None:
+        if args.min_records is None:
+            raise IcestreamError("--max-trigger-delay bounds how long --min-records holds a batch back: give both.")
+        options["max_trigger_delay_seconds"] = parse_trigger(args.max_trigger_delay)
     if args.transform:
         options["transform"] = load_transform(args.transform)  # before Spark starts: a typo fails at once
     if args.starting_timestamp:
@@ -72,7 +79,17 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             options["starting_timestamp"] = datetime.fromisoformat(args.starting_timestamp)
         except ValueError:
             raise IcestreamError(f"--starting-timestamp {args.starting_timestamp!r} is not ISO-8601.") from None
-    query = start_ingest(settings=settings, **options)
+    return options
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    """Run the streaming ingest in the foreground until it stops (Ctrl-C or SIGTERM: graceful)."""
+    import signal
+
+    from icestream.ingest import start_ingest
+
+    settings = settings_from(args)
+    query = start_ingest(settings=settings, **ingest_options_from(args))
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: query.stop(timeout=0))
     query.await_termination()
@@ -101,6 +118,14 @@ def add_ingest_options(ingest: argparse.ArgumentParser) -> None:
     ingest.add_argument(
         "--max-records-per-shard", type=int, default=None,
         help="per batch (default: 100000, ten GetRecords answers; at the stream's tip a batch takes what is there)",
+    )  # fmt: skip
+    ingest.add_argument(
+        "--min-records", type=int, default=None, metavar="N",
+        help="a trigger runs a batch once N Kinesis records wait (fewer, larger files; default: off, one is enough)",
+    )  # fmt: skip
+    ingest.add_argument(
+        "--max-trigger-delay", default=None, metavar="TIME",
+        help="with --min-records: after this long since the last batch one record is enough (default 15m)",
     )  # fmt: skip
     ingest.add_argument("--no-dedupe", action="store_true", help="keep duplicate event ids")
     ingest.add_argument("--quiet", action="store_true", help="no line per batch")

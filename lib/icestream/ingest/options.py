@@ -25,7 +25,12 @@ class IngestOptions:
     """How the ingest query runs. Every field is validated by :meth:`validated`."""
 
     trigger_seconds: float = 5.0  # processing-time trigger: a batch starts at most this often
-    available_now: bool = False  # read what the stream holds now, commit, stop
+    available_now: bool = False  # read what the stream holds now, commit, stop (min_records does not apply)
+    # Spark's Kafka minOffsetsPerTrigger / maxTriggerDelay: a trigger runs a batch only once this many
+    # Kinesis records wait (a KPL aggregate is one), or once max_trigger_delay_seconds passed since the
+    # last batch and at least one waits. None: every trigger that finds a record runs a batch.
+    min_records: int | None = None
+    max_trigger_delay_seconds: float = 900.0  # 15 minutes, Spark's default maxTriggerDelay
     max_batches: int | None = None  # stop after this many batches
     duration_seconds: float | None = None  # stop after this long
     # Per shard and batch. None (the default): 100,000, ten GetRecords answers (limits.DEFAULT_RECORDS_PER_SHARD).
@@ -60,6 +65,8 @@ class IngestOptions:
         """
         checks = [
             (self.trigger_seconds >= 0, "trigger_seconds", "must be 0 or more seconds"),
+            (self.min_records is None or self.min_records >= 1, "min_records", "must be at least 1 (None: off)"),
+            (self.max_trigger_delay_seconds >= 0, "max_trigger_delay_seconds", "must be 0 or more seconds"),
             (self.max_batches is None or self.max_batches >= 1, "max_batches", "must be at least 1"),
             (self.duration_seconds is None or self.duration_seconds > 0, "duration_seconds", "must be positive"),
             (

@@ -290,5 +290,6 @@ def start_ingest(spark: SparkSession | None = None, settings: Settings | None = 
     from icestream.runtime.spark import get_spark
 
     settings = settings or load_settings()
+    checked = ingest_options(settings, **options).validated()  # before Spark starts: a bad option fails at once
     spark = spark or get_spark(settings)
-    return build_ingest(spark, settings, ingest_options(settings, **options)).start()
+    return build_ingest(spark, settings, checked).start()

@@ -11,11 +11,11 @@ sees exactly the same records.
 It also carries shard iterators from one batch to the next (each saves a GetShardIterator call)
 and, during a backlog, reads the next batch ahead while this one commits (``prefetch``).
 
-A caught-up stream costs no Spark job: after a read that found nothing new on any shard, every
-shard at the tip, the next trigger first asks Kinesis from the driver (one ListShards, one
-GetRecords of at most one record per shard, from the iterators kept) and runs the read job only
-when something arrived or the shards changed. Spark's own sources skip a batch the same way when
-their offsets have not moved.
+A caught-up stream costs no Spark job: after a read that left every shard at its tip, the next
+trigger first asks Kinesis from the driver (:class:`~icestream.ingest.gate.TriggerGate`: one
+ListShards, and GetRecords from a probe iterator per shard) and runs the read job only when enough
+arrived (one record, or ``min_records``; after ``max_trigger_delay_seconds`` one record), or the
+shards changed. Spark's own sources skip a batch the same way when their offsets have not moved.
 """
 
 from __future__ import annotations
@@ -33,10 +33,11 @@ from typing import TYPE_CHECKING, Any
 from icestream.config import Settings
 from icestream.errors import ConfigError, IngestError, ServiceUnavailableError
 from icestream.ingest import positions as pos
+from icestream.ingest.gate import ITERATOR_REUSE_SECONDS, TriggerGate
 from icestream.ingest.options import IngestOptions
 from icestream.ingest.progress import ReadStats
 from icestream.ingest.reader import ReadOptions, read_arrow, row_schema
-from icestream.limits import DEFAULT_RECORDS_PER_SHARD, ITERATOR_LIFETIME_SECONDS
+from icestream.limits import DEFAULT_RECORDS_PER_SHARD
 from icestream.runtime.shipping import raise_if_executor_import_failed
 from icestream.stream.clients import list_shards
 
@@ -49,7 +50,6 @@ if TYPE_CHECKING:
 # a free task slot goes to the pool with the fewest running tasks, so a batch's one-task writes
 # start as soon as a slot frees instead of queueing behind every task of the next batch's read.
 SCHEDULER_POOLS = {"batch": "icestream-ingest", "read_ahead": "icestream-read-ahead"}
-ITERATOR_REUSE_SECONDS = ITERATOR_LIFETIME_SECONDS - 60.0  # a margin for the batch that uses it
 SHARD_ID = re.compile(r"shardId-\d{12}")
 
 
@@ -154,13 +154,6 @@ class ReadBatch:
         release_rows(self.rows)
 
 
-def _listing_key(listing: list[dict[str, Any]]) -> list[tuple[str, bool]]:
-    """What a listing says about which shards there are: (shard id, closed), in order."""
-    return sorted(
-        (shard["ShardId"], bool(shard.get("SequenceNumberRange", {}).get("EndingSequenceNumber"))) for shard in listing
-    )
-
-
 def release_rows(rows: DataFrame) -> None:
     """Free the blocks of a batch's rows kept by ``localCheckpoint``.
 
@@ -181,6 +174,7 @@ class ShardSource:
         options: IngestOptions,
         stop: threading.Event,
         fault: Callable[[str, int], None],
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """Describe the stream and fix where shards without a position start.
 
@@ -191,6 +185,7 @@ class ShardSource:
             options: The query's options.
             stop: Set when the query stops (no read-ahead is started then).
             fault: Called with ``("before_read", batch_id)`` (tests simulate crashes there).
+            clock: Monotonic seconds for the trigger gate's delay (tests pass their own).
 
         Raises:
             ConfigError: If the stream does not exist.
@@ -206,8 +201,9 @@ class ShardSource:
         self.stream_created = self._describe_stream()
         self.start_position = self._resolve_start(datetime.now(UTC))
         self._iterators: dict[str, tuple[str, str, float]] = {}  # shard -> (iterator, its position, when)
-        # When the last read found nothing new anywhere: its shard listing and the shards it read (see _still_quiet).
-        self._quiet: tuple[list[tuple[str, bool]], tuple[str, ...]] | None = None
+        # AvailableNow drains what is there and stops: holding a batch back would only end it early.
+        min_records = None if options.available_now else options.min_records
+        self._gate = TriggerGate(min_records, options.max_trigger_delay_seconds, clock)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="icestream-prefetch")
         self._prefetched: Future[ReadBatch] | None = None
         fixed = options.max_records_per_shard
@@ -282,7 +278,8 @@ class ShardSource:
         ahead = self._take_prefetched(batch_id, processed)
         if ahead is not None:
             return ahead
-        if self._quiet is not None and self._still_quiet():
+        if self._gate.armed and self._gate.hold(self._client, self.settings.stream_name):
+            self._renew(self._gate.untouched())
             return None
         listing = list_shards(self._client, self.settings.stream_name)
         now = time.monotonic()
@@ -295,6 +292,7 @@ class ShardSource:
         plan_seconds = time.monotonic() - began
         if not plans:
             return None
+        self._gate.read_started()
         return replace(self._read(listing, plans, batch_id), plan_seconds=plan_seconds)
 
     def _read(self, listing: list[dict[str, Any]], plans: list[pos.ShardPlan], batch_id: int) -> ReadBatch:
@@ -335,55 +333,35 @@ class ShardSource:
         return read
 
     def keep_iterators(self, read: ReadBatch, positions: dict[str, str]) -> None:
-        """Remember where each shard's iterator continues, for the next batch; and whether all were quiet."""
+        """Remember where each shard's iterator continues, for the next batch; and arm the gate.
+
+        The gate asks Kinesis first at the next trigger when the read left every shard at its tip:
+        after a read that found nothing new, or, when batches wait for ``min_records``, after any.
+        """
         now = time.monotonic()
         for stats in read.shards:
             if stats.next_iterator and not stats.finished:
                 self._iterators[stats.shard_id] = (stats.next_iterator, positions[stats.shard_id], now)
             else:
                 self._iterators.pop(stats.shard_id, None)
-        quiet = (
-            read.records == 0
+        at_tip = (
+            bool(read.shards)
             and not read.any_finished
+            and not read.capped
             and all(stats.next_iterator and stats.millis_behind in (0, None) for stats in read.shards)
         )
-        read_shards = tuple(stats.shard_id for stats in read.shards)
-        self._quiet = (_listing_key(read.listing), read_shards) if quiet and read_shards else None
+        if at_tip and (read.records == 0 or self._gate.holds_back):
+            iterators = {stats.shard_id: stats.next_iterator for stats in read.shards if stats.next_iterator}
+            self._gate.arm(read.listing, iterators)
+        else:
+            self._gate.disarm()
 
-    def _still_quiet(self) -> bool:
-        """True when no shard has anything new since a read found them all at the tip (no Spark job then).
-
-        One ListShards (a split or merge, which closes shards, shows there) and one GetRecords of at
-        most one record per shard from its kept iterator. An empty answer at the tip leaves the
-        position where it was, so its next iterator replaces the kept one (whose lifetime it renews);
-        an answer with a record changes nothing, and the read job starts from the kept iterator. Any
-        error, or anything unexpected, ends the quiet spell: the read path handles it as always.
-        """
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        if self._quiet is None:
-            return False
-        quiet, self._quiet = self._quiet, None
-        listing, shards = quiet
+    def _renew(self, iterators: dict[str, str]) -> None:
+        """Replace kept iterators by probe iterators at the same position (their lifetime starts again)."""
         now = time.monotonic()
-        renewed: dict[str, tuple[str, str, float]] = {}
-        try:
-            if _listing_key(list_shards(self._client, self.settings.stream_name)) != listing:
-                return False  # a shard closed or appeared: the read path plans again
-            for shard in shards:
-                kept = self._iterators.get(shard)
-                if kept is None or now - kept[2] >= ITERATOR_REUSE_SECONDS:
-                    return False
-                answer = self._client.get_records(ShardIterator=kept[0], Limit=1)
-                following = answer.get("NextShardIterator")
-                if answer.get("Records") or not following or answer.get("MillisBehindLatest") not in (0, None):
-                    return False
-                renewed[shard] = (following, kept[1], time.monotonic())
-        except (BotoCoreError, ClientError):
-            return False
-        self._iterators.update(renewed)
-        self._quiet = quiet
-        return True
+        for shard, iterator in iterators.items():
+            if shard in self._iterators:
+                self._iterators[shard] = (iterator, self._iterators[shard][1], now)
 
     # -- reading ahead ------------------------------------------------------------------------------
 
@@ -432,7 +410,7 @@ class ShardSource:
     def reset(self) -> None:
         """Forget iterators and any read ahead: after a failure only the tables count."""
         self._iterators.clear()
-        self._quiet = None
+        self._gate.disarm()
         self._discard_prefetched()
 
     def close(self) -> None:

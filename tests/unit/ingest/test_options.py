@@ -40,11 +40,20 @@ def test_lookback_in_seconds_becomes_a_timedelta() -> None:
         ("starting_position", "earliest", "starting_position"),
         ("starting_position", "at_timestamp", "starting_timestamp"),
         ("batch_retries", -1, "batch_retries"),
+        ("min_records", 0, "min_records"),
+        ("max_trigger_delay_seconds", -1.0, "max_trigger_delay_seconds"),
     ],
 )
 def test_invalid_values_are_refused_naming_the_option(option: str, value: object, name: str) -> None:
     with pytest.raises(ConfigError, match=f"ingest option {name}"):
         ingest_options(load_settings(), **{option: value}).validated()
+
+
+def test_min_records_is_off_by_default_and_the_delay_is_sparks_15_minutes() -> None:
+    options = ingest_options(load_settings()).validated()
+    assert options.min_records is None
+    assert options.max_trigger_delay_seconds == 900.0
+    assert ingest_options(load_settings(), min_records=1, max_trigger_delay_seconds=0).validated().min_records == 1
 
 
 @pytest.mark.parametrize(("text", "seconds"), [("5s", 5.0), ("500ms", 0.5), ("1m", 60.0), ("2", 2.0), ("0", 0.0)])

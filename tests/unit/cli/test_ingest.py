@@ -1,0 +1,34 @@
+"""``icestream ingest``'s options: what the command line gives the ingest (no emulator, no JVM)."""
+
+from __future__ import annotations
+
+import pytest
+
+from icestream import cli
+from icestream.cli.ingest import ingest_options_from
+
+
+def test_ingest_takes_min_records_and_a_max_trigger_delay() -> None:
+    args = cli.build_parser().parse_args(["ingest", "--min-records", "500", "--max-trigger-delay", "30s", "--quiet"])
+    options = ingest_options_from(args)
+    assert (options["min_records"], options["max_trigger_delay_seconds"]) == (500, 30.0)
+    plain = ingest_options_from(cli.build_parser().parse_args(["ingest", "--quiet"]))
+    assert plain["min_records"] is None
+    assert "max_trigger_delay_seconds" not in plain, "the option's own default (15 minutes) applies"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--max-trigger-delay", "30s"], "error: --max-trigger-delay bounds how long --min-records"),
+        (["--min-records", "10", "--max-trigger-delay", "soon"], "error: trigger 'soon'"),
+        (["--min-records", "0"], "error: ingest option min_records"),
+    ],
+)
+def test_ingest_refuses_a_bad_min_records_or_delay_in_one_line(
+    capsys: pytest.CaptureFixture[str], arguments: list[str], message: str
+) -> None:
+    assert cli.main(["ingest", *arguments]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(message)
+    assert len(err.strip().splitlines()) == 1
