@@ -26,13 +26,21 @@ from icestream.errors import ConfigError
 from icestream.ingest import dedupe
 from icestream.ingest import positions as pos
 from icestream.ingest.options import IngestOptions
-from icestream.ingest.progress import BatchProgress, IndexStats
+from icestream.ingest.progress import BatchProgress, IndexStats, ReadStats
 from icestream.ingest.source import ReadBatch, TablePositions
 from icestream.ingest.transform import REJECT_COLUMNS, after_committed, run_transform
 from icestream.lake.evolution import align_columns
 from icestream.lake.inspect import ancestry
 from icestream.lake.schema import table_columns
-from icestream.lake.summary import BATCH_KEY, CREATED_KEY, POSITIONS_KEY, QUERY_KEY, STREAM_KEY
+from icestream.lake.summary import (
+    BATCH_KEY,
+    CREATED_KEY,
+    FIRST_ARRIVAL_KEY,
+    LAST_ARRIVAL_KEY,
+    POSITIONS_KEY,
+    QUERY_KEY,
+    STREAM_KEY,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -173,6 +181,7 @@ class TableSink:
         progress.durations.dedupe = time.monotonic() - mark
 
         new_rejects = sum(stats.rejected - stats.replayed_rejects for stats in read.shards)
+        arrivals = arrival_properties(read.shards)
         new_events = sum(stats.good - stats.replayed_events - stats.deduplicated for stats in read.shards) - len(drop)
         mark = time.monotonic()
         if self.archive is not None:
@@ -180,7 +189,7 @@ class TableSink:
             archived = sum(stats.archived for stats in read.shards)
             self._append(
                 self.archive, read.kept("raw").selectExpr(*ARCHIVE_SELECT), archived,
-                _furthest(new_positions, self.archive.committed), read.batch_id,
+                _furthest(new_positions, self.archive.committed), read.batch_id, arrivals,
             )  # fmt: skip
             fault("after_archive", read.batch_id)
         reject_rows = read.kept("reject").select(*REJECT_COLUMNS)
@@ -188,11 +197,13 @@ class TableSink:
         if routed is not None:
             routed_count = routed.count()  # runs the transform once more; it is over kept rows
             reject_rows = reject_rows.unionByName(routed) if routed_count else reject_rows
-        rejects = self._append(self.rejects, reject_rows, new_rejects + routed_count, new_positions, read.batch_id)
+        rejects = self._append(
+            self.rejects, reject_rows, new_rejects + routed_count, new_positions, read.batch_id, arrivals
+        )
         progress.durations.write_rejects = time.monotonic() - mark
         fault("between_commits", read.batch_id)
         mark = time.monotonic()
-        written = self._append(self.events, events, new_events, new_positions, read.batch_id)
+        written = self._append(self.events, events, new_events, new_positions, read.batch_id, arrivals)
         if written is not None and batch is not None and dropped is not None:
             self._learn(batch, dropped)
         progress.durations.write_events = time.monotonic() - mark
@@ -208,12 +219,19 @@ class TableSink:
             progress.dedupe_index = IndexStats(len(self.index), self.index.loads, self.index.loaded_rows)
 
     def _append(
-        self, table: _Table, frame: DataFrame, new_rows: int, positions: dict[str, str], batch_id: int
+        self,
+        table: _Table,
+        frame: DataFrame,
+        new_rows: int,
+        positions: dict[str, str],
+        batch_id: int,
+        arrivals: dict[str, str],
     ) -> Appended | None:
         """Commit ``frame`` with ``positions``; or nothing, if it has no new rows and no position is due.
 
         A table that gets no rows (e.g. the rejects table of a clean stream) still commits its
-        positions every ``position_commit_seconds``, so a restart does not re-read far back.
+        positions every ``position_commit_seconds``, so a restart does not re-read far back; such a
+        commit carries no ``arrivals`` (its snapshot holds no batch to measure the lag of).
         """
         due = time.monotonic() - table.last_commit >= self.options.position_commit_seconds
         if new_rows <= 0 and not (due and positions != table.committed):
@@ -229,6 +247,8 @@ class TableSink:
             # touches (a batch's events are a few hours at most; its rejects one day).
             "distribution-mode": "none",
         }
+        if new_rows > 0:
+            properties.update({f"snapshot-property.{key}": value for key, value in arrivals.items()})
         tasks = max(1, -(-new_rows // WRITE_ROWS_PER_TASK))
         frame.coalesce(tasks).writeTo(table.name).options(**properties).append()
         table.last_commit = time.monotonic()
@@ -279,6 +299,19 @@ class TableSink:
     def _aligned(self, events: DataFrame) -> DataFrame:
         """Match the table's current columns: schema evolution while streaming (see lake.evolution)."""
         return align_columns(events, self.spark.table(self.events.name).schema.fields)  # one catalog lookup
+
+
+def arrival_properties(shards: list[ReadStats]) -> dict[str, str]:
+    """The batch's oldest and newest Kinesis arrival, epoch milliseconds, as snapshot-summary values.
+
+    With the snapshot's ``committed_at`` they give the batch's arrival -> commit lag
+    (``icestream.queries.health.batch_lag``). Empty when no shard reported an arrival.
+    """
+    firsts = [stats.first_arrival for stats in shards if stats.first_arrival is not None]
+    lasts = [stats.last_arrival for stats in shards if stats.last_arrival is not None]
+    if not firsts or not lasts:
+        return {}
+    return {FIRST_ARRIVAL_KEY: str(round(min(firsts) * 1000)), LAST_ARRIVAL_KEY: str(round(max(lasts) * 1000))}
 
 
 def _furthest(positions: dict[str, str], committed: dict[str, str]) -> dict[str, str]:

@@ -22,6 +22,7 @@ import pandas as pd
 
 from icestream.lake import Statement
 from icestream.lake.inspect import DATA_CONTENT
+from icestream.lake.summary import BATCH_KEY, FIRST_ARRIVAL_KEY, LAST_ARRIVAL_KEY
 
 if TYPE_CHECKING:
     from icestream.lake import LakeTable
@@ -191,3 +192,39 @@ def content_fingerprint(table: LakeTable) -> dict[str, int]:
         )
     ).first()
     return {"rows": int(row.rows), "event_id_hash": int(row.event_id_hash)}
+
+
+def batch_lag(table: LakeTable) -> pd.DataFrame:
+    """Each snapshot's arrival -> commit lag: how long its batch's records waited in Kinesis and Spark.
+
+    The ingest writes the Kinesis arrival of each batch's oldest and newest record into the
+    snapshot's summary (``icestream.first-arrival-ms``, ``icestream.last-arrival-ms``); the snapshot's
+    ``committed_at`` is when its rows became visible. The statement is recorded in ``table.statements``.
+
+    Args:
+        table: The events (or rejects) table.
+
+    Returns:
+        One row per snapshot, oldest first: ``snapshot_id``, ``committed_at`` (UTC), ``batch_id``,
+        ``added_records`` (nullable integers), ``oldest_lag_s`` (commit minus the oldest record's
+        arrival) and ``newest_lag_s`` (minus the newest's), in seconds; null where the summary lacks
+        the keys (a maintenance commit, a position-only commit, snapshots older than the keys).
+    """
+    import pandas as pd
+
+    frame = table.run(
+        Statement(
+            f"""
+            SELECT snapshot_id, committed_at,
+                   CAST(summary['{BATCH_KEY}'] AS BIGINT) AS batch_id,
+                   CAST(summary['added-records'] AS BIGINT) AS added_records,
+                   (unix_millis(committed_at) - CAST(summary['{FIRST_ARRIVAL_KEY}'] AS BIGINT)) / 1000D AS oldest_lag_s,
+                   (unix_millis(committed_at) - CAST(summary['{LAST_ARRIVAL_KEY}'] AS BIGINT)) / 1000D AS newest_lag_s
+            FROM {table.name}.snapshots
+            ORDER BY committed_at, snapshot_id
+            """
+        )
+    ).toPandas()
+    for column in ("batch_id", "added_records"):  # counts stay integers next to their nulls
+        frame[column] = pd.array([None if pd.isna(value) else int(value) for value in frame[column]], dtype="Int64")
+    return frame

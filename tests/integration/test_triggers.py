@@ -1,0 +1,77 @@
+"""min_records holds batches back until enough records wait, against the emulator (issue 25, item 2).
+
+Triggers are counted (ListShards and GetRecords calls through a counting proxy), never timed: fewer
+records than ``min_records`` leave the table without a snapshot across several triggers, the rest
+make one batch commit all of them, and a stop while records are held back loses none.
+"""
+
+from __future__ import annotations
+
+from icestream.config import load_settings
+from icestream.ingest import start_ingest
+from icestream.lake import LakeTable
+from icestream.queries import health
+from tests.helpers.waiting import wait_until
+from tests.reliability.faultproxy import FaultProxy
+from tests.reliability.workload import Workload, verify
+
+MIN_RECORDS = 30
+LONG_DELAY = 3600.0  # never reached here: only min_records decides
+
+
+def test_min_records_holds_batches_back_and_one_batch_commits_them_all(spark, fresh, emulator: str) -> None:
+    made = fresh(shards=2, prefix="minrec")
+    events, rejects = LakeTable(spark, made.table_name), LakeTable(spark, made.rejects_table_name)
+    tracker = spark.sparkContext.statusTracker()
+    workload = Workload(made, bad_every=0, duplicate_every=0)  # one Kinesis record per event: exact counts
+    with FaultProxy(emulator, operations=()) as proxy:  # forwards everything, counts each operation
+        via_proxy = load_settings(kinesis_endpoint=proxy.endpoint, stream_name=made.stream_name, table=made.table)
+        query = start_ingest(spark, via_proxy, trigger_seconds=0.2, starting_position="trim_horizon",
+                             min_records=MIN_RECORDS, max_trigger_delay_seconds=LONG_DELAY)  # fmt: skip
+        try:
+            # The first trigger reads (an empty stream); from then on triggers ask Kinesis first.
+            wait_until(lambda: proxy.requests["ListShards"] >= 3, 120, message="the first triggers")
+            jobs = set(tracker.getJobIdsForGroup(None))
+
+            workload.send(MIN_RECORDS - 10)
+            calls = proxy.requests["GetRecords"]
+            wait_until(lambda: proxy.requests["GetRecords"] >= calls + 10, 120, message="five triggers after the send")
+            assert query.is_active, query.exception()
+            assert set(tracker.getJobIdsForGroup(None)) == jobs, "a trigger below min_records ran a Spark job"
+            assert list(query.recent_progress) == []
+            assert events.inspect.snapshots().empty, "no commit while fewer than min_records wait"
+
+            workload.send(10)
+            wait_until(lambda: len(query.recent_progress) >= 1, 120, message="the batch of min_records")
+            (batch,) = query.recent_progress
+            assert (batch["num_input_rows"], batch["written"]) == (MIN_RECORDS, MIN_RECORDS)
+
+            # Held back again, then stopped: the records wait, uncommitted, in Kinesis.
+            workload.send(5)
+            calls = proxy.requests["GetRecords"]
+            wait_until(lambda: proxy.requests["GetRecords"] >= calls + 4, 120, message="two triggers after the send")
+        finally:
+            query.stop()
+        query.await_termination()
+    assert len(query.recent_progress) == 1, "the 5 records were held back until the stop"
+
+    # AvailableNow ignores min_records: a scheduled run drains what is there.
+    drain = start_ingest(spark, made, available_now=True, min_records=MIN_RECORDS)
+    drain.await_termination()
+    assert [batch["written"] for batch in drain.recent_progress] == [5]
+    verdict = verify(spark, made, workload.ledger)
+    assert verdict.exact, verdict
+
+    lag = health.batch_lag(events)
+    assert "summary['icestream.first-arrival-ms']" in str(events.last_statement), "the SQL that ran is shown"
+    assert list(lag["added_records"]) == [MIN_RECORDS, 5]
+    assert list(lag["batch_id"]) == [0, 1]
+    first = lag.iloc[0]
+    # Its oldest records arrived a send (and five triggers) before its newest, and both before the commit.
+    assert first["oldest_lag_s"] > first["newest_lag_s"] >= 0
+    assert lag["newest_lag_s"].notna().all()
+    # The rejects table got no rows, only its positions: a commit that carries no arrivals.
+    position_only = health.batch_lag(rejects)
+    assert len(position_only) >= 1
+    assert position_only["added_records"].fillna(0).eq(0).all()
+    assert position_only["oldest_lag_s"].isna().all()

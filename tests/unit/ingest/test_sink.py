@@ -1,0 +1,63 @@
+"""What the sink writes into each snapshot's summary beside the rows (no JVM: the write is faked)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from icestream.config import load_settings
+from icestream.ingest.options import IngestOptions
+from icestream.ingest.progress import ReadStats
+from icestream.ingest.sink import Appended, TableSink, _Table, arrival_properties
+from icestream.lake.summary import FIRST_ARRIVAL_KEY, LAST_ARRIVAL_KEY
+
+
+class FakeWrite:
+    """Records the options of ``frame.coalesce(n).writeTo(name).options(...).append()``."""
+
+    def __init__(self) -> None:
+        self.appended: list[dict[str, Any]] = []
+
+    def coalesce(self, tasks: int) -> FakeWrite:
+        return self
+
+    def writeTo(self, name: str) -> FakeWrite:  # noqa: N802 - Spark's name
+        return self
+
+    def options(self, **options: Any) -> FakeWrite:
+        self._options = options
+        return self
+
+    def append(self) -> None:
+        self.appended.append(self._options)
+
+
+def sink_of() -> TableSink:
+    sink = object.__new__(TableSink)
+    sink.settings = load_settings(stream_name="s")
+    sink.options = IngestOptions(position_commit_seconds=0.0)
+    sink.query_id, sink.stream_created = "query", "1.000"
+    sink._committed_snapshot = lambda table, batch_id: Appended(1, 0)  # type: ignore[method-assign]
+    return sink
+
+
+def test_the_batchs_first_and_last_arrival_are_epoch_milliseconds_over_all_shards() -> None:
+    shards = [
+        ReadStats("shardId-000000000000", first_arrival=1_800_000_000.25, last_arrival=1_800_000_004.5),
+        ReadStats("shardId-000000000001", first_arrival=1_799_999_999.0, last_arrival=1_800_000_001.0),
+        ReadStats("shardId-000000000002"),  # read nothing
+    ]
+    assert arrival_properties(shards) == {FIRST_ARRIVAL_KEY: "1799999999000", LAST_ARRIVAL_KEY: "1800000004500"}
+    assert arrival_properties([ReadStats("shardId-000000000000")]) == {}
+
+
+def test_a_commit_with_rows_carries_the_arrivals_and_a_position_only_commit_does_not() -> None:
+    sink, frame = sink_of(), FakeWrite()
+    table = _Table("lake.db.events")
+    arrivals = {FIRST_ARRIVAL_KEY: "1799999999000", LAST_ARRIVAL_KEY: "1800000004500"}
+    sink._append(table, frame, 3, {"shardId-000000000000": "AFTER:3"}, 7, arrivals)  # type: ignore[arg-type]
+    sink._append(table, frame, 0, {"shardId-000000000000": "AFTER:9"}, 8, arrivals)  # type: ignore[arg-type]
+    with_rows, position_only = frame.appended
+    assert with_rows[f"snapshot-property.{FIRST_ARRIVAL_KEY}"] == "1799999999000"
+    assert with_rows[f"snapshot-property.{LAST_ARRIVAL_KEY}"] == "1800000004500"
+    assert not any(key.endswith(("first-arrival-ms", "last-arrival-ms")) for key in position_only)
+    assert position_only["snapshot-property.icestream.batch-id"] == "8", "the position commit itself happened"
