@@ -18,9 +18,10 @@ from icestream.operations.runner import kernel_name, notebook_paths, run_noteboo
 SECOND_PASS = (
     ("00", {}),  # set-up again: harmless (same stream, same tables, nothing written)
     ("01", {"live_seconds": 20.0}),  # the default history (05 asserts its score at the defaults), short live part
-    ("02", {"available_now": True}),  # drain what the stream holds, commit, stop
+    ("02", None),  # the scheduled ingest of docs/scheduling.md, twice: drain what the stream holds, commit, stop
     ("05", {}),
 )
+SCHEDULED_INGEST = ("run", "02", "--stamp", "--no-progress", "-p", "available_now", "true")
 
 
 @pytest.mark.slow
@@ -81,6 +82,9 @@ def test_nbval_lax_over_every_notebook(spark, emulator: str, settings: Settings,
 
     output = test_home / "output-second-pass"
     for notebook, parameters in SECOND_PASS:  # a failing check cell raises NotebookFailedError, naming it
+        if parameters is None:
+            scheduled(output)
+            continue
         run_notebooks(notebook_paths([notebook]), output, parameters, report=lambda _: None, progress=False)
         if notebook == "00":
             again = kinesis_client(settings).describe_stream_summary(StreamName=settings.stream_name)
@@ -93,6 +97,24 @@ def test_nbval_lax_over_every_notebook(spark, emulator: str, settings: Settings,
     assert scored["run_id"] == second_run.run_id, "05 scored the second run, not the table's first"
     assert scored["evaluation"]["anomalies"] == len(second_run.anomalies) > 0
     assert scored["evaluation"]["recall"] == 1.0, scored["evaluation"]
+
+
+def scheduled(output: Path) -> None:
+    """The scheduled ingest command twice on the same lake: each run exits 0 and keeps its own stamped copy."""
+    import nbformat
+
+    for run in (1, 2):
+        result = subprocess.run(
+            [sys.executable, "-m", "icestream.cli", *SCHEDULED_INGEST, "--output", str(output)],
+            cwd=project_home(), env=os.environ.copy(), capture_output=True, text=True, timeout=900, check=False,
+        )  # fmt: skip
+        assert result.returncode == 0, f"scheduled run {run}:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+        assert "parameters: available_now=True" in result.stdout
+    copies = sorted(output.glob("02_stream_ingest-*.ipynb"))
+    assert len(copies) == 2, copies
+    for copy in copies:
+        recorded = nbformat.read(copy, as_version=4).metadata["papermill"]["parameters"]
+        assert recorded == {"available_now": True}, recorded
 
 
 def test_a_failing_notebook_is_named_with_its_cell(tmp_path: Path) -> None:

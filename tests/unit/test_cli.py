@@ -98,3 +98,24 @@ def test_ship_requirements_lists_the_executors_pins(capsys: pytest.CaptureFixtur
 def test_produce_refuses_aggregation_in_the_background(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["produce", "--aggregate", "5", "--background"]) == 2
     assert "--aggregate and --compress are for foreground runs" in capsys.readouterr().err
+
+
+def test_a_scheduled_runs_copies_are_named_by_its_start_and_never_overwrite(tmp_path: Path) -> None:
+    from datetime import UTC, datetime, timedelta, timezone
+
+    from icestream.operations.runner import stamped_name
+
+    notebook = Path("notebooks/02_stream_ingest.ipynb")
+    started = datetime(2026, 11, 25, 9, 5, 7, 123456, tzinfo=timezone(timedelta(hours=1)))
+    first = stamped_name(notebook, started, tmp_path)
+    assert first == tmp_path / "02_stream_ingest-20261125T080507Z.ipynb", "named in UTC, to the second"
+    first.write_text("{}")
+    second = stamped_name(notebook, started.astimezone(UTC), tmp_path)
+    assert second == tmp_path / "02_stream_ingest-20261125T080507Z-2.ipynb", "the same second: a new name"
+    second.write_text("{}")
+    assert stamped_name(notebook, started, tmp_path).name == "02_stream_ingest-20261125T080507Z-3.ipynb"
+
+
+def test_run_stamp_is_an_option() -> None:
+    assert cli.build_parser().parse_args(["run", "02", "--stamp"]).stamp is True
+    assert cli.build_parser().parse_args(["run", "02"]).stamp is False

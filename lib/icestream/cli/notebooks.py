@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,13 +33,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     notebooks = notebook_paths(args.notebooks)
     output = Path(args.output) if args.output else settings.path("output_dir")
     try:
-        runs = run_notebooks(notebooks, output, _parameters(args.parameter), progress=not args.no_progress)
+        parameters = _parameters(args.parameter)
+        started = datetime.now(UTC) if args.stamp else None
+        if parameters:
+            print(f"parameters: {', '.join(f'{name}={value!r}' for name, value in parameters.items())}")
+        runs = run_notebooks(notebooks, output, parameters, progress=not args.no_progress, started=started)
     except NotebookFailedError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     print("\nwall time per notebook:")
     for run in runs:
-        print(f"  {run.notebook:<32} {run.seconds:7.1f} s")
+        print(f"  {run.notebook:<32} {run.seconds:7.1f} s   {run.output.name}")
     print(f"  {'total':<32} {sum(run.seconds for run in runs):7.1f} s   (executed copies in {output})")
     return 0
 
@@ -52,4 +57,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     run.add_argument("--output", help="folder for executed copies (default: output/)")
     run.add_argument("--no-progress", action="store_true", help="no per-cell progress bar")
+    run.add_argument(
+        "--stamp",
+        action="store_true",
+        help="name each executed copy <notebook>-<UTC start>.ipynb, so every (scheduled) run keeps its own",
+    )
     run.set_defaults(handler=cmd_run)

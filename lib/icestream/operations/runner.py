@@ -1,7 +1,9 @@
 """Run the notebooks headless with papermill, in order, the way ``make run`` and schedules do.
 
-Each executed copy goes to the output folder (papermill records the parameters used in it).
-A failure stops the run and is reported as the notebook, the cell and the error, nothing more.
+Each executed copy goes to the output folder (papermill records the parameters used in it);
+a scheduled run names its copies with the run's start time (:func:`stamped_name`), so every run
+keeps its own. A failure stops the run and is reported as the notebook, the cell and the error,
+nothing more.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +42,25 @@ class NotebookRun:
     notebook: str
     output: Path
     seconds: float
+
+
+def stamped_name(path: Path, started: datetime, folder: Path) -> Path:
+    """Where a scheduled run's executed copy of ``path`` goes: ``folder/<stem>-<UTC start>.ipynb``.
+
+    A name already taken (two runs started within the same second) gets ``-2``, ``-3``, ...: a
+    run never overwrites another's copy.
+
+    Args:
+        path: The notebook.
+        started: When the run started (one time for all the notebooks of a run).
+        folder: The output folder.
+    """
+    base = f"{path.stem}-{started.astimezone(UTC):%Y%m%dT%H%M%SZ}"
+    candidate, number = folder / f"{base}{path.suffix}", 1
+    while candidate.exists():
+        number += 1
+        candidate = folder / f"{base}-{number}{path.suffix}"
+    return candidate
 
 
 def notebook_paths(selected: Iterable[str] = (), folder: Path | None = None) -> list[Path]:
@@ -100,6 +122,7 @@ def run_notebooks(
     parameters: dict[str, Any] | None = None,
     report: Callable[[str], None] = print,
     progress: bool = True,
+    started: datetime | None = None,
 ) -> list[NotebookRun]:
     """Execute notebooks one after another with papermill.
 
@@ -109,6 +132,8 @@ def run_notebooks(
         parameters: Passed to every notebook (papermill injects them after the ``parameters`` cell).
         report: Where progress lines go.
         progress: Show papermill's per-cell progress bar.
+        started: For a scheduled run, its start time: each copy is named by :func:`stamped_name`
+            instead of overwriting ``output_dir/<notebook>``.
 
     Returns:
         One record per notebook, with its wall time.
@@ -127,7 +152,7 @@ def run_notebooks(
     runs: list[NotebookRun] = []
     started = time.monotonic()
     for number, path in enumerate(notebooks, start=1):
-        output = output_dir / path.name
+        output = output_dir / path.name if started is None else stamped_name(path, started, output_dir)
         report(f"[{number}/{len(notebooks)}] {path.name} ...")
         began = time.monotonic()
         try:
