@@ -4,6 +4,7 @@ from icestream.plots.anomaly import rates_with_flags
 from icestream.plots.health import before_after, file_size_histogram, files_per_partition, snapshot_timeline
 from icestream.plots.ingest import plot_freshness, plot_lag, plot_phases, plot_rates
 from icestream.plots.layout import layout_diagram
+from icestream.plots.live import live_dashboard, live_figure
 from icestream.plots.realtime import device_split, events_per_minute
 from icestream.plots.time_travel import counts_compared, table_growth
 
@@ -15,6 +16,8 @@ __all__ = [
     "file_size_histogram",
     "files_per_partition",
     "layout_diagram",
+    "live_dashboard",
+    "live_figure",
     "plot_freshness",
     "plot_lag",
     "plot_phases",

@@ -1,9 +1,9 @@
-"""Questions asked of the tables: real-time metrics, table health, the ingest's report, anomaly
-detection, and the same tables read by DuckDB and pyiceberg.
+"""Questions asked of the tables: real-time metrics, table health, the ingest's report, a live look
+at a running ingest, anomaly detection, and the same tables read by DuckDB and pyiceberg.
 
 The modules ``realtime``, ``health``, ``anomaly``, ``duckdb_engine`` and ``pyiceberg_engine`` are part of
-this face (``realtime.kpi_dashboard(...)`` reads as what it is); the ingest's report and what notebook 05
-uses of ``anomaly`` are offered by name.
+this face (``realtime.kpi_dashboard(...)`` reads as what it is); the ingest's report, the live look and
+what notebook 05 uses of ``anomaly`` are offered by name.
 Everything is loaded on first use: DuckDB and pyiceberg load only where they are asked for.
 """
 
@@ -22,10 +22,12 @@ _ANOMALY = (
     "scoring_scope",
     "window_counts",
 )
+_LIVE = ("LiveFrame", "live_frame")
 _REPORT = ("committed_positions", "freshness", "percentiles", "progress_frame", "read_progress", "rejects_by_reason")
 
 __all__ = [
     "DetectorOptions",
+    "LiveFrame",
     "anomaly",
     "committed_positions",
     "duckdb_engine",
@@ -34,6 +36,7 @@ __all__ = [
     "freshness",
     "health",
     "label_windows",
+    "live_frame",
     "percentiles",
     "progress_frame",
     "pyiceberg_engine",
@@ -56,6 +59,7 @@ if TYPE_CHECKING:
         scoring_scope,
         window_counts,
     )
+    from icestream.queries.live import LiveFrame, live_frame
     from icestream.queries.report import (
         committed_positions,
         freshness,
@@ -71,6 +75,8 @@ def __getattr__(name: str) -> Any:
         return importlib.import_module(f"{__name__}.{name}")
     if name in _ANOMALY:
         return getattr(importlib.import_module(f"{__name__}.anomaly"), name)
+    if name in _LIVE:
+        return getattr(importlib.import_module(f"{__name__}.live"), name)
     if name in _REPORT:
         return getattr(importlib.import_module(f"{__name__}.report"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

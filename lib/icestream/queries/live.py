@@ -1,0 +1,220 @@
+"""A live look at an ingest, from its tables alone: events per minute, batches, lag and rejects.
+
+Each look reads the tables, never an ingest's memory, so it works the same beside an ingest in this
+process and beside one in a terminal (``icestream ingest``). A look first refreshes both tables
+(``REFRESH TABLE``): Iceberg's catalog cache keeps a table it has been asked for, and one asked for
+every two seconds would never be loaded again, so another process's commits would stay unseen.
+
+**The window** is what was committed since ``since``: rows by ``ingest_ts`` (when the ingest began
+reading the batch that wrote them), batches and rejects by their snapshot's ``committed_at``. Start
+it where the run started and a re-run never mixes with the runs before it.
+
+**Cost.** A look is two Spark statements besides the refreshes. The batches and the rejects come
+from the snapshot summaries of both tables (metadata only, one statement): the ingest commits the
+rejects table every batch, its ``added-records`` being the batch's rejects. The events per minute
+read rows, but only this window's: ``ingest_ts`` holds one value per batch, so Iceberg's per-file
+minimum and maximum skip every older data file exactly.
+
+**Minutes are minutes of Kinesis arrival** (``arrival_ts``), not event time: arrival is the clock
+the pipeline runs on, the one lag and freshness are measured against, so the bars fill in as the
+stream is read and the gap between the last bar and now is the lag. Event time is the producer's
+claim: a backfilled or late event can be hours old and would land far left of a window the run
+never saw live.
+
+**Lag and freshness.** ``lag_s`` is now minus the newest arrival committed: how far the table is
+behind the stream (an upper bound when the stream is idle, as nothing newer exists to commit). Per
+batch, the snapshot summary's first and last arrival (:data:`~icestream.lake.summary.FIRST_ARRIVAL_KEY`,
+:data:`~icestream.lake.summary.LAST_ARRIVAL_KEY`) against its ``committed_at`` give how long the
+batch's oldest record waited to become visible, and how fresh its newest one was; a snapshot
+without those keys (written before the ingest recorded them) shows no wait rather than a guess.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+from icestream.lake.statement import Statement
+from icestream.lake.summary import BATCH_KEY, FIRST_ARRIVAL_KEY, LAST_ARRIVAL_KEY
+from icestream.lake.table import LakeTable
+from icestream.timestamps import as_utc, from_micros, to_micros
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from pyspark.sql import SparkSession
+
+    from icestream.config import Settings
+
+LOOKBACK = timedelta(minutes=10)  # the window of a dashboard given no start: the last ten minutes
+NO_TYPE = "(none)"  # how a null event_type shows (as in the KPI dashboard)
+
+
+@dataclass(frozen=True)
+class LiveFrame:
+    """One look at the tables: what was committed in ``(since, now]``.
+
+    Attributes:
+        since: Start of the window (aware UTC).
+        now: When the look was taken (aware UTC); the lag is measured to it.
+        per_minute: ``minute`` (of Kinesis arrival, UTC), ``event_type``, ``events``; by minute, then type.
+        batches: One row per ingest batch committed to the events table: ``batch_id``,
+            ``snapshot_id``, ``committed_at`` (UTC), ``added_records``, ``rejected`` (the batch's
+            rejects), ``first_arrival``, ``last_arrival`` (UTC, missing when the snapshot lacks
+            them), ``oldest_wait_s`` (commit minus first arrival) and ``newest_wait_s`` (commit
+            minus last arrival); oldest first.
+        rejected: Records the ingest committed to the rejects table in the window.
+        newest_arrival: The newest Kinesis arrival among the rows committed (None when there are none).
+        statements: The statements the look ran, in order (the same every look of one window).
+    """
+
+    since: datetime
+    now: datetime
+    per_minute: pd.DataFrame
+    batches: pd.DataFrame
+    rejected: int
+    newest_arrival: datetime | None
+    statements: tuple[Statement, ...]
+
+    @property
+    def events(self) -> int:
+        """Events committed in the window."""
+        return int(self.per_minute["events"].sum())
+
+    @property
+    def lag_s(self) -> float | None:
+        """Seconds from the newest arrival committed to ``now`` (None before the first row)."""
+        return None if self.newest_arrival is None else (self.now - self.newest_arrival).total_seconds()
+
+    @property
+    def freshness_s(self) -> float | None:
+        """How old the newest record of the latest batch was when it became visible (None if unknown)."""
+        waits = self.batches["newest_wait_s"].dropna()
+        return None if waits.empty else float(waits.iloc[-1])
+
+    def summary(self) -> pd.DataFrame:
+        """The frame's numbers as one row: ``since``, ``now``, ``events``, ``batches``, ``rejected``,
+        ``lag_s``, ``freshness_s``."""
+        import pandas as pd
+
+        return pd.DataFrame(
+            [
+                {
+                    "since": self.since,
+                    "now": self.now,
+                    "events": self.events,
+                    "batches": len(self.batches),
+                    "rejected": self.rejected,
+                    "lag_s": self.lag_s,
+                    "freshness_s": self.freshness_s,
+                }
+            ]
+        )
+
+
+def live_statements(events: LakeTable, rejects: LakeTable, since: datetime) -> dict[str, Statement]:
+    """The statements of one look (see the module docstring), by what they answer.
+
+    Args:
+        events: The events table.
+        rejects: The rejects table.
+        since: Start of the window.
+
+    Returns:
+        ``refresh_events``, ``refresh_rejects``, ``batches``, ``per_minute``, in the order they run.
+    """
+    bound = {"since": to_micros(since)}
+    columns = (
+        f"CAST(summary['{BATCH_KEY}'] AS BIGINT) AS batch_id, snapshot_id, unix_micros(committed_at) AS committed_us,\n"
+        "                   CAST(summary['added-records'] AS BIGINT) AS added_records,\n"
+        f"                   CAST(summary['{FIRST_ARRIVAL_KEY}'] AS BIGINT) AS first_arrival_ms,\n"
+        f"                   CAST(summary['{LAST_ARRIVAL_KEY}'] AS BIGINT) AS last_arrival_ms"
+    )
+    in_window = f"committed_at >= timestamp_micros(:since) AND summary['{BATCH_KEY}'] IS NOT NULL"
+    return {
+        "refresh_events": Statement(f"REFRESH TABLE {events.name}"),
+        "refresh_rejects": Statement(f"REFRESH TABLE {rejects.name}"),
+        "batches": Statement(
+            f"""
+            SELECT 'events' AS written_to, {columns}
+            FROM {events.name}.snapshots
+            WHERE {in_window}
+            UNION ALL
+            SELECT 'rejects' AS written_to, {columns}
+            FROM {rejects.name}.snapshots
+            WHERE {in_window}
+            """,
+            bound,
+        ),
+        "per_minute": Statement(
+            f"""
+            SELECT unix_micros(date_trunc('MINUTE', arrival_ts)) AS minute_us,
+                   event_type,
+                   count(*) AS events,
+                   unix_micros(max(arrival_ts)) AS newest_arrival_us
+            FROM {events.name}
+            WHERE ingest_ts >= timestamp_micros(:since)
+            GROUP BY 1, 2
+            """,
+            bound,
+        ),
+    }
+
+
+def live_frame(spark: SparkSession, settings: Settings, since: datetime, now: datetime | None = None) -> LiveFrame:
+    """Look at the tables once: what was committed since ``since``.
+
+    Args:
+        spark: The session.
+        settings: Names the events and rejects tables.
+        since: Start of the window (naive is taken as UTC).
+        now: When the look is taken, for the lag (default: the wall clock).
+
+    Returns:
+        The frame; an empty window gives empty frames and no lag, not an error.
+    """
+    since = as_utc(since)
+    now = datetime.now(UTC) if now is None else as_utc(now)
+    events, rejects = LakeTable(spark, settings.table_name), LakeTable(spark, settings.rejects_table_name)
+    statements = live_statements(events, rejects, since)
+    events.run(statements["refresh_events"])
+    rejects.run(statements["refresh_rejects"])
+    snapshots = events.run(statements["batches"]).toPandas()
+    per_minute, newest = _per_minute(events.run(statements["per_minute"]).toPandas())
+    batches, rejected = _batches(snapshots)
+    return LiveFrame(since, now, per_minute, batches, rejected, newest, tuple(statements.values()))
+
+
+def _instants(values: pd.Series, unit: str) -> pd.Series:
+    """Epoch numbers (nullable) → aware UTC timestamps, missing where the number is."""
+    import pandas as pd
+
+    return pd.to_datetime(pd.to_numeric(values), unit=unit, utc=True)
+
+
+def _batches(snapshots: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """The events table's batches, each with its rejects; and all rejects committed in the window."""
+    # An empty commit (a batch without rejects) has no added-records: none added.
+    snapshots = snapshots.astype({"batch_id": "int64", "snapshot_id": "int64"}).fillna({"added_records": 0})
+    rejects = snapshots[snapshots["written_to"] == "rejects"]
+    per_batch = rejects.groupby("batch_id")["added_records"].sum().rename("rejected")
+    batches = snapshots[snapshots["written_to"] == "events"].sort_values(["committed_us", "snapshot_id"])
+    batches = batches.astype({"added_records": "int64"}).join(per_batch, on="batch_id")
+    batches["rejected"] = batches["rejected"].fillna(0).astype("int64")
+    batches["committed_at"] = _instants(batches["committed_us"], "us")
+    batches["first_arrival"] = _instants(batches["first_arrival_ms"], "ms")
+    batches["last_arrival"] = _instants(batches["last_arrival_ms"], "ms")
+    batches["oldest_wait_s"] = (batches["committed_at"] - batches["first_arrival"]).dt.total_seconds()
+    batches["newest_wait_s"] = (batches["committed_at"] - batches["last_arrival"]).dt.total_seconds()
+    columns = ["batch_id", "snapshot_id", "committed_at", "added_records", "rejected", "first_arrival", "last_arrival"]
+    shown = batches[[*columns, "oldest_wait_s", "newest_wait_s"]].reset_index(drop=True)
+    return shown, int(rejects["added_records"].sum())
+
+
+def _per_minute(rows: pd.DataFrame) -> tuple[pd.DataFrame, datetime | None]:
+    newest = None if rows.empty else from_micros(int(rows["newest_arrival_us"].max()))
+    per_minute = rows.assign(
+        minute=_instants(rows["minute_us"], "us"), event_type=rows["event_type"].fillna(NO_TYPE)
+    ).astype({"events": "int64"})
+    per_minute = per_minute.sort_values(["minute", "event_type"], ignore_index=True)
+    return per_minute[["minute", "event_type", "events"]], newest
