@@ -117,7 +117,9 @@ def emulator(settings: Settings) -> Iterator[str]:
     from icestream.stream.emulator import Emulator
 
     server = Emulator(settings.path("run_dir"))
-    endpoint = server.start()
+    # Without the per-shard write limits (on by default for users): campaigns send tens of thousands of
+    # records at once, and the limits' own tests (tests/integration/test_write_limits.py) start their own.
+    endpoint = server.start(write_limits=False)
     yield endpoint
     stop_background_producer(settings)  # notebook 01 starts one; it must not outlive the tests
     server.stop()

@@ -99,6 +99,7 @@ class Settings:
     run_dir: str = "data/run"
     output_dir: str = "output"
     start_position: str = DEFAULT_START_POSITION
+    emulator_write_limits: bool = True  # the local emulator throttles puts beyond 1,000 records or 1 MiB/s per shard
     archive_raw: bool = False  # the ingest also keeps every record as received in <table>_raw
     archive_retention_days: int = 30  # days of arrival the raw archive keeps (expire_archive)
     sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)

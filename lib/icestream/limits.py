@@ -12,6 +12,8 @@ MAX_RECORDS_PER_PUT = 500  # records in one PutRecords call
 MAX_BYTES_PER_PUT = 5 * 1024 * 1024  # data + partition keys in one PutRecords call
 MAX_RECORD_BYTES = 1024 * 1024  # one record's data + partition key
 MAX_RECORDS_PER_SHARD_SECOND = 1000  # records written to one shard per second
+MAX_BYTES_PER_SHARD_SECOND = 1024 * 1024  # data + partition keys written to one shard per second
+THROTTLED = "ProvisionedThroughputExceededException"  # a put or get beyond a shard's limits
 MAX_PARTITION_KEY_CHARS = 256  # a partition key is 1 to 256 Unicode characters
 
 # Reads (GetRecords).

@@ -17,9 +17,10 @@ def cmd_emulator(args: argparse.Namespace) -> int:
     """Start, stop or report the local Kinesis emulator."""
     from icestream.stream.emulator import Emulator
 
-    emulator = Emulator(settings_from(args).path("run_dir"))
+    settings = settings_from(args)
+    emulator = Emulator(settings.path("run_dir"))
     if args.action == "start":
-        print(emulator.start(port=args.port))
+        print(emulator.start(port=args.port, write_limits=settings.emulator_write_limits))
         return 0
     if args.action == "stop":
         print("stopped" if emulator.stop() else "not running")

@@ -6,6 +6,7 @@
 - :mod:`~icestream.producer.plan`: what an ``icestream produce`` run sends, at what rate and why.
 - :mod:`~icestream.producer.run`: one production run and its typed summary in the run folder.
 - :mod:`~icestream.producer.background`: live production in its own process (start, status, stop).
+- :mod:`~icestream.producer.hot_shard`: a shard's write limit shown on a stream of its own.
 """
 
 from icestream.producer.background import (
@@ -13,11 +14,13 @@ from icestream.producer.background import (
     start_background_producer,
     stop_background_producer,
 )
+from icestream.producer.hot_shard import hot_shard_demo
 from icestream.producer.run import RunSummary, read_run_summary, run_production, run_summary_path
 
 __all__ = [
     "RunSummary",
     "background_producer_status",
+    "hot_shard_demo",
     "read_run_summary",
     "run_production",
     "run_summary_path",

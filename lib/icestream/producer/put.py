@@ -27,7 +27,13 @@ from typing import Any
 
 from icestream.config import Settings
 from icestream.errors import ConfigError, ServiceUnavailableError
-from icestream.limits import MAX_BYTES_PER_PUT, MAX_PARTITION_KEY_CHARS, MAX_RECORD_BYTES, MAX_RECORDS_PER_PUT
+from icestream.limits import (
+    MAX_BYTES_PER_PUT,
+    MAX_PARTITION_KEY_CHARS,
+    MAX_RECORD_BYTES,
+    MAX_RECORDS_PER_PUT,
+    THROTTLED,
+)
 from icestream.producer.progress import progress_bar
 from icestream.producer.summary import FailedRecord, ProduceSummary
 from icestream.synthetic.wire import Record
@@ -51,15 +57,22 @@ _FATAL_CODES = frozenset(
 class RetryPolicy:
     """How failed records are retried.
 
+    A throttled record (the shard's write limit, ``ProvisionedThroughputExceededException``) is
+    not failing: it waits its turn. Calls whose failures were all throttles do not count towards
+    ``max_attempts``; they go on, with the same backoff, until ``throttle_patience`` seconds of
+    backoff have passed.
+
     Attributes:
-        max_attempts: Calls per record at most (the first one included).
+        max_attempts: Calls per record at most (the first one included) that fail other than throttled.
         base_delay: Backoff before the second attempt, in seconds; it doubles per attempt.
         max_delay: Upper bound of one backoff, in seconds.
+        throttle_patience: Seconds of backoff a batch waits for throttled records at most.
     """
 
     max_attempts: int = 6
     base_delay: float = 0.1
     max_delay: float = 5.0
+    throttle_patience: float = 120.0
 
     def delay(self, attempt: int, rng: random.Random) -> float:
         """Backoff after failed attempt ``attempt`` (1-based): half fixed, half random ("equal jitter")."""
@@ -240,15 +253,21 @@ class Producer:
             ServiceUnavailableError: If the stream does not exist or the request is refused outright, or
                 no record of the batch got through because the endpoint cannot be reached.
         """
-        pending = batch
-        for attempt in range(1, self.retry.max_attempts + 1):
+        pending, calls, failing_calls, waited = batch, 0, 0, 0.0
+        while True:
+            calls += 1
             failed = self._call(pending, summary)
             if not failed:
                 return
-            if attempt == self.retry.max_attempts:
+            throttled = sum(code == THROTTLED for _, code, _ in failed)
+            summary.throttled += throttled
+            failing_calls += throttled < len(failed)
+            if failing_calls >= self.retry.max_attempts or waited >= self.retry.throttle_patience:
                 break
             summary.retried += len(failed)
-            self._sleep(self.retry.delay(attempt, self._rng))
+            pause = self.retry.delay(calls, self._rng)
+            waited += pause
+            self._sleep(pause)
             pending = [record for record, _, _ in failed]
         for record, code, message in failed:
             summary.failed += 1

@@ -27,6 +27,8 @@ class ProduceSummary:
         records: Records taken from the input.
         sent: Records Kinesis accepted.
         retried: Record sends repeated after a failure (one record retried twice counts 2).
+        throttled: Record sends Kinesis refused with ``ProvisionedThroughputExceededException``
+            (the shard's write limit; each was retried, so they are also in ``retried``).
         failed: Records still failing after the last attempt (see ``failures``).
         unsendable: Records above the 1 MiB record limit, never sent (see ``failures``).
         unsent: Records taken but not sent because a stop request or the duration ended the run while
@@ -42,6 +44,7 @@ class ProduceSummary:
     records: int = 0
     sent: int = 0
     retried: int = 0
+    throttled: int = 0
     failed: int = 0
     unsendable: int = 0
     unsent: int = 0
@@ -78,6 +81,7 @@ class ProduceSummary:
             "records": self.records,
             "sent": self.sent,
             "retried": self.retried,
+            "throttled": self.throttled,
             "failed": self.failed,
             "unsendable": self.unsendable,
             "unsent": self.unsent,
@@ -92,6 +96,7 @@ class ProduceSummary:
         unsent = f", unsent {self.unsent} (stopped)" if self.unsent else ""
         return (
             f"{self.records} records: sent {self.sent}, failed {self.failed}, unsendable {self.unsendable}{unsent}"
-            f" (retried {self.retried}); {self.bytes_sent / 2**20:.2f} MiB in {self.seconds:.1f} s,"
+            f" (retried {self.retried}, throttled {self.throttled});"
+            f" {self.bytes_sent / 2**20:.2f} MiB in {self.seconds:.1f} s,"
             f" {self.records_per_second:.0f} records/s"
         )

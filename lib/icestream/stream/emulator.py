@@ -27,6 +27,7 @@ LOOPBACK = "127.0.0.1"
 STATE_FILE = "emulator.json"
 LOG_FILE = "emulator.log"
 START_COMMAND = "icestream emulator start"
+NO_WRITE_LIMITS = "--no-write-limits"
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,7 @@ class EmulatorState:
     process_start: str  # /proc start time, so a reused pid is never mistaken for ours
     started_at: float
     log: str
+    write_limits: bool = True  # Kinesis's per-shard write limits enforced (icestream.stream.write_limits)
 
 
 @dataclass(frozen=True)
@@ -101,7 +103,8 @@ class Emulator:
                 False, False, None, None, f"not running (stale state file); start it with `{START_COMMAND}`"
             )
         healthy = is_healthy(state.endpoint)
-        detail = "running" if healthy else "process alive but not answering; see " + state.log
+        limits = "per-shard write limits on" if state.write_limits else "write limits off"
+        detail = f"running ({limits})" if healthy else "process alive but not answering; see " + state.log
         return EmulatorStatus(True, healthy, state.endpoint, state.pid, detail)
 
     def endpoint(self) -> str | None:
@@ -109,12 +112,14 @@ class Emulator:
         status = self.status()
         return status.endpoint if status.healthy else None
 
-    def start(self, port: int | None = None, timeout: float = 30.0) -> str:
+    def start(self, port: int | None = None, timeout: float = 30.0, write_limits: bool = True) -> str:
         """Start the emulator unless it already runs; return its endpoint.
 
         Args:
             port: Loopback port to bind (default: a free one).
             timeout: Seconds to wait for the server to answer.
+            write_limits: Enforce Kinesis's per-shard write limits (:mod:`icestream.stream.write_limits`)
+                in a server started now (one already running keeps what it was started with).
 
         Returns:
             The endpoint URL, e.g. ``http://127.0.0.1:45123``.
@@ -132,10 +137,13 @@ class Emulator:
         endpoint = f"http://{LOOPBACK}:{port}"
         log_path = self.run_dir / LOG_FILE
         command = [sys.executable, "-m", "icestream.stream.emulator", "-H", LOOPBACK, "-p", str(port)]
+        if not write_limits:
+            command.append(NO_WRITE_LIMITS)
         process = processes.spawn(command, log_path)
         processes.write_state(
-            self.state_file, process.pid, port=port, endpoint=endpoint, started_at=time.time(), log=str(log_path)
-        )
+            self.state_file, process.pid, port=port, endpoint=endpoint, started_at=time.time(), log=str(log_path),
+            write_limits=write_limits,
+        )  # fmt: skip
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if process.poll() is not None:
@@ -171,13 +179,19 @@ class Emulator:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run moto's server with its Kinesis model patched (the emulator process's entry point)."""
+    """Run moto's server with its Kinesis model patched (the emulator process's entry point).
+
+    ``--no-write-limits`` (ours; the rest goes to moto) leaves Kinesis's per-shard write limits off.
+    """
     from moto.server import main as moto_main
 
     from icestream.stream import moto_kinesis
+    from icestream.stream.write_limits import WriteLimits
 
-    moto_kinesis.install()
-    moto_main(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    limits = None if NO_WRITE_LIMITS in arguments else WriteLimits()
+    moto_kinesis.install(write_limits=limits)
+    moto_main([argument for argument in arguments if argument != NO_WRITE_LIMITS])
 
 
 if __name__ == "__main__":

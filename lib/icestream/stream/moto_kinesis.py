@@ -28,6 +28,8 @@ import time
 from typing import Any
 
 from icestream.errors import EmulatorError
+from icestream.limits import THROTTLED
+from icestream.stream.write_limits import WriteLimits, throttled_message
 
 CHECKED_MOTO_VERSIONS = ("5.2.5",)  # the versions whose Shard internals these replacements mirror
 
@@ -44,7 +46,7 @@ def _require_checked_moto() -> Any:
         )
     replaced = ("Shard.get_records", "Shard.put_record", "Shard.get_min_sequence_number",
                 "Shard.get_max_sequence_number", "Shard.get_sequence_number_at", "Stream.put_record",
-                "KinesisBackend.get_records")  # fmt: skip
+                "KinesisBackend.get_records", "KinesisBackend.put_records")  # fmt: skip
     missing = [name for name in replaced if not hasattr(getattr(models, name.split(".")[0], None), name.split(".")[1])]
     if missing or not isinstance(models.Shard(0, 0, 1).records, dict):
         changed = ", ".join(missing) or "Shard.records"
@@ -87,18 +89,78 @@ def now() -> float:
     return time.time()
 
 
-def install() -> None:
-    """Install every replacement (idempotent).
+# The per-shard write limits in force (None: off); set by install(), read on every put.
+_write_limits: WriteLimits | None = None
+
+
+def install(write_limits: WriteLimits | None = None) -> None:
+    """Install every replacement (idempotent); ``write_limits`` (None: off) applies from now on.
 
     Raises:
         EmulatorError: If the installed moto is not a version these replacements were checked against.
     """
+    global _write_limits  # one emulator per process: the limits are the process's
     models = _require_checked_moto()
+    _write_limits = write_limits
     if getattr(models, "_icestream_patched", False):
         return  # installed already: wrapping the wrappers would trim twice per call
     models._icestream_patched = True
     faithful_resharding()
     constant_cost_records(models)
+    enforce_write_limits(models)
+
+
+def enforce_write_limits(models: Any) -> None:
+    """Throttle puts beyond a shard's write limits (:mod:`icestream.stream.write_limits`) when they are on.
+
+    ``Stream.put_record`` (which every put goes through) raises ``ProvisionedThroughputExceededException``
+    for a record the shard's budget cannot take: PutRecord answers with that error; PutRecords,
+    replaced here, answers it for that entry only and stores the others, as Kinesis does.
+    """
+    from base64 import b64decode
+
+    from moto.core.exceptions import JsonRESTError
+    from moto.kinesis.exceptions import RecordSizeExceedsLimit, TooManyRecords, TotalRecordsSizeExceedsLimit
+
+    class ThrottledError(JsonRESTError):
+        def __init__(self, message: str) -> None:
+            super().__init__(error_type=THROTTLED, message=message)
+
+    limited_put = models.Stream.put_record
+
+    def stream_put_record(self: Any, partition_key: str, explicit_hash_key: str, data: str) -> tuple[str, str]:
+        limits = _write_limits
+        if limits is not None:
+            shard = self.get_shard_for_key(partition_key, explicit_hash_key)
+            size = len(b64decode(data)) + len(partition_key)
+            if shard is not None and not limits.admit(self.stream_name, shard.shard_id, size):
+                raise ThrottledError(throttled_message(shard.shard_id, self.stream_name, self.account_id))
+        return limited_put(self, partition_key, explicit_hash_key, data)
+
+    def put_records(self: Any, stream_arn: str, stream_name: str, records: list[dict[str, Any]]) -> dict[str, Any]:
+        stream = self.describe_stream(stream_arn=stream_arn, stream_name=stream_name)
+        if len(records) > 500:
+            raise TooManyRecords
+        sizes = [len(b64decode(record.get("Data", ""))) + len(record.get("PartitionKey", "")) for record in records]
+        if sum(sizes) > 5 * 1024 * 1024:
+            raise TotalRecordsSizeExceedsLimit
+        for position, size in enumerate(sizes, start=1):
+            if size > 1024 * 1024:
+                raise RecordSizeExceedsLimit(position=position)
+        answer: dict[str, Any] = {"FailedRecordCount": 0, "Records": []}
+        for record in records:
+            try:
+                sequence, shard = stream.put_record(record.get("PartitionKey"), record.get("ExplicitHashKey"),
+                                                    record.get("Data"))  # fmt: skip
+            except ThrottledError as error:
+                answer["FailedRecordCount"] += 1
+                answer["Records"].append({"ErrorCode": THROTTLED, "ErrorMessage": error.message})
+            else:
+                answer["Records"].append({"SequenceNumber": sequence, "ShardId": shard})
+        return answer
+
+    models.Stream.put_record = stream_put_record
+    models.KinesisBackend.put_records = put_records
 
 
 def constant_cost_records(models: Any) -> None:

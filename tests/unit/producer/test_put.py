@@ -108,7 +108,7 @@ def test_only_failed_records_are_retried_until_they_succeed() -> None:
 
 
 def test_records_that_keep_failing_are_reported_not_dropped() -> None:
-    client = FlakyKinesis({"id-5": 99})
+    client = FlakyKinesis({"id-5": 99}, error_code="InternalFailure")
     sleeps: list[float] = []
     producer = Producer(client, "s", retry=RetryPolicy(max_attempts=3, base_delay=0.5), seed=1, sleep=sleeps.append)
     summary = producer.send([make_record(n) for n in range(10)], progress=False)
@@ -116,7 +116,7 @@ def test_records_that_keep_failing_are_reported_not_dropped() -> None:
     assert summary.records == summary.sent + summary.failed + summary.unsendable
     [failure] = summary.failures
     assert failure.event_id == "id-5"
-    assert failure.error_code == "ProvisionedThroughputExceededException"
+    assert failure.error_code == "InternalFailure"
     assert len(client.calls) == 3
     assert all(0.0 < delay <= 5.0 for delay in sleeps)
 
@@ -169,14 +169,28 @@ def test_a_missing_stream_fails_at_once_with_what_to_do() -> None:
     assert client.calls == 1
 
 
-def test_throttled_calls_are_retried_then_reported() -> None:
+def test_throttled_calls_wait_their_turn_past_max_attempts_then_are_reported() -> None:
     error = ClientError(
         {"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "slow down"}}, "PutRecords"
     )
     client = RaisingKinesis(error)
-    producer = Producer(client, "s", retry=RetryPolicy(max_attempts=3), sleep=lambda _: None)
-    summary = producer.send([make_record(n) for n in range(4)], progress=False)
-    assert (summary.sent, summary.failed, client.calls) == (0, 4, 3)
+    sleeps: list[float] = []
+    policy = RetryPolicy(max_attempts=3, throttle_patience=2.0)
+    summary = Producer(client, "s", retry=policy, sleep=sleeps.append).send(
+        [make_record(n) for n in range(4)], progress=False
+    )
+    assert (summary.sent, summary.failed) == (0, 4)
+    assert client.calls > 3, "throttles do not use up max_attempts"
+    assert sum(sleeps[:-1]) < policy.throttle_patience <= sum(sleeps), "they wait until the patience is spent"
+    assert summary.throttled == 4 * client.calls
+
+
+def test_records_throttled_more_often_than_max_attempts_are_all_delivered() -> None:
+    client = FlakyKinesis({"id-2": 10, "id-7": 4})  # throttled (the default code) ten and four times
+    producer = Producer(client, "s", retry=RetryPolicy(max_attempts=3), seed=1, sleep=lambda _: None)
+    summary = producer.send([make_record(n) for n in range(10)], progress=False)
+    assert (summary.sent, summary.failed, summary.throttled) == (10, 0, 14)
+    assert sorted(client.accepted) == sorted(make_record(n).data for n in range(10))
 
 
 def test_an_unreachable_endpoint_raises_after_the_retries() -> None:
@@ -262,7 +276,7 @@ def test_calls_stay_in_input_order_while_the_next_batch_is_built() -> None:
     order = [*range(700), *range(701, 1000), 700, *range(1000, 2_345)]
     assert client.accepted == [records[n].data for n in order], "a retried record follows its batch, not later ones"
     assert summary.records == summary.sent == 2_345
-    assert summary.line().startswith("2345 records: sent 2345, failed 0, unsendable 0 (retried 1)")
+    assert summary.line().startswith("2345 records: sent 2345, failed 0, unsendable 0 (retried 1, throttled 1)")
 
 
 def test_a_partition_key_kinesis_would_refuse_is_reported_and_never_sent() -> None:
