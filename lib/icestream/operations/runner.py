@@ -150,7 +150,7 @@ def run_notebooks(
         papermill_log.addFilter(_UnionAnnotationFilter())
     kernel = kernel_name()
     runs: list[NotebookRun] = []
-    started = time.monotonic()
+    run_began = time.monotonic()
     for number, path in enumerate(notebooks, start=1):
         output = output_dir / path.name if started is None else stamped_name(path, started, output_dir)
         report(f"[{number}/{len(notebooks)}] {path.name} ...")
@@ -170,6 +170,6 @@ def run_notebooks(
             raise NotebookFailedError(path.name, error.cell_index, error.ename, error.evalue, output) from None
         seconds = time.monotonic() - began
         runs.append(NotebookRun(path.name, output, seconds))
-        total = time.monotonic() - started
+        total = time.monotonic() - run_began
         report(f"[{number}/{len(notebooks)}] {path.name} done in {seconds:.1f} s (total {total:.1f} s)")
     return runs
