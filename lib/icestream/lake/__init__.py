@@ -39,7 +39,7 @@ from icestream.lake.ddl import setup_tables, show_create_table, table_properties
 from icestream.lake.layout import create_layout_demo, table_layout
 from icestream.lake.routine import MaintenancePlan, results_frame, run_maintenance
 from icestream.lake.statement import Outcome, Statement
-from icestream.lake.table import LakeTable, recreate_events_copy
+from icestream.lake.table import LakeTable, recreate_events_copy, setup_lake_tables
 from icestream.lake.window import Window, event_time_slices
 
 __all__ = [
@@ -54,6 +54,7 @@ __all__ = [
     "recreate_events_copy",
     "results_frame",
     "run_maintenance",
+    "setup_lake_tables",
     "setup_tables",
     "show_create_table",
     "table_layout",

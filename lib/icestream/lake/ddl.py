@@ -10,16 +10,24 @@ second would be better served by ``days(event_ts)``; this is a one-line change h
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 from icestream.config import Settings
 from icestream.errors import ConfigError
 from icestream.lake.schema import ARCHIVE_COLUMNS_DDL, EVENT_COLUMNS_DDL, METADATA_COLUMNS_DDL, REJECT_COLUMNS_DDL
+from icestream.lake.statement import Statement
 from icestream.validation import validate_identifier
 
 if TYPE_CHECKING:
     import pandas as pd
     from pyspark.sql import SparkSession
+
+# How set-up runs a statement: ``run(table name, statement)``. The default runs it in the session;
+# :func:`icestream.lake.table.setup_lake_tables` runs it through the table's LakeTable, which records it.
+Runner = Callable[[str, Statement], Any]
 
 # Why each property: streaming commits every few seconds, so metadata files would pile up without
 # the first two; compaction may commit while the ingest does, so commits retry more than the default.
@@ -60,94 +68,122 @@ def checked_table_name(name: str) -> str:
     return qualified_name(*name.split("."))
 
 
-def _ensure_properties(spark: SparkSession, name: str) -> None:
+def _session_runner(spark: SparkSession) -> Runner:
+    def run(_table: str, statement: Statement) -> Any:
+        return statement.run(spark)
+
+    return run
+
+
+def _ensure_properties(run: Runner, name: str) -> None:
     """Apply TABLE_PROPERTIES to a table that already existed (idempotent; format-version stays)."""
-    current = {row.key: row.value for row in spark.sql(f"SHOW TBLPROPERTIES {name}").collect()}
+    current = {row.key: row.value for row in run(name, Statement(f"SHOW TBLPROPERTIES {name}")).collect()}
     wanted = {key: value for key, value in TABLE_PROPERTIES.items() if key != "format-version"}
     if any(current.get(key) != value for key, value in wanted.items()):
-        spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ({_properties_sql(wanted)})")
+        run(name, Statement(f"ALTER TABLE {name} SET TBLPROPERTIES ({_properties_sql(wanted)})", writes=True))
 
 
 def _properties_sql(properties: dict[str, str]) -> str:
     # Keys and values are our own constants above, never user input.
-    return ", ".join(f"'{key}'='{value}'" for key, value in properties.items())
+    return ",\n  ".join(f"'{key}' = '{value}'" for key, value in properties.items())
 
 
-def _create_table(spark: SparkSession, name: str, columns: tuple[str, ...], partitioning: str, comment: str) -> str:
-    """``CREATE TABLE IF NOT EXISTS`` with the project's properties, then those properties on an older table."""
+def create_table_statement(name: str, columns: tuple[str, ...], partitioning: str, comment: str) -> Statement:
+    """The ``CREATE TABLE IF NOT EXISTS`` of one table, with the project's properties."""
     body = ",\n  ".join(columns)
-    spark.sql(
-        f"CREATE TABLE IF NOT EXISTS {name} (\n  {body}\n) USING iceberg\n"
+    return Statement(
+        f"CREATE TABLE IF NOT EXISTS {checked_table_name(name)} (\n  {body}\n) USING iceberg\n"
         f"PARTITIONED BY ({partitioning})\n"
         f"COMMENT '{comment}'\n"
-        f"TBLPROPERTIES ({_properties_sql(TABLE_PROPERTIES)})"
+        f"TBLPROPERTIES (\n  {_properties_sql(TABLE_PROPERTIES)}\n)",
+        writes=True,
     )
-    _ensure_properties(spark, name)
+
+
+def _create_table(run: Runner, name: str, statement: Statement) -> str:
+    """Run a table's ``CREATE TABLE IF NOT EXISTS``, then give an older table the project's properties."""
+    name = checked_table_name(name)
+    run(name, statement)
+    _ensure_properties(run, name)
     return name
 
 
-def create_namespace(spark: SparkSession, settings: Settings) -> str:
+def create_namespace(spark: SparkSession, settings: Settings, run: Runner | None = None) -> str:
     """Create the namespace unless it exists; return its qualified name."""
     name = qualified_name(settings.catalog, settings.namespace)
-    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {name}")
+    (run or _session_runner(spark))(
+        checked_table_name(settings.table_name), Statement(f"CREATE NAMESPACE IF NOT EXISTS {name}", writes=True)
+    )
     return name
 
 
-def create_events_table(spark: SparkSession, settings: Settings) -> str:
-    """Create the events table unless it exists; return its qualified name."""
-    name = checked_table_name(settings.table_name)
-    return _create_table(
-        spark,
-        name,
+def events_table_statement(settings: Settings) -> Statement:
+    """The events table's ``CREATE TABLE IF NOT EXISTS``."""
+    return create_table_statement(
+        settings.table_name,
         EVENT_COLUMNS_DDL + METADATA_COLUMNS_DDL,
         "hours(event_ts)",
         f"User events streamed from Kinesis stream {settings.stream_name}",
     )
 
 
-def create_rejects_table(spark: SparkSession, settings: Settings) -> str:
-    """Create the table of rejected records unless it exists; return its qualified name.
+def rejects_table_statement(settings: Settings) -> Statement:
+    """The rejects table's ``CREATE TABLE IF NOT EXISTS``.
 
     Rejects are few and read by ingest time (what went wrong recently), so they are partitioned by
     ``days(ingest_ts)``.
     """
-    name = checked_table_name(settings.rejects_table_name)
-    return _create_table(
-        spark,
-        name,
+    return create_table_statement(
+        settings.rejects_table_name,
         REJECT_COLUMNS_DDL,
         "days(ingest_ts)",
         f"Records from {settings.stream_name} the ingest could not accept, with the reason",
     )
 
 
-def create_archive_table(spark: SparkSession, settings: Settings) -> str:
+def create_events_table(spark: SparkSession, settings: Settings, run: Runner | None = None) -> str:
+    """Create the events table unless it exists; return its qualified name."""
+    return _create_table(run or _session_runner(spark), settings.table_name, events_table_statement(settings))
+
+
+def create_rejects_table(spark: SparkSession, settings: Settings, run: Runner | None = None) -> str:
+    """Create the table of rejected records unless it exists; return its qualified name."""
+    return _create_table(run or _session_runner(spark), settings.rejects_table_name, rejects_table_statement(settings))
+
+
+def create_archive_table(spark: SparkSession, settings: Settings, run: Runner | None = None) -> str:
     """Create the raw archive unless it exists; return its qualified name.
 
     It is read by arrival day (replay a day, drop days past retention), so it is partitioned by
     ``days(arrival_ts)``: expiring a day is a metadata-only delete of whole files.
     """
-    name = checked_table_name(settings.archive_table_name)
-    return _create_table(
-        spark,
-        name,
+    statement = create_table_statement(
+        settings.archive_table_name,
         ARCHIVE_COLUMNS_DDL,
         "days(arrival_ts)",
         f"Every record of {settings.stream_name} as received (the raw archive)",
     )
+    return _create_table(run or _session_runner(spark), settings.archive_table_name, statement)
 
 
-def setup_tables(spark: SparkSession, settings: Settings) -> list[str]:
+def setup_tables(spark: SparkSession, settings: Settings, run: Runner | None = None) -> list[str]:
     """Create the namespace, the events table and the rejects table (idempotent); the raw archive too
     when ``archive_raw`` is on.
+
+    Args:
+        spark: The session.
+        settings: Names the tables and the stream.
+        run: How each statement runs, ``run(table name, statement)`` (default: in the session);
+            the namespace's statement goes with the events table.
 
     Returns:
         The qualified names of the tables.
     """
-    create_namespace(spark, settings)
-    names = [create_events_table(spark, settings), create_rejects_table(spark, settings)]
+    run = run or _session_runner(spark)
+    create_namespace(spark, settings, run)
+    names = [create_events_table(spark, settings, run), create_rejects_table(spark, settings, run)]
     if settings.archive_raw:
-        names.append(create_archive_table(spark, settings))
+        names.append(create_archive_table(spark, settings, run))
     return names
 
 
@@ -157,5 +193,21 @@ def show_create_table(spark: SparkSession, name: str) -> str:
 
 
 def table_properties(spark: SparkSession, name: str) -> pd.DataFrame:
-    """The table's properties as a small pandas table."""
-    return spark.sql(f"SHOW TBLPROPERTIES {checked_table_name(name)}").toPandas()
+    """The table's properties as a small pandas table, values as a reader expects them.
+
+    A creation time kept as epoch seconds (``icestream.source-stream-created``) is shown as a UTC
+    time, and Iceberg's ``current-snapshot-id`` of ``none`` says that nothing was committed yet.
+    """
+    frame = spark.sql(f"SHOW TBLPROPERTIES {checked_table_name(name)}").toPandas()
+    frame["value"] = [readable_property(key, value) for key, value in zip(frame["key"], frame["value"], strict=True)]
+    return frame
+
+
+def readable_property(key: str, value: str) -> str:
+    """A property's value as a reader expects it (see :func:`table_properties`)."""
+    if key.endswith("-created") and re.fullmatch(r"\d+(\.\d+)?", value):
+        moment = datetime.fromtimestamp(float(value), UTC)
+        return f"{moment:%Y-%m-%d %H:%M:%S} UTC ({value} s since 1970)"
+    if key == "current-snapshot-id" and value == "none":
+        return "none (nothing committed yet)"
+    return value

@@ -6,7 +6,7 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from icestream.config import TIME_TRAVEL_SUFFIX
-from icestream.lake.ddl import checked_table_name, create_events_table
+from icestream.lake.ddl import checked_table_name, create_events_table, setup_tables
 from icestream.lake.inspect import Inspect
 from icestream.lake.maintenance import Maintenance
 from icestream.lake.statement import Outcome, Statement
@@ -114,3 +114,22 @@ def recreate_events_copy(spark: SparkSession, settings: Settings, suffix: str = 
     table.apply(Statement(f"DROP TABLE IF EXISTS {table.name} PURGE", writes=True))
     create_events_table(spark, copy)
     return table
+
+
+def setup_lake_tables(spark: SparkSession, settings: Settings) -> list[LakeTable]:
+    """:func:`~icestream.lake.ddl.setup_tables` with each statement run and recorded by its table.
+
+    ``table.statements`` then shows the set-up as it ran: the ``CREATE NAMESPACE`` (on the events
+    table), the ``CREATE TABLE IF NOT EXISTS``, the properties read, and an ``ALTER`` only where an
+    older table lacked the project's properties.
+
+    Returns:
+        The events table, the rejects table and, when ``archive_raw`` is on, the raw archive.
+    """
+    tables: dict[str, LakeTable] = {}
+
+    def run(name: str, statement: Statement) -> object:
+        table = tables.setdefault(name, LakeTable(spark, name))
+        return table.apply(statement) if statement.writes else table.run(statement)
+
+    return [tables[name] for name in setup_tables(spark, settings, run)]
