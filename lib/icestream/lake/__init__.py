@@ -24,8 +24,9 @@ a Spark DataFrame; statements that change the table (``writes=True``: DDL, proce
 **Dry run.** ``LakeTable(spark, name, dry_run=True)`` records the statements that would change the
 table without running them: each returns an :class:`Outcome` whose ``output`` is None, and
 ``table.statements`` lists the plan. Reads still run, so decisions that depend on the table (how
-many snapshots to keep for the ingest's positions) are made on real metadata. Writes through the
-DataFrame API (``append_window``) are not SQL and record nothing.
+many snapshots to keep for the ingest's positions) are made on real metadata. A read that only the
+DataFrame API can make (the incremental read's options) is recorded as a :class:`DataFrameCall`,
+the exact call as text, beside the statements.
 
 The summary keys the ingest writes into its snapshots live in :mod:`icestream.lake.summary`; the rule
 that fills a column added to the table from ``properties`` is
@@ -38,11 +39,12 @@ from icestream.lake.archive import expire_archive
 from icestream.lake.ddl import setup_tables, show_create_table, table_properties
 from icestream.lake.layout import create_layout_demo, table_layout
 from icestream.lake.routine import MaintenancePlan, results_frame, run_maintenance
-from icestream.lake.statement import Outcome, Statement
+from icestream.lake.statement import DataFrameCall, Outcome, Statement
 from icestream.lake.table import LakeTable, recreate_events_copy, setup_lake_tables
 from icestream.lake.window import Window, event_time_slices
 
 __all__ = [
+    "DataFrameCall",
     "LakeTable",
     "MaintenancePlan",
     "Outcome",

@@ -28,11 +28,14 @@ class Statement:
         args: Values bound to the markers.
         writes: True if it changes a table (DDL, DML, a procedure): a dry run records it without
             running it.
+        marker: How the engine writes a parameter marker (``:`` for Spark, ``$`` for DuckDB), so
+            the bound values read as the engine's own.
     """
 
     sql: str
     args: Mapping[str, Any] = field(default_factory=dict)
     writes: bool = False
+    marker: str = ":"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sql", textwrap.dedent(self.sql).strip())
@@ -45,8 +48,27 @@ class Statement:
         """The text a reader would run: the SQL, then the bound values as a comment."""
         if not self.args:
             return self.sql
-        bound = ", ".join(f":{name} = {value!r}" for name, value in self.args.items())
+        bound = ", ".join(f"{self.marker}{name} = {value!r}" for name, value in self.args.items())
         return f"{self.sql}\n-- bound: {bound}"
+
+
+@dataclass(frozen=True)
+class DataFrameCall:
+    """A table read or write through Spark's DataFrame API, for which Spark SQL has no statement.
+
+    Recorded beside the statements (:meth:`icestream.lake.LakeTable.record`), so a reader sees the
+    exact call: e.g. an incremental read, whose ``start-snapshot-id`` option SQL cannot pass.
+
+    Attributes:
+        code: The call as Python, with the values it used.
+        writes: True if it changes a table.
+    """
+
+    code: str
+    writes: bool = False
+
+    def __str__(self) -> str:
+        return self.code
 
 
 @dataclass(frozen=True)

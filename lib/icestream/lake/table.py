@@ -9,7 +9,7 @@ from icestream.config import TIME_TRAVEL_SUFFIX
 from icestream.lake.ddl import checked_table_name, create_events_table, setup_tables
 from icestream.lake.inspect import Inspect
 from icestream.lake.maintenance import Maintenance
-from icestream.lake.statement import Outcome, Statement
+from icestream.lake.statement import DataFrameCall, Outcome, Statement
 from icestream.lake.versions import Versions
 from icestream.validation import validate_identifier
 
@@ -52,7 +52,7 @@ class LakeTable:
         self.name = checked_table_name(name)
         self.catalog, self.identifier = self.name.split(".", 1)
         self.dry_run = dry_run
-        self.statements: deque[Statement] = deque(maxlen=STATEMENTS_KEPT)
+        self.statements: deque[Statement | DataFrameCall] = deque(maxlen=STATEMENTS_KEPT)
         self.inspect = Inspect(self)
         self.maintenance = Maintenance(self)
         self.versions = Versions(self)
@@ -61,7 +61,7 @@ class LakeTable:
         return f"LakeTable({self.name!r}{', dry_run=True' if self.dry_run else ''})"
 
     @property
-    def last_statement(self) -> Statement | None:
+    def last_statement(self) -> Statement | DataFrameCall | None:
         """The statement run (or planned) most recently through this object."""
         return self.statements[-1] if self.statements else None
 
@@ -75,6 +75,10 @@ class LakeTable:
             raise ValueError("run() is for statements that read; apply() runs those that change the table")
         self.statements.append(statement)
         return statement.run(self.spark)
+
+    def record(self, call: DataFrameCall) -> None:
+        """Record a DataFrame API call made on this table (where no SQL exists), beside the statements."""
+        self.statements.append(call)
 
     def apply(self, statement: Statement) -> Outcome:
         """Record a statement that changes the table, and run it unless this is a dry run."""

@@ -55,3 +55,8 @@ def test_literals_that_sql_cannot_bind_are_checked() -> None:
     assert timestamp_literal(inside) == "TIMESTAMP '2026-11-19 13:05:07.250001+00:00'"
     with pytest.raises(ConfigError):
         timestamp_literal(datetime(2026, 11, 19))
+
+
+def test_an_engine_with_other_markers_shows_its_own() -> None:
+    statement = Statement("SELECT * FROM iceberg_scan($location)", {"location": "/m.json"}, marker="$")
+    assert str(statement).splitlines()[-1] == "-- bound: $location = '/m.json'"

@@ -57,3 +57,13 @@ def test_the_statement_log_is_bounded() -> None:
         table.apply(Statement(f"ALTER TABLE lake.ns.t DROP TAG IF EXISTS t{index}", writes=True))
     assert len(table.statements) == STATEMENTS_KEPT
     assert table.statements[0].sql.endswith(" t5")
+
+
+def test_a_dataframe_call_is_recorded_beside_the_statements() -> None:
+    from icestream.lake import DataFrameCall
+
+    table = LakeTable(None, "lake.ns.t")  # type: ignore[arg-type]
+    call = DataFrameCall('spark.read.format("iceberg").option("start-snapshot-id", "1").load("lake.ns.t")')
+    table.record(call)
+    assert table.last_statement is call
+    assert str(table.last_statement) == call.code
