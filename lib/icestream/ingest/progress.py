@@ -49,6 +49,9 @@ class ReadStats:
     aggregated: int = 0  # KPL aggregates among the Kinesis records read
     finished: bool = False  # a closed shard read to its end
     millis_behind: int | None = None
+    # How far behind the tip the read began: the age of the oldest record it took, when it began
+    # (0 when it found nothing new; None when it made no call).
+    behind_before_ms: int | None = None
     next_iterator: str | None = None  # continues after last_sequence; the next batch may reuse it
     first_arrival: float | None = None  # epoch seconds of Kinesis arrival
     last_arrival: float | None = None
@@ -84,6 +87,7 @@ class ReadStats:
             "last_sequence": self.last_sequence,
             "finished": self.finished,
             "millis_behind_latest": self.millis_behind,
+            "millis_behind_before_read": self.behind_before_ms,
             "calls": self.calls,
             "throttled": self.throttled,
             "retried": self.retried,
@@ -157,6 +161,12 @@ class BatchProgress:
         return max(behind) if behind else None
 
     @property
+    def millis_behind_before_read(self) -> int | None:
+        """The largest lag any shard had when the batch's read began (None when none was measured)."""
+        behind = [stats.behind_before_ms for stats in self.shards if stats.behind_before_ms is not None]
+        return max(behind) if behind else None
+
+    @property
     def caught_up(self) -> bool:
         """Every shard is at its tip and nothing more is known to wait."""
         # A shard that just ended makes its children readable: that is more data, not the end.
@@ -199,6 +209,7 @@ class BatchProgress:
             "transform_dropped": self.transform_dropped,
             "duration_ms": {phase: round(seconds * 1000, 1) for phase, seconds in asdict(self.durations).items()},
             "millis_behind_latest": self.millis_behind_latest,
+            "millis_behind_before_read": self.millis_behind_before_read,
             "caught_up": self.caught_up,
             "events_snapshot_id": self.events_snapshot_id,
             "rejects_snapshot_id": self.rejects_snapshot_id,

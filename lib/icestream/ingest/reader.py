@@ -112,11 +112,19 @@ def _iterator_arguments(position: str) -> dict[str, Any]:
 class _ShardReader:
     """The state of one task's read: kept small and explicit so each failure path is testable."""
 
-    def __init__(self, plan: ShardPlan, options: ReadOptions, client: Any, sleep: Callable[[float], None]) -> None:
+    def __init__(
+        self,
+        plan: ShardPlan,
+        options: ReadOptions,
+        client: Any,
+        sleep: Callable[[float], None],
+        now: Callable[[], float] = time.time,
+    ) -> None:
         self.plan = plan
         self.options = options
         self.client = client
         self.sleep = sleep
+        self.now = now  # wall clock, epoch seconds: compared with Kinesis arrival times
         self.stats = ReadStats(plan.shard_id)
         self.last_call: dict[str, float] = {}  # per API: each has its own 5 calls/s per-shard limit
         self.failures = 0
@@ -170,6 +178,7 @@ class _ShardReader:
         iterator = self.plan.iterator or self._new_iterator()
         stats = self.stats
         started = time.monotonic()
+        began = self.now()
         parse_time = 0.0
         while self.stats.read < self.options.max_records and self.stats.calls < self.options.max_calls:
             self._pace("GetRecords")
@@ -228,6 +237,12 @@ class _ShardReader:
                 break  # at the tip: what arrives next belongs to the next batch
         self.stats.parse_seconds = parse_time
         self.stats.read_seconds = time.monotonic() - started - parse_time
+        # How far behind the shard's tip the read began: the age then of the oldest record it took
+        # (MillisBehindLatest, after the read, is 0 for any read that reached the tip, backlog or not).
+        if stats.first_arrival is not None:
+            stats.behind_before_ms = max(0, round((began - stats.first_arrival) * 1000))
+        elif stats.calls:
+            stats.behind_before_ms = 0
         yield _meta_row(self.stats, self.packer.pack() if self.packer is not None else None)
 
     def _record(self, record: dict[str, Any]) -> Iterator[tuple]:
@@ -344,7 +359,11 @@ def _worker_client(options: ReadOptions) -> Any:
 
 
 def read_shard(
-    plan: ShardPlan, options: ReadOptions, client: Any = None, sleep: Callable[[float], None] = time.sleep
+    plan: ShardPlan,
+    options: ReadOptions,
+    client: Any = None,
+    sleep: Callable[[float], None] = time.sleep,
+    now: Callable[[], float] = time.time,
 ) -> Iterator[tuple]:
     """Read one shard for one batch; yields event and reject rows, then one meta row.
 
@@ -353,6 +372,7 @@ def read_shard(
         options: Limits, retries and the connection.
         client: A Kinesis client (default: one built from ``options.connection``); tests pass fakes.
         sleep: The pause function (tests pass a fake clock).
+        now: The wall clock in epoch seconds (tests pass a fixed one).
 
     Yields:
         Tuples in :data:`ROW_FIELDS` order.
@@ -361,7 +381,7 @@ def read_shard(
         ShardReadError: After ``max_attempts`` consecutive transient failures.
     """
     client = client or _worker_client(options)
-    yield from _ShardReader(plan, options, client, sleep).read()
+    yield from _ShardReader(plan, options, client, sleep, now).read()
 
 
 ARROW_CHUNK_ROWS = 10_000

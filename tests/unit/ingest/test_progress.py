@@ -16,9 +16,10 @@ STARTED = datetime(2026, 11, 21, 5, 0, tzinfo=UTC)
 def two_shards() -> BatchProgress:
     first = ReadStats("shardId-000000000000", read=10, good=8, rejected=2, replayed_events=1, deduplicated=1,
                       reasons={"malformed_json": 2}, last_sequence="1009", millis_behind=0, first_arrival=100.0,
-                      last_arrival=104.0, calls=2, throttled=1, retried=1)  # fmt: skip
+                      last_arrival=104.0, calls=2, throttled=1, retried=1, behind_before_ms=4000)  # fmt: skip
     second = ReadStats("shardId-000000000001", read=5, good=5, replayed_rejects=0, last_sequence="2004",
-                       millis_behind=1500, first_arrival=99.0, last_arrival=103.0, calls=1)  # fmt: skip
+                       millis_behind=1500, first_arrival=99.0, last_arrival=103.0, calls=1,
+                       behind_before_ms=9000)  # fmt: skip
     return BatchProgress(
         "q-1", 3, STARTED, shards=[first, second], dropped=Counter({"shardId-000000000001": 2}), written=8,
         rejected=2, events_snapshot_id=11, rejects_snapshot_id=10, ingest_ts=STARTED,
@@ -35,9 +36,9 @@ def test_the_reported_dict_keeps_its_keys_and_totals() -> None:
     reported = two_shards().as_dict()
     assert list(reported) == [
         "id", "batch_id", "timestamp", "num_input_rows", "written", "rejected", "deduplicated", "replayed",
-        "transform_dropped", "duration_ms", "millis_behind_latest", "caught_up", "events_snapshot_id",
-        "rejects_snapshot_id", "reject_reasons", "first_arrival", "last_arrival", "shards", "dedupe_index",
-        "prefetched", "ingest_ts", "input_rows_per_second", "processed_rows_per_second",
+        "transform_dropped", "duration_ms", "millis_behind_latest", "millis_behind_before_read", "caught_up",
+        "events_snapshot_id", "rejects_snapshot_id", "reject_reasons", "first_arrival", "last_arrival", "shards",
+        "dedupe_index", "prefetched", "ingest_ts", "input_rows_per_second", "processed_rows_per_second",
     ]  # fmt: skip
     assert reported["num_input_rows"] == 15
     assert reported["deduplicated"] == 3, "one in a read task, two on the driver"
@@ -47,6 +48,7 @@ def test_the_reported_dict_keeps_its_keys_and_totals() -> None:
         "total": 1250.0,
     }  # fmt: skip
     assert reported["millis_behind_latest"] == 1500
+    assert reported["millis_behind_before_read"] == 9000, "the largest over the shards"
     assert reported["caught_up"] is False
     assert (reported["first_arrival"], reported["last_arrival"]) == (99.0, 104.0)
     assert reported["reject_reasons"] == {"malformed_json": 2}
@@ -54,7 +56,8 @@ def test_the_reported_dict_keeps_its_keys_and_totals() -> None:
     assert reported["shards"]["shardId-000000000001"]["deduplicated"] == 2
     assert reported["shards"]["shardId-000000000000"] == {
         "read": 10, "good": 8, "rejected": 2, "deduplicated": 1, "replayed": 1, "last_sequence": "1009",
-        "finished": False, "millis_behind_latest": 0, "calls": 2, "throttled": 1, "retried": 1, "iterator_renewals": 0,
+        "finished": False, "millis_behind_latest": 0, "millis_behind_before_read": 4000, "calls": 2, "throttled": 1,
+        "retried": 1, "iterator_renewals": 0,
     }  # fmt: skip
     json.dumps(reported)  # the JSON-lines file takes it as it is
 

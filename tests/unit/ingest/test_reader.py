@@ -10,7 +10,7 @@ from botocore.exceptions import ClientError, EndpointConnectionError
 
 from icestream.errors import ShardReadError
 from icestream.ingest.positions import TRIM_HORIZON, ShardPlan, after
-from icestream.ingest.reader import read_shard
+from icestream.ingest.reader import ROW_FIELDS, read_shard
 from tests.helpers.fake_kinesis import FakeKinesis, options, payload, read_fake_shard
 
 
@@ -211,3 +211,25 @@ def test_the_arrival_range_covers_only_the_records_taken_before_the_cap() -> Non
         datetime(2026, 11, 21, 5, 0, 0, tzinfo=UTC).timestamp(),
         datetime(2026, 11, 21, 5, 0, 2, tzinfo=UTC).timestamp(),
     )
+
+
+def _read_at(fake: FakeKinesis, now: float, plan: ShardPlan | None = None) -> dict:
+    plan = plan or ShardPlan("shardId-0", TRIM_HORIZON, False, None, None)
+    rows = list(read_shard(plan, options(min_call_interval=0.0), fake, lambda _: None, now=lambda: now))
+    return json.loads(rows[-1][ROW_FIELDS.index("meta")])
+
+
+def test_the_lag_before_the_read_is_the_age_of_the_oldest_record_it_took() -> None:
+    # After the read, MillisBehindLatest is 0 (it reached the tip); before it, the backlog was 90 s old.
+    fake = FakeKinesis([payload(i) for i in range(5)])
+    began = datetime(2026, 11, 21, 5, 1, 30, tzinfo=UTC).timestamp()
+    stats = _read_at(fake, began)
+    assert stats["millis_behind"] == 0
+    assert stats["behind_before_ms"] == 90_000
+
+
+def test_a_read_that_finds_nothing_new_began_at_the_tip() -> None:
+    fake = FakeKinesis([payload(i) for i in range(2)])
+    stats = _read_at(fake, 1e10, ShardPlan("shardId-0", after("1001"), False, None, None))
+    assert stats["read"] == 0
+    assert stats["behind_before_ms"] == 0
