@@ -13,11 +13,12 @@
 
 from icestream.synthetic.generator import RUN_ID_PROPERTY, EventGenerator, GeneratorConfig, backfill_config, generate
 from icestream.synthetic.ground_truth import parse_anomalies, read_ground_truth
-from icestream.synthetic.malformed import MALFORMED_DESCRIPTIONS, MALFORMED_KINDS
+from icestream.synthetic.malformed import BREAK_MARK, MALFORMED_DESCRIPTIONS, MALFORMED_KINDS, show_malformed
 from icestream.synthetic.model import EVENT_TYPES, PROPERTY_FIELDS, expected_type_shares
 from icestream.synthetic.wire import decode_events
 
 __all__ = [
+    "BREAK_MARK",
     "EVENT_TYPES",
     "MALFORMED_DESCRIPTIONS",
     "MALFORMED_KINDS",
@@ -31,4 +32,5 @@ __all__ = [
     "generate",
     "parse_anomalies",
     "read_ground_truth",
+    "show_malformed",
 ]
