@@ -11,6 +11,7 @@
 
 from icestream.producer.background import (
     background_producer_status,
+    ingest_seconds,
     start_background_producer,
     stop_background_producer,
 )
@@ -21,6 +22,7 @@ __all__ = [
     "RunSummary",
     "background_producer_status",
     "hot_shard_demo",
+    "ingest_seconds",
     "read_run_summary",
     "run_production",
     "run_summary_path",

@@ -24,6 +24,7 @@ from icestream.synthetic.ground_truth import parse_anomalies
 STATE_FILE = "producer.json"
 LOG_FILE = "producer.log"
 MAX_BACKGROUND_SECONDS = 6 * 3600.0  # background production is always bounded
+DRAIN_MARGIN_SECONDS = 10.0  # after the last trigger that reads a producer's last records: that batch's commit
 _COMMAND_MARKS = ("icestream.cli", "produce")  # what its command line holds (see processes.is_ours)
 
 
@@ -203,3 +204,26 @@ def wait_background_producer(settings: Settings, timeout: float) -> BackgroundPr
         time.sleep(0.2)
         status = background_producer_status(settings)
     return status
+
+
+def ingest_seconds(
+    status: BackgroundProducerStatus, minimum: float, trigger_seconds: float, now: float | None = None
+) -> float:
+    """How long an ingest should run to commit everything a running background producer will send.
+
+    The producer sends its last (late) records by ``ends_by``; the ingest then needs one trigger to
+    read them and one more to see the shards at their tip, and a margin for that batch's commit.
+
+    Args:
+        status: The background producer as seen now (:func:`background_producer_status`).
+        minimum: The ingest runs at least this long (seconds).
+        trigger_seconds: The ingest's trigger interval.
+        now: The wall clock in epoch seconds (default: now).
+
+    Returns:
+        ``minimum``, or longer while the producer still runs.
+    """
+    if not status.running or status.ends_by is None:
+        return minimum
+    now = time.time() if now is None else now
+    return max(minimum, status.ends_by - now + 2 * trigger_seconds + DRAIN_MARGIN_SECONDS)

@@ -9,7 +9,12 @@ import pytest
 
 from icestream.config import Settings, load_settings
 from icestream.errors import ConfigError
-from icestream.producer.background import start_background_producer
+from icestream.producer.background import (
+    DRAIN_MARGIN_SECONDS,
+    BackgroundProducerStatus,
+    ingest_seconds,
+    start_background_producer,
+)
 
 
 @pytest.fixture
@@ -33,3 +38,13 @@ def test_bounds_are_checked_before_anything_starts(
     with pytest.raises(ConfigError, match=message):
         start_background_producer(run_settings, **options)
     assert not (run_settings.path("run_dir") / "producer.json").exists()
+
+
+def _status(running: bool, ends_by: float | None) -> BackgroundProducerStatus:
+    return BackgroundProducerStatus(running, 1, 900.0, ends_by, None, "summary.json", None, "")
+
+
+def test_the_ingest_runs_until_a_running_producer_has_ended_and_its_last_records_are_committed() -> None:
+    assert ingest_seconds(_status(True, 1060.0), 40.0, 2.0, now=1000.0) == 60.0 + 2 * 2.0 + DRAIN_MARGIN_SECONDS
+    assert ingest_seconds(_status(True, 1005.0), 40.0, 2.0, now=1000.0) == 40.0, "the minimum still holds"
+    assert ingest_seconds(_status(False, 1060.0), 40.0, 2.0, now=1000.0) == 40.0, "an ended producer sends nothing"
