@@ -24,6 +24,16 @@ SECOND_PASS = (
 SCHEDULED_INGEST = ("run", "02", "--stamp", "--no-progress", "-p", "available_now", "true")
 
 
+@pytest.fixture(autouse=True)
+def no_producer_left(settings: Settings):
+    """Notebook 01 leaves live production running in the background: stop it when a test ends, so
+    the tests that run next in this session (in any order) start with none."""
+    from icestream.producer import stop_background_producer
+
+    yield
+    stop_background_producer(settings)
+
+
 @pytest.mark.slow
 def test_nbval_lax_over_every_notebook(spark, emulator: str, settings: Settings, test_home: Path) -> None:
     """``pytest --nbval-lax notebooks/`` in the test environment (same emulator, same warehouse), then
