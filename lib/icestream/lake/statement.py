@@ -18,6 +18,13 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 
+def _shown(value: Any) -> str:
+    """A bound value as a reader would write it: an aware datetime as a ``TIMESTAMP`` literal."""
+    if isinstance(value, datetime) and value.tzinfo is not None:
+        return timestamp_literal(value)
+    return repr(value)
+
+
 @dataclass(frozen=True)
 class Statement:
     """One SQL statement: text with ``:name`` markers, and the values bound to them.
@@ -48,7 +55,7 @@ class Statement:
         """The text a reader would run: the SQL, then the bound values as a comment."""
         if not self.args:
             return self.sql
-        bound = ", ".join(f"{self.marker}{name} = {value!r}" for name, value in self.args.items())
+        bound = ", ".join(f"{self.marker}{name} = {_shown(value)}" for name, value in self.args.items())
         return f"{self.sql}\n-- bound: {bound}"
 
 

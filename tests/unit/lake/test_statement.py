@@ -60,3 +60,9 @@ def test_literals_that_sql_cannot_bind_are_checked() -> None:
 def test_an_engine_with_other_markers_shows_its_own() -> None:
     statement = Statement("SELECT * FROM iceberg_scan($location)", {"location": "/m.json"}, marker="$")
     assert str(statement).splitlines()[-1] == "-- bound: $location = '/m.json'"
+
+
+def test_an_aware_datetime_bound_value_reads_as_a_timestamp_literal() -> None:
+    moment = datetime(2026, 11, 25, 8, 13, 43, tzinfo=UTC)
+    statement = Statement("SELECT 1 WHERE :start < now()", {"start": moment})
+    assert str(statement).splitlines()[-1] == "-- bound: :start = TIMESTAMP '2026-11-25 08:13:43+00:00'"
