@@ -9,6 +9,7 @@ from matplotlib.ticker import MaxNLocator
 
 if TYPE_CHECKING:
     import pandas as pd
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 # Wall-clock phases of a batch, in order. "parse" is left out: it runs inside the read tasks and is
@@ -16,43 +17,78 @@ if TYPE_CHECKING:
 WALL_PHASES = ("plan", "read", "dedupe", "write_rejects", "write_events")
 
 
+# One colour per phase, none shared with another (matplotlib's default cycle, fixed order).
+PHASE_COLOURS = dict(zip(WALL_PHASES, ("tab:gray", "tab:blue", "tab:orange", "tab:red", "tab:green"), strict=True))
+
+
+def _panels(progress: pd.DataFrame, title: str) -> tuple[Figure, list[tuple[Axes, pd.DataFrame, str]]]:
+    """One panel for the backlog batches (if any) and one for the live ones, each on its own y scale.
+
+    A batch that drains minutes of backlog reads a hundred times more than one at the tip: on one
+    axis it flattens every live batch, so it gets a narrow panel of its own.
+    """
+    backlog = progress[progress["backlog"]] if "backlog" in progress else progress.iloc[0:0]
+    live = progress.drop(index=backlog.index)
+    parts = [(backlog, "backlog (records that waited before the run)"), (live, "live")]
+    parts = [(frame, label) for frame, label in parts if len(frame)] or [(progress, "batches")]
+    widths = [1 if label.startswith("backlog") else 4 for _, label in parts]
+    fig, axes = plt.subplots(1, len(parts), figsize=(10, 3.5), width_ratios=widths, squeeze=False)
+    fig.suptitle(title)
+    return fig, [(ax, frame, label) for ax, (frame, label) in zip(axes[0], parts, strict=True)]
+
+
 def plot_rates(progress: pd.DataFrame) -> Figure:
     """Input rate (records arriving per second of wall time) beside processing rate, per batch."""
-    fig, ax = plt.subplots(figsize=(9, 3.5))
-    ax.plot(progress["batch_id"], progress["input_rows_per_s"], marker="o", label="input (records/s since last batch)")
-    ax.plot(
-        progress["batch_id"], progress["processed_rows_per_s"], marker="s", label="processed (records/s of batch time)"
-    )
-    ax.set(xlabel="batch", ylabel="records per second", title="Ingest rates per batch")
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # batch ids are whole numbers
-    ax.legend()
-    ax.grid(alpha=0.3)
+    fig, panels = _panels(progress, "Ingest rates per batch")
+    for ax, frame, label in panels:
+        ax.plot(frame["batch_id"], frame["input_rows_per_s"], marker="o", color="tab:blue",
+                label="input (records/s since last batch)")  # fmt: skip
+        ax.plot(frame["batch_id"], frame["processed_rows_per_s"], marker="s", color="tab:orange",
+                label="processed (records/s of batch time)")  # fmt: skip
+        ax.set(xlabel=f"batch ({label})", ylabel="records per second")
+        ax.set_ylim(bottom=0)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # batch ids are whole numbers
+        ax.grid(alpha=0.3)
+    panels[-1][0].legend(fontsize=8)
+    fig.tight_layout()
     return fig
 
 
 def plot_phases(progress: pd.DataFrame) -> Figure:
     """Stacked wall time of each phase, per batch: where a batch spends its time."""
-    fig, ax = plt.subplots(figsize=(9, 3.5))
-    bottom = None
-    for phase in WALL_PHASES:
-        column = f"{phase}_s"
-        if column not in progress:
-            continue
-        values = progress[column].fillna(0)
-        ax.bar(progress["batch_id"], values, bottom=bottom, label=phase.replace("_", " "))
-        bottom = values if bottom is None else bottom + values
-    ax.set(xlabel="batch", ylabel="seconds", title="Batch duration by phase (write includes the Iceberg commit)")
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # batch ids are whole numbers
-    ax.legend(ncol=len(WALL_PHASES), fontsize=8)
+    fig, panels = _panels(progress, "Batch duration by phase (write includes the Iceberg commit)")
+    for ax, frame, label in panels:
+        bottom = None
+        for phase in WALL_PHASES:
+            column = f"{phase}_s"
+            if column not in frame:
+                continue
+            values = frame[column].fillna(0)
+            ax.bar(frame["batch_id"], values, bottom=bottom, label=phase.replace("_", " "), color=PHASE_COLOURS[phase])
+            bottom = values if bottom is None else bottom + values
+        ax.set(xlabel=f"batch ({label})", ylabel="seconds")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # batch ids are whole numbers
+    panels[-1][0].legend(ncol=len(WALL_PHASES), fontsize=7)
+    fig.tight_layout()
     return fig
 
 
-def plot_lag(progress: pd.DataFrame) -> Figure:
-    """How far behind the newest record the ingest was when each batch finished reading."""
-    fig, ax = plt.subplots(figsize=(9, 3))
-    ax.plot(progress["batch_id"], progress["behind_s"], marker="o", color="tab:purple")
-    ax.set(xlabel="batch", ylabel="seconds behind latest", title="Lag behind the stream (max over shards)")
+def plot_lag(shard_lag: pd.DataFrame) -> Figure:
+    """Per shard, how far behind its newest record the ingest was when each batch began reading.
+
+    Args:
+        shard_lag: :func:`icestream.queries.shard_lag_frame` of the batches.
+    """
+    fig, ax = plt.subplots(figsize=(9, 3.2))
+    for shard, frame in shard_lag.groupby("shard"):
+        ax.plot(frame["batch_id"], frame["behind_before_s"].astype(float), marker="o", label=f"shard {shard}")
+    after = shard_lag.groupby("batch_id")["behind_after_s"].max().astype(float)
+    ax.plot(after.index, after.values, color="black", linestyle=":", label="after the read (max over shards)")
+    ax.set(xlabel="batch", ylabel="seconds behind the newest record",
+           title="Lag behind the stream when each batch began reading, per shard")  # fmt: skip
+    ax.set_ylim(bottom=0)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # batch ids are whole numbers
+    ax.legend(fontsize=8, ncol=3)
     ax.grid(alpha=0.3)
     return fig
 

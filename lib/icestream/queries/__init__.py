@@ -23,7 +23,17 @@ _ANOMALY = (
     "window_counts",
 )
 _LIVE = ("LiveFrame", "live_frame")
-_REPORT = ("committed_positions", "freshness", "percentiles", "progress_frame", "read_progress", "rejects_by_reason")
+_REPORT = (
+    "committed_positions",
+    "freshness",
+    "percentiles",
+    "positions_statement",
+    "progress_frame",
+    "read_progress",
+    "rejects_by_reason",
+    "shard_lag_frame",
+    "write_call",
+)
 
 __all__ = [
     "DetectorOptions",
@@ -38,6 +48,7 @@ __all__ = [
     "label_windows",
     "live_frame",
     "percentiles",
+    "positions_statement",
     "progress_frame",
     "pyiceberg_engine",
     "read_progress",
@@ -45,7 +56,9 @@ __all__ = [
     "rejects_by_reason",
     "score_windows",
     "scoring_scope",
+    "shard_lag_frame",
     "window_counts",
+    "write_call",
 ]
 
 if TYPE_CHECKING:
@@ -64,9 +77,12 @@ if TYPE_CHECKING:
         committed_positions,
         freshness,
         percentiles,
+        positions_statement,
         progress_frame,
         read_progress,
         rejects_by_reason,
+        shard_lag_frame,
+        write_call,
     )
 
 

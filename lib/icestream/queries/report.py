@@ -15,8 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 from icestream.config import Settings
 from icestream.ingest.progress import PROGRESS_FILE
+from icestream.lake import LakeTable, Statement
+from icestream.lake.statement import DataFrameCall, snapshot_id_literal
+from icestream.lake.summary import BATCH_KEY, POSITIONS_KEY, STREAM_KEY
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     import pandas as pd
     from pyspark.sql import SparkSession
 
@@ -40,11 +45,20 @@ def read_progress(settings: Settings, query_id: str | None = None, path: Path | 
 
 
 def progress_frame(progress: Iterable[dict[str, Any]]) -> pd.DataFrame:
-    """One row per batch: counts, rates, lag and the duration of each phase (seconds)."""
+    """One row per batch: counts, rates, lag and the duration of each phase (seconds).
+
+    ``behind_before_s`` is how far behind the tip the batch's read began (the largest over its
+    shards), ``behind_s`` how far after it (``MillisBehindLatest``: 0 once a read reaches the tip).
+    ``backlog`` is True for a batch that read records which arrived before the first batch began:
+    what waited in the stream, not live traffic.
+    """
     import pandas as pd
 
+    batches = list(progress)
+    start = pd.Timestamp(batches[0]["timestamp"]).timestamp() if batches else None
     rows = []
-    for batch in progress:
+    for batch in batches:
+        before = batch.get("millis_behind_before_read")
         row = {
             "batch_id": batch["batch_id"],
             "started": pd.Timestamp(batch["timestamp"]),
@@ -55,38 +69,68 @@ def progress_frame(progress: Iterable[dict[str, Any]]) -> pd.DataFrame:
             "replayed": batch["replayed"],
             "input_rows_per_s": batch["input_rows_per_second"],
             "processed_rows_per_s": batch["processed_rows_per_second"],
+            "behind_before_s": None if before is None else before / 1000,
             "behind_s": None if batch["millis_behind_latest"] is None else batch["millis_behind_latest"] / 1000,
+            "backlog": batch.get("first_arrival") is not None and start is not None and batch["first_arrival"] < start,
         }
         row.update({f"{phase}_s": ms / 1000 for phase, ms in batch["duration_ms"].items()})
         rows.append(row)
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows)
+    for column in ("behind_before_s", "behind_s"):
+        if column in frame:
+            frame[column] = frame[column].astype("Float64")  # a missing lag shows as <NA>, not NaN
+    return frame
 
 
-def freshness(spark: SparkSession, settings: Settings, progress: Iterable[dict[str, Any]]) -> pd.DataFrame:
+def shard_lag_frame(progress: Iterable[dict[str, Any]]) -> pd.DataFrame:
+    """One row per batch and shard: records read, and seconds behind the tip before and after the read."""
+    import pandas as pd
+
+    rows = [
+        {
+            "batch_id": batch["batch_id"],
+            "shard": shard.rsplit("-", 1)[-1],
+            "read": stats["read"],
+            "behind_before_s": None if stats.get("millis_behind_before_read") is None
+            else stats["millis_behind_before_read"] / 1000,
+            "behind_after_s": None if stats["millis_behind_latest"] is None else stats["millis_behind_latest"] / 1000,
+        }
+        for batch in progress
+        for shard, stats in batch["shards"].items()
+    ]  # fmt: skip
+    frame = pd.DataFrame(rows, columns=["batch_id", "shard", "read", "behind_before_s", "behind_after_s"])
+    return frame.astype({"behind_before_s": "Float64", "behind_after_s": "Float64"})
+
+
+def freshness(
+    spark: SparkSession, settings: Settings, progress: Iterable[dict[str, Any]], table: LakeTable | None = None
+) -> pd.DataFrame:
     """Seconds from Kinesis arrival to visible in the table, for every row the batches wrote.
+
+    Two statements, recorded on ``table``: the commit times of the batches' snapshots, then the
+    arrival times of the rows those batches wrote (found by their batch's ``ingest_ts``).
 
     Args:
         spark: The session.
         settings: Names the events table.
         progress: The batches to measure (e.g. ``query.recent_progress``).
+        table: The events table that runs and records the statements (default: a new one).
 
     Returns:
         A pandas frame with ``batch_id`` and ``freshness_s`` per row.
     """
     import pandas as pd
-    from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
     committed = {batch["events_snapshot_id"]: batch for batch in progress if batch.get("events_snapshot_id")}
     # Rows carry their batch's ingest_ts; progress from before it was reported has only the start.
     stamps = {snapshot: batch.get("ingest_ts") or batch["timestamp"] for snapshot, batch in committed.items()}
     if not committed:
-        return pd.DataFrame({"batch_id": [], "freshness_s": []})
-    snapshots = (
-        spark.table(f"{settings.table_name}.snapshots")
-        .where(F.col("snapshot_id").isin(list(committed)))
-        .select("snapshot_id", "committed_at")
-        .toPandas()
-    )
+        return pd.DataFrame({"batch_id": pd.Series([], dtype="int64"), "freshness_s": pd.Series([], dtype=float)})
+    table = table or LakeTable(spark, settings.table_name)
+    ids = ", ".join(str(snapshot_id_literal(snapshot)) for snapshot in committed)
+    snapshots = table.run(
+        Statement(f"SELECT snapshot_id, committed_at FROM {table.name}.snapshots WHERE snapshot_id IN ({ids})")
+    ).toPandas()
     batches = pd.DataFrame(
         {
             "snapshot_id": list(committed),
@@ -95,12 +139,11 @@ def freshness(spark: SparkSession, settings: Settings, progress: Iterable[dict[s
             "ingest_ts": [pd.Timestamp(stamp).tz_convert("UTC").tz_localize(None) for stamp in stamps.values()],
         }
     ).merge(snapshots, on="snapshot_id")
-    rows = (
-        spark.table(settings.table_name)
-        .where(F.col("ingest_ts").isin([pd.Timestamp(stamp).to_pydatetime() for stamp in stamps.values()]))
-        .select("ingest_ts", "arrival_ts")
-        .toPandas()
-    )
+    moments = {f"batch_{index}": pd.Timestamp(stamp).to_pydatetime() for index, stamp in enumerate(stamps.values())}
+    markers = ", ".join(f":{name}" for name in moments)
+    rows = table.run(
+        Statement(f"SELECT ingest_ts, arrival_ts FROM {table.name} WHERE ingest_ts IN ({markers})", moments)
+    ).toPandas()
     merged = rows.merge(batches, on="ingest_ts")
     merged["freshness_s"] = (merged["committed_at"] - merged["arrival_ts"]).dt.total_seconds()
     return merged[["batch_id", "freshness_s"]]
@@ -111,12 +154,81 @@ def percentiles(values: pd.Series, points: Iterable[int] = (50, 95, 99)) -> dict
     return {f"p{point}": float(values.quantile(point / 100)) for point in points} if len(values) else {}
 
 
-def rejects_by_reason(spark: SparkSession, settings: Settings) -> pd.DataFrame:
-    """Rejected records per reason, with one example detail each, most frequent first."""
-    return spark.sql(
-        "SELECT reason, count(*) AS records, min(detail) AS example_detail "
-        f"FROM {settings.rejects_table_name} GROUP BY reason ORDER BY records DESC, reason"
-    ).toPandas()
+def rejects_by_reason(
+    spark: SparkSession, settings: Settings, since: datetime | None = None, table: LakeTable | None = None
+) -> pd.DataFrame:
+    """Rejected records per reason, with one example detail each, most frequent first.
+
+    Args:
+        spark: The session.
+        settings: Names the rejects table.
+        since: Also count, as ``this_run``, the rejects a batch wrote at or after this moment.
+        table: The rejects table that runs and records the statement (default: a new one).
+    """
+    table = table or LakeTable(spark, settings.rejects_table_name)
+    if since is None:
+        statement = Statement(
+            f"SELECT reason, count(*) AS records, min(detail) AS example_detail FROM {table.name} "
+            "GROUP BY reason ORDER BY records DESC, reason"
+        )
+    else:
+        statement = Statement(
+            f"""
+            SELECT reason, count_if(ingest_ts >= :since) AS this_run, count(*) AS all_runs,
+                   min_by(detail, ingest_ts < :since) AS example_detail
+            FROM {table.name}
+            GROUP BY reason
+            ORDER BY this_run DESC, all_runs DESC, reason
+            """,
+            {"since": since},
+        )
+    return table.run(statement).toPandas()
+
+
+def positions_statement(settings: Settings, table_name: str) -> Statement:
+    """The SQL equivalent of the position read (:func:`icestream.ingest.positions.load_committed`).
+
+    The ingest walks the current snapshot's ancestry with Iceberg's API, newest first, to the first
+    snapshot that recorded positions for the stream; on a table without branches or rollbacks that
+    is the newest such snapshot in the ``snapshots`` metadata table.
+    """
+    name = LakeTable(None, table_name).name  # type: ignore[arg-type] - only the name is checked
+    return Statement(
+        f"""
+        SELECT snapshot_id, committed_at, summary['{BATCH_KEY}'] AS batch_id, summary['{POSITIONS_KEY}'] AS positions
+        FROM {name}.snapshots
+        WHERE summary['{STREAM_KEY}'] = :stream
+        ORDER BY committed_at DESC
+        LIMIT 1
+        """,
+        {"stream": settings.stream_name},
+    )
+
+
+def write_call(table: LakeTable, snapshot_id: int) -> DataFrameCall:
+    """The ingest's DataFrame write that made a snapshot, rebuilt from that snapshot's summary.
+
+    The sink (:mod:`icestream.ingest.sink`) commits a batch with
+    ``frame.writeTo(table).options(**properties).append()``; each ``snapshot-property.<key>``
+    option lands in the snapshot summary as ``<key>``, so the summary gives back the exact values.
+    Write options that leave no trace in the summary (``distribution-mode``) are not shown. The
+    summary is read by a statement, then the call is recorded on ``table`` after it.
+    """
+    row = table.run(
+        Statement(
+            f"SELECT summary FROM {table.name}.snapshots WHERE snapshot_id = :snapshot_id",
+            {"snapshot_id": snapshot_id_literal(snapshot_id)},
+        )
+    ).first()
+    summary = row[0] if row else {}
+    options = "".join(
+        f'\n    .option("snapshot-property.{key}", {value!r})'
+        for key, value in sorted(summary.items())
+        if key.startswith("icestream.")
+    )
+    call = DataFrameCall(f'frame.writeTo("{table.name}"){options}\n    .append()', writes=True)
+    table.record(call)
+    return call
 
 
 def committed_positions(spark: SparkSession, settings: Settings) -> pd.DataFrame:

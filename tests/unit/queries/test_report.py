@@ -1,0 +1,98 @@
+"""The ingest's report without a JVM: progress as tables, the lag before the read, statements shown."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from icestream.config import load_settings
+from icestream.lake import LakeTable
+from icestream.queries import positions_statement, progress_frame, rejects_by_reason, shard_lag_frame, write_call
+
+
+def batch(batch_id: int, timestamp: str, first_arrival: float, before: list[int | None]) -> dict[str, Any]:
+    shards = {
+        f"shardId-00000000000{index}": {"read": 10, "millis_behind_latest": 0, "millis_behind_before_read": behind}
+        for index, behind in enumerate(before)
+    }
+    return {
+        "batch_id": batch_id, "timestamp": timestamp, "num_input_rows": 10 * len(before), "written": 9,
+        "rejected": 1, "deduplicated": 0, "replayed": 0, "input_rows_per_second": 5.0,
+        "processed_rows_per_second": 50.0, "millis_behind_latest": 0,
+        "millis_behind_before_read": max((b for b in before if b is not None), default=None),
+        "first_arrival": first_arrival, "duration_ms": {"read": 500.0, "total": 900.0}, "shards": shards,
+    }  # fmt: skip
+
+
+START = pd.Timestamp("2026-11-25T10:00:00Z").timestamp()
+PROGRESS = [
+    batch(14, "2026-11-25T10:00:00+00:00", START - 90, [90_000, 85_000]),  # what waited before the run
+    batch(15, "2026-11-25T10:00:02+00:00", START + 1, [2_000, None]),
+]
+
+
+def test_the_backlog_batch_is_told_apart_and_its_lag_shows_before_the_read() -> None:
+    frame = progress_frame(PROGRESS)
+    assert frame["backlog"].tolist() == [True, False]
+    assert frame["behind_before_s"].tolist() == [90.0, 2.0]
+    assert frame["behind_s"].tolist() == [0.0, 0.0], "after the read both were at the tip"
+    assert frame["read"].dtype.kind == "i"
+
+
+def test_shard_lag_keeps_a_missing_lag_as_a_null() -> None:
+    lag = shard_lag_frame(PROGRESS)
+    assert lag["shard"].tolist() == ["000000000000", "000000000001"] * 2
+    assert lag["behind_before_s"].iloc[:3].tolist() == [90.0, 85.0, 2.0]
+    assert lag["behind_before_s"].isna().iloc[3]
+    assert lag["behind_before_s"].dtype == "Float64"
+
+
+class _Answer:
+    def __init__(self, rows: list[Any]) -> None:
+        self.rows = rows
+
+    def first(self) -> Any:
+        return self.rows[0] if self.rows else None
+
+    def toPandas(self) -> pd.DataFrame:  # noqa: N802 - Spark's name
+        return pd.DataFrame()
+
+
+class _Session:
+    def __init__(self, rows: list[Any]) -> None:
+        self.rows, self.ran = rows, []
+
+    def sql(self, sql: str, args: Any = None) -> _Answer:
+        self.ran.append((sql, args))
+        return _Answer(self.rows)
+
+
+def test_the_write_call_is_rebuilt_from_the_snapshot_summary() -> None:
+    summary = {"icestream.batch-id": "15", "icestream.positions": '{"s-0":"AFTER:9"}', "added-records": "9"}
+    table = LakeTable(_Session([(summary,)]), "lake.ns.events")  # type: ignore[arg-type]
+    call = write_call(table, 42)
+    assert table.last_statement is call
+    assert call.writes
+    assert str(call) == (
+        'frame.writeTo("lake.ns.events")\n'
+        "    .option(\"snapshot-property.icestream.batch-id\", '15')\n"
+        '    .option("snapshot-property.icestream.positions", \'{"s-0":"AFTER:9"}\')\n'
+        "    .append()"
+    )
+    assert table.statements[-2].args == {"snapshot_id": 42}
+
+
+def test_rejects_of_this_run_and_of_all_runs_in_one_recorded_statement() -> None:
+    session = _Session([])
+    table = LakeTable(session, "lake.ns.rejects")  # type: ignore[arg-type]
+    since = pd.Timestamp("2026-11-25T10:00:00Z").to_pydatetime()
+    rejects_by_reason(session, load_settings(profile="local"), since=since, table=table)  # type: ignore[arg-type]
+    assert "count_if(ingest_ts >= :since) AS this_run" in table.last_statement.sql
+    assert session.ran[-1][1] == {"since": since}
+
+
+def test_the_position_read_names_the_stream_as_a_bound_value() -> None:
+    statement = positions_statement(load_settings(profile="local", stream_name="s-1"), "lake.ns.events")
+    assert "FROM lake.ns.events.snapshots" in statement.sql
+    assert statement.args == {"stream": "s-1"}
