@@ -36,7 +36,7 @@ that fills a column added to the table from ``properties`` is
 from __future__ import annotations
 
 from icestream.lake.archive import expire_archive
-from icestream.lake.ddl import setup_tables, show_create_table, table_properties
+from icestream.lake.ddl import readable_property, setup_tables, show_create_table, table_properties
 from icestream.lake.layout import create_layout_demo, table_layout
 from icestream.lake.routine import MaintenancePlan, results_frame, run_maintenance
 from icestream.lake.statement import DataFrameCall, Outcome, Statement
@@ -53,6 +53,7 @@ __all__ = [
     "create_layout_demo",
     "event_time_slices",
     "expire_archive",
+    "readable_property",
     "recreate_events_copy",
     "results_frame",
     "run_maintenance",
