@@ -29,12 +29,24 @@ def _panels(progress: pd.DataFrame, title: str) -> tuple[Figure, list[tuple[Axes
     """
     backlog = progress[progress["backlog"]] if "backlog" in progress else progress.iloc[0:0]
     live = progress.drop(index=backlog.index)
-    parts = [(backlog, "backlog (records that waited before the run)"), (live, "live")]
+    parts = [(backlog, "backlog"), (live, "live")]
     parts = [(frame, label) for frame, label in parts if len(frame)] or [(progress, "batches")]
     widths = [1 if label.startswith("backlog") else 4 for _, label in parts]
     fig, axes = plt.subplots(1, len(parts), figsize=(10, 3.5), width_ratios=widths, squeeze=False)
     fig.suptitle(title)
+    for ax, (frame, label) in zip(axes[0], parts, strict=True):
+        _batch_ticks(ax, frame["batch_id"])
+        if len(parts) > 1:
+            ax.set_title("waited before the run" if label == "backlog" else "read as it arrived", fontsize=9)
     return fig, [(ax, frame, label) for ax, (frame, label) in zip(axes[0], parts, strict=True)]
+
+
+def _batch_ticks(ax: Axes, batch_ids: pd.Series) -> None:
+    """Whole batch numbers on the x axis: each one when there are few (a lone batch gets no 0.99 ticks)."""
+    if len(batch_ids) <= 12:
+        ax.set_xticks(sorted(set(batch_ids)))
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
 
 
 def plot_rates(progress: pd.DataFrame) -> Figure:
@@ -47,7 +59,6 @@ def plot_rates(progress: pd.DataFrame) -> Figure:
                 label="processed (records/s of batch time)")  # fmt: skip
         ax.set(xlabel=f"batch ({label})", ylabel="records per second")
         ax.set_ylim(bottom=0)
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # batch ids are whole numbers
         ax.grid(alpha=0.3)
     panels[-1][0].legend(fontsize=8)
     fig.tight_layout()
@@ -67,7 +78,6 @@ def plot_phases(progress: pd.DataFrame) -> Figure:
             ax.bar(frame["batch_id"], values, bottom=bottom, label=phase.replace("_", " "), color=PHASE_COLOURS[phase])
             bottom = values if bottom is None else bottom + values
         ax.set(xlabel=f"batch ({label})", ylabel="seconds")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # batch ids are whole numbers
     panels[-1][0].legend(ncol=len(WALL_PHASES), fontsize=7)
     fig.tight_layout()
     return fig
@@ -87,7 +97,7 @@ def plot_lag(shard_lag: pd.DataFrame) -> Figure:
     ax.set(xlabel="batch", ylabel="seconds behind the newest record",
            title="Lag behind the stream when each batch began reading, per shard")  # fmt: skip
     ax.set_ylim(bottom=0)
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # batch ids are whole numbers
+    _batch_ticks(ax, shard_lag["batch_id"].drop_duplicates())
     ax.legend(fontsize=8, ncol=3)
     ax.grid(alpha=0.3)
     return fig

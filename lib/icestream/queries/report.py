@@ -89,7 +89,7 @@ def shard_lag_frame(progress: Iterable[dict[str, Any]]) -> pd.DataFrame:
     rows = [
         {
             "batch_id": batch["batch_id"],
-            "shard": shard.rsplit("-", 1)[-1],
+            "shard": str(int(shard.rsplit("-", 1)[-1])) if shard.rsplit("-", 1)[-1].isdigit() else shard,
             "read": stats["read"],
             "behind_before_s": None if stats.get("millis_behind_before_read") is None
             else stats["millis_behind_before_read"] / 1000,
