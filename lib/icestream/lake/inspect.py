@@ -166,6 +166,9 @@ class Inspect:
             ORDER BY committed_at, snapshot_id
             """
         )
+        # Counts stay integers where some snapshots lack them (a null would turn the column to float).
+        for column in ("added_records", "total_records", "added_data_files", "total_data_files", "batch_id"):
+            frame = _exact_ids(frame, column)
         return _exact_ids(frame, "parent_id")
 
     def files(self) -> pd.DataFrame:
@@ -186,6 +189,71 @@ class Inspect:
         frame = self._frame(f"SELECT {FILE_COLUMNS} FROM {self._table.name}.{metadata_table} ORDER BY file_path")
         frame["partition"] = [partition_label(_as_dict(value)) for value in frame["partition"]]
         return frame
+
+    def file_bounds(self, column: str = "event_ts") -> pd.DataFrame:
+        """Each data file's lowest and highest value of ``column``: what lets a scan skip a file.
+
+        Iceberg keeps them per file in the manifests (the ``files`` table's ``lower_bounds`` and
+        ``upper_bounds``, binary values keyed by field id); ``readable_metrics`` decodes them. A scan
+        whose filter cannot match inside ``[lower, upper]`` never opens the file.
+
+        Returns:
+            ``file`` (name), ``partition`` (a readable label), ``record_count``, ``lower_bound``,
+            ``upper_bound``, ``lower_bounds_raw`` (the stored bytes, hex); by ``lower_bound``.
+        """
+        name = validate_identifier(column, "column")
+        field_id = int(load_iceberg_table(self._table.spark, self._table.name).schema().findField(name).fieldId())
+        frame = self._frame(
+            f"""
+            SELECT file_path, partition, record_count,
+                   readable_metrics.{name}.lower_bound AS lower_bound,
+                   readable_metrics.{name}.upper_bound AS upper_bound,
+                   hex(lower_bounds[{field_id}]) AS lower_bounds_raw
+            FROM {self._table.name}.data_files
+            ORDER BY lower_bound, file_path
+            """
+        )
+        frame.insert(0, "file", [name_of(path) for path in frame.pop("file_path")])
+        frame["partition"] = [partition_label(_as_dict(value)) for value in frame["partition"]]
+        return frame
+
+    def entries(self) -> pd.DataFrame:
+        """The current snapshot's manifest entries (the ``entries`` table): each file, and which
+        snapshot added it.
+
+        Returns:
+            ``status`` (``ADDED`` by the snapshot that wrote the manifest, ``EXISTING`` carried
+            over, ``DELETED``), ``snapshot_id``, ``sequence_number``, ``file``, ``partition``,
+            ``record_count``; newest first.
+        """
+        frame = self._frame(
+            f"""
+            SELECT CASE status WHEN 0 THEN 'EXISTING' WHEN 1 THEN 'ADDED' ELSE 'DELETED' END AS status,
+                   snapshot_id, sequence_number, data_file.file_path AS file_path,
+                   data_file.partition AS partition, data_file.record_count AS record_count
+            FROM {self._table.name}.entries
+            ORDER BY sequence_number DESC, file_path
+            """
+        )
+        frame["file_path"] = [name_of(path) for path in frame["file_path"]]
+        frame["partition"] = [partition_label(_as_dict(value)) for value in frame["partition"]]
+        return frame.rename(columns={"file_path": "file"})
+
+    def file_counts(self) -> pd.DataFrame:
+        """Data files the current snapshot reads (``data_files``) against those every kept snapshot
+        references (``all_data_files``): what time travel keeps on storage.
+
+        Returns:
+            One row: ``current_data_files``, ``all_data_files``, ``snapshots``.
+        """
+        name = self._table.name
+        return self._frame(
+            f"""
+            SELECT (SELECT count(*) FROM {name}.data_files) AS current_data_files,
+                   (SELECT count(DISTINCT file_path) FROM {name}.all_data_files) AS all_data_files,
+                   (SELECT count(*) FROM {name}.snapshots) AS snapshots
+            """
+        )
 
     def manifests(self) -> pd.DataFrame:
         """The manifests of the current snapshot (the ``manifests`` metadata table).
@@ -256,6 +324,8 @@ class Inspect:
             "SELECT timestamp, file, CAST(latest_snapshot_id AS STRING) AS latest_snapshot_id, latest_schema_id, "
             f"latest_sequence_number FROM {self._table.name}.metadata_log_entries ORDER BY timestamp"
         )
+        for column in ("latest_schema_id", "latest_sequence_number"):  # null before the first snapshot
+            frame = _exact_ids(frame, column)
         return _exact_ids(frame, "latest_snapshot_id")
 
     def metadata_files(self) -> pd.DataFrame:

@@ -1,22 +1,30 @@
 """A table's versions: reads as of a snapshot, tag, branch or time; writes that change its history.
 
 Reads: ``VERSION AS OF`` / ``TIMESTAMP AS OF`` (:meth:`Versions.as_of`), counts at a version,
-incremental reads between snapshots, the columns a version has. Writes: tags, branches,
-write-audit-publish (:meth:`Versions.audit_append` then :meth:`Versions.fast_forward`), rollback and
-adding a column. Writes that change history are shown on a copy (:func:`icestream.lake.table.recreate_events_copy`): the
+incremental reads between snapshots, the columns a version has. Writes: appends of a window
+(``INSERT INTO ... SELECT``), tags, branches, write-audit-publish (Spark's own: the table property
+``write.wap.enabled`` and the session's ``spark.wap.branch``, :meth:`Versions.wap_branch`; then
+:meth:`Versions.audit_append` and :meth:`Versions.fast_forward`), rollback and adding a column.
+Every one is a recorded statement, except the incremental read, which only the DataFrame API can
+make: it is recorded as the exact call (:class:`~icestream.lake.statement.DataFrameCall`).
+
+Writes that change history are shown on a copy (:func:`icestream.lake.table.recreate_events_copy`): the
 ingest keeps its Kinesis positions in the events table's snapshot summaries, so rolling that table
 back would make it read again what the rollback removed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from icestream.errors import ConfigError
-from icestream.lake.evolution import ADDABLE_TYPES, align_columns
-from icestream.lake.statement import Outcome, Statement, snapshot_id_literal
-from icestream.timestamps import to_micros
+from icestream.lake.evolution import ADDABLE_TYPES
+from icestream.lake.statement import DataFrameCall, Outcome, Statement, snapshot_id_literal, timestamp_literal
+from icestream.lake.window import WINDOW_SQL
+from icestream.timestamps import as_utc
 from icestream.validation import validate_identifier
 
 if TYPE_CHECKING:
@@ -41,8 +49,8 @@ class Versions:
         """The table name with a ``VERSION AS OF`` or ``TIMESTAMP AS OF`` clause, for a ``FROM``.
 
         Spark cannot bind parameters in these clauses, so each kind of value is checked instead:
-        an id must be an integer, a ref name an identifier, a time a datetime (written as epoch
-        microseconds).
+        an id must be an integer, a ref name an identifier, a time an aware datetime (written as a
+        readable UTC ``TIMESTAMP`` literal, to the microsecond).
 
         Args:
             version: Snapshot id, tag or branch name, a datetime, or None for the current state.
@@ -51,7 +59,7 @@ class Versions:
         if version is None:
             return name
         if isinstance(version, datetime):
-            return f"{name} TIMESTAMP AS OF timestamp_micros({to_micros(version)})"
+            return f"{name} TIMESTAMP AS OF {timestamp_literal(as_utc(version))}"
         if isinstance(version, str) and not version.lstrip("-").isdigit():
             return f"{name} VERSION AS OF '{validate_identifier(version, 'tag or branch')}'"
         return f"{name} VERSION AS OF {snapshot_id_literal(version)}"
@@ -101,16 +109,21 @@ class Versions:
     def appended_between(self, start_snapshot_id: int, end_snapshot_id: int) -> DataFrame:
         """Rows appended after ``start_snapshot_id`` up to and including ``end_snapshot_id``.
 
-        An incremental read (Spark reader options, no SQL): Iceberg plans only the files those
-        snapshots added. It reads ``append`` snapshots and skips ``replace`` ones (compaction moves
-        rows, it adds none).
+        An incremental read (Spark reader options; Spark 3.5's SQL cannot pass read options): Iceberg
+        plans only the files those snapshots added. It reads ``append`` snapshots and skips
+        ``replace`` ones (compaction moves rows, it adds none). The call is recorded on the table
+        (``table.last_statement``).
         """
-        return (
-            self._table.spark.read.format("iceberg")
-            .option("start-snapshot-id", str(snapshot_id_literal(start_snapshot_id)))
-            .option("end-snapshot-id", str(snapshot_id_literal(end_snapshot_id)))
-            .load(self._table.name)
+        start, end = str(snapshot_id_literal(start_snapshot_id)), str(snapshot_id_literal(end_snapshot_id))
+        self._table.record(
+            DataFrameCall(
+                'spark.read.format("iceberg")'
+                f'.option("start-snapshot-id", "{start}").option("end-snapshot-id", "{end}")'
+                f'.load("{self._table.name}")'
+            )
         )
+        reader = self._table.spark.read.format("iceberg")
+        return reader.option("start-snapshot-id", start).option("end-snapshot-id", end).load(self._table.name)
 
     def columns_at(self, version: Version | None = None) -> list[str]:
         """The columns a read at ``version`` returns: a snapshot is read with the schema it was written with."""
@@ -153,6 +166,28 @@ class Versions:
         )
 
     # -- write-audit-publish and rollback --------------------------------------------------------------
+    def enable_wap(self) -> Outcome:
+        """Set ``write.wap.enabled``: the table accepts writes staged by the session's WAP settings."""
+        return self._table.apply(
+            Statement(f"ALTER TABLE {self._table.name} SET TBLPROPERTIES ('write.wap.enabled' = 'true')", writes=True)
+        )
+
+    @contextmanager
+    def wap_branch(self, branch: str) -> Iterator[None]:
+        """Spark's write-audit-publish: inside, the session writes to and reads from ``branch``.
+
+        ``SET spark.wap.branch = <branch>`` sends every write to a WAP-enabled table (:meth:`enable_wap`)
+        to that branch instead of ``main``, and reads of the plain table name read the branch, so a
+        job's own checks see what it wrote while other readers of ``main`` do not. ``RESET`` on the
+        way out, even after an error. The branch must exist (:meth:`create_branch`).
+        """
+        name = validate_identifier(branch, "branch")
+        self._table.run(Statement(f"SET spark.wap.branch = {name}"))
+        try:
+            yield
+        finally:
+            self._table.run(Statement("RESET spark.wap.branch"))
+
     def audit_append(self, base_snapshot_id: int, head: int | str) -> pd.DataFrame:
         """Checks a write must pass before it is published (the "audit" of write-audit-publish).
 
@@ -247,16 +282,30 @@ class Versions:
     def append_window(self, source: LakeTable, span: Window, branch: str | None = None) -> int:
         """Append the source's events in ``span`` to this table (or its ``branch``); one snapshot.
 
-        A column this table has and the source lacks is filled by the ingest's rule
-        (:func:`~icestream.lake.evolution.align_columns`). The write goes through the DataFrame API
-        (``writeTo(...).append()``), not SQL, so it records no statement.
+        One recorded ``INSERT INTO ... SELECT`` (``table.last_statement``), after a recorded count
+        of the rows it will add. A column this table has and the source lacks is filled by the
+        ingest's rule (:func:`~icestream.lake.evolution.align_columns`): ``CAST(properties['<column>']
+        AS <type>)``.
 
         Returns:
             The rows appended.
         """
-        spark = self._table.spark
-        fields = spark.table(self._table.name).schema.fields
-        rows = align_columns(spark.table(source.name).where(span.condition()), fields)
-        count = rows.count()
-        rows.writeTo(self._table.branch(branch) if branch else self._table.name).append()
+        fields = self._table.spark.table(self._table.name).schema.fields
+        present = self._table.spark.table(source.name).columns
+        added = [
+            f"CAST(properties['{validate_identifier(column.name, 'column')}'] AS "
+            f"{column.dataType.simpleString().upper()}) AS {column.name}"
+            for column in fields
+            if column.name not in present
+        ]
+        if [column.name for column in fields[: len(present)]] == present:
+            selected = ["*", *added]  # the usual case: the same columns, maybe some added after them
+        else:
+            selected = [validate_identifier(column.name, "column") for column in fields if column.name in present]
+            selected += added
+        where = f"FROM {source.name} WHERE {WINDOW_SQL}"
+        count = int(self._table.run(Statement(f"SELECT count(*) AS n {where}", span.args)).first().n)
+        target = self._table.branch(branch) if branch else self._table.name
+        columns = ",\n       ".join(selected)
+        self._table.apply(Statement(f"INSERT INTO {target}\nSELECT {columns}\n{where}", span.args, writes=True))
         return count

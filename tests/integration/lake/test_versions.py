@@ -146,3 +146,34 @@ def test_write_audit_publish_and_rollback_and_schema_evolution(spark, source, co
         .n
     )
     assert filled.filled == expected
+
+
+def test_appends_and_the_incremental_read_are_recorded(copy) -> None:
+    target, _, _ = copy
+    snaps = target.inspect.snapshots()
+    first, last = int(snaps.snapshot_id[0]), int(snaps.snapshot_id.iloc[-1])
+    target.versions.appended_between(first, last)
+    assert str(target.last_statement) == (
+        f'spark.read.format("iceberg").option("start-snapshot-id", "{first}").option("end-snapshot-id", "{last}")'
+        f'.load("{target.name}")'
+    )
+    assert snaps["added_records"].dtype == "Int64"  # counts stay integers
+
+
+def test_spark_wap_branch_stages_a_write_off_main(spark, source) -> None:
+    local, events = source
+    target = recreate_events_copy(spark, local, suffix="wap")
+    slices = event_time_slices(events, 2)
+    loaded = target.versions.append_window(events, slices[0])
+    assert target.last_statement.sql.startswith(f"INSERT INTO {target.name}\nSELECT *")
+    assert target.last_statement.writes
+    target.versions.create_branch("audit")
+    target.versions.enable_wap()
+    with target.versions.wap_branch("audit"):
+        staged = target.versions.append_window(events, slices[1])  # the plain name
+        assert target.last_statement.sql.startswith(f"INSERT INTO {target.name}\n")
+        assert target.versions.row_count() == loaded + staged  # the session reads its branch
+    assert spark.conf.get("spark.wap.branch", None) is None
+    assert target.versions.row_count() == loaded  # main did not move
+    assert target.versions.row_count("audit") == loaded + staged
+    spark.sql(f"DROP TABLE {target.name} PURGE")

@@ -22,7 +22,9 @@ def test_as_of_clauses(planned: LakeTable) -> None:
     assert versions.as_of("42") == "lake.ns.t VERSION AS OF 42"
     assert versions.as_of("audit") == "lake.ns.t VERSION AS OF 'audit'"
     moment = datetime(1970, 1, 1, 0, 0, 1, tzinfo=UTC)
-    assert versions.as_of(moment) == "lake.ns.t TIMESTAMP AS OF timestamp_micros(1000000)"
+    assert versions.as_of(moment) == "lake.ns.t TIMESTAMP AS OF TIMESTAMP '1970-01-01 00:00:01+00:00'"
+    later = datetime(2026, 11, 25, 10, 30, 0, 163000)  # naive: UTC, the one rule for naive datetimes
+    assert versions.as_of(later) == "lake.ns.t TIMESTAMP AS OF TIMESTAMP '2026-11-25 10:30:00.163000+00:00'"
     for bad in ("main' OR '1'='1", "1 OR 1=1", 4.2):
         with pytest.raises(ConfigError):
             versions.as_of(bad)  # type: ignore[arg-type]
@@ -58,3 +60,17 @@ def test_ref_arguments_are_checked(planned: LakeTable) -> None:
     with pytest.raises(ConfigError):
         versions.add_column("coupon", "STRUCT<a: INT>")
     assert planned.last_statement is None
+
+
+def test_wap_branch_sets_and_resets_the_session_branch(planned: LakeTable) -> None:
+    versions = planned.versions
+    assert versions.enable_wap().statement.sql == (
+        "ALTER TABLE lake.ns.t SET TBLPROPERTIES ('write.wap.enabled' = 'true')"
+    )
+    ran: list[str] = []
+    planned.run = lambda statement: ran.append(statement.sql)  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError), versions.wap_branch("audit"):
+        raise RuntimeError("a failed write")
+    assert ran == ["SET spark.wap.branch = audit", "RESET spark.wap.branch"]
+    with pytest.raises(ConfigError), versions.wap_branch("audit; --"):
+        pass
