@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -105,15 +106,31 @@ def test_dashboard_matches_pandas(spark, loaded, minutes) -> None:
     assert dashboard.by_device["share"].sum() == pytest.approx(1.0)
 
 
-def test_minute_view_matches_pandas(spark, loaded) -> None:
+def test_events_per_minute_match_pandas(spark, loaded) -> None:
     table, events, _, _ = loaded
-    view = realtime.minute_metrics_view(table, 20, view="q_test_minutes")
-    result = spark.sql(f"SELECT minute, event_type, events FROM {view}").toPandas()
+    result = realtime.events_per_minute(table, 20)
+    assert "date_trunc('minute', event_ts) AS minute" in table.last_statement.sql
     result["minute"] = pd.to_datetime(result["minute"]).dt.tz_localize("UTC")
     expected = in_window(events, 20).groupby([events["event_ts"].dt.floor("min"), "event_type"]).size()
     assert (
         result.set_index(["minute", "event_type"])["events"].sort_index().to_dict() == expected.sort_index().to_dict()
     )
+    assert all(value is None or value > 0 for value in result["avg_duration_ms"])  # null is None, never NaN
+
+
+def test_questions_count_only_the_runs_asked_for(spark, loaded, settings, tmp_path) -> None:
+    table, events, _, _ = loaded
+    run_id = events["properties"].map(lambda props: props["run_id"]).iloc[0]
+    everything = realtime.kpi_dashboard(table).totals.iloc[0]["events"]
+    assert realtime.kpi_dashboard(table, run_ids=[run_id]).totals.iloc[0]["events"] == everything
+    assert table.last_statement.args == {"run_0": run_id}
+    newest = events["event_ts"].max().to_pydatetime()
+    assert realtime.events_by_type(table, 15, newest, run_ids=["run-other"]).empty
+    # No backfill summary in the run folder: every run is this run's.
+    scope = realtime.this_run(table, dataclasses.replace(settings, run_dir=str(tmp_path)))
+    assert scope.run_ids is None
+    assert scope.runs["this_run"].all()
+    assert scope.runs.set_index("run_id").loc[run_id, "events"] == len(events)
 
 
 def test_narrow_window_prunes_files(spark, loaded) -> None:

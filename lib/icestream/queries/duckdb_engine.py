@@ -23,6 +23,7 @@ the Hadoop catalog's ``version-hint.text`` or the Glue table.
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,7 +32,8 @@ import duckdb
 
 from icestream.config import Settings
 from icestream.errors import ConfigError, DuckDBError
-from icestream.queries.realtime import Dashboard, dashboard_from_parts, dashboard_sql
+from icestream.lake import Statement
+from icestream.queries.realtime import Dashboard, dashboard_from_parts, dashboard_sql, run_filter
 from icestream.runtime import aws
 from icestream.timestamps import to_micros
 
@@ -126,19 +128,26 @@ def connect(settings: Settings | None = None) -> duckdb.DuckDBPyConnection:
     return connection
 
 
-def _frame(connection: duckdb.DuckDBPyConnection, sql: str, parameters: dict[str, object]) -> pd.DataFrame:
+def _frame(connection: duckdb.DuckDBPyConnection, statement: Statement) -> pd.DataFrame:
     # Through Arrow: DuckDB's own .df() uses pandas APIs that pandas 3 deprecates, and fetchall()
     # of TIMESTAMPTZ values needs pytz.
-    return connection.execute(sql, parameters).to_arrow_table().to_pandas()
+    return connection.execute(statement.sql, dict(statement.args)).to_arrow_table().to_pandas()
+
+
+def duckdb_statement(sql: str, parameters: dict[str, object]) -> Statement:
+    """A DuckDB statement as a :class:`~icestream.lake.Statement` (``$name`` markers), to run and show."""
+    return Statement(sql, parameters, marker="$")
 
 
 def snapshots(connection: duckdb.DuckDBPyConnection, location: str) -> pd.DataFrame:
     """The snapshots DuckDB sees in a metadata file (``iceberg_snapshots``)."""
     return _frame(
         connection,
-        "SELECT sequence_number, snapshot_id, timestamp_ms, manifest_list FROM iceberg_snapshots($location) "
-        "ORDER BY sequence_number",
-        {"location": location},
+        duckdb_statement(
+            "SELECT sequence_number, snapshot_id, timestamp_ms, manifest_list FROM iceberg_snapshots($location) "
+            "ORDER BY sequence_number",
+            {"location": location},
+        ),
     )
 
 
@@ -147,6 +156,7 @@ def kpi_dashboard(
     location: str,
     minutes: float | None = None,
     now: datetime | None = None,
+    run_ids: Sequence[str] | None = None,
 ) -> Dashboard:
     """The KPI dashboard of :func:`icestream.queries.realtime.kpi_dashboard`, computed by DuckDB.
 
@@ -155,26 +165,33 @@ def kpi_dashboard(
         location: The table's metadata file (``LakeTable.inspect.metadata_location``).
         minutes: Window length; None reads every event.
         now: Window end (default: the newest event in the table, as on the Spark side).
+        run_ids: Count only these runs' events (``properties['run_id']``; None: every event).
 
     Returns:
-        The dashboard.
+        The dashboard; its ``statements`` are the SQL DuckDB ran (``$name`` markers, values bound).
 
     Raises:
         ConfigError: If ``minutes`` is not positive.
     """
-    parameters: dict[str, object] = {"location": location}
-    where = ""
+    runs, run_args = run_filter(run_ids)
+    runs = runs.replace(":run_", "$run_")  # the same condition, in DuckDB's marker style
+    parameters: dict[str, object] = {"location": location, **run_args}
+    where = f"WHERE true{runs}" if runs else ""
     if minutes is not None:
         if not minutes > 0:
             raise ConfigError(f"window minutes: {minutes} must be positive.")
         if now is None:
             newest = connection.execute(
-                "SELECT epoch_us(max(event_ts)) FROM iceberg_scan($location)", parameters
+                f"SELECT epoch_us(max(event_ts)) FROM iceberg_scan($location) WHERE true{runs}", parameters
             ).fetchone()[0]
             end = int(newest) if newest is not None else 0
         else:
             end = to_micros(now)
         parameters |= {"start": end - round(minutes * 60_000_000), "end": end}
-        where = "WHERE event_ts > make_timestamptz($start::BIGINT) AND event_ts <= make_timestamptz($end::BIGINT)"
-    totals, counts = dashboard_sql("iceberg_scan($location)", where, "epoch_us")
-    return dashboard_from_parts(_frame(connection, totals, parameters), _frame(connection, counts, parameters))
+        where = (
+            "WHERE event_ts > make_timestamptz($start::BIGINT) AND event_ts <= make_timestamptz($end::BIGINT)" + runs
+        )
+    totals, counts = (
+        duckdb_statement(sql, parameters) for sql in dashboard_sql("iceberg_scan($location)", where, "epoch_us")
+    )
+    return dashboard_from_parts(_frame(connection, totals), _frame(connection, counts), (totals, counts))

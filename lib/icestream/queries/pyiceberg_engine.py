@@ -13,6 +13,8 @@ column statistics), prunes files with the row filter, and reads the Parquet file
 
 :func:`events_by_type` answers the workbook's real-time question (events by type in the last N
 minutes) so the three engines can be compared on one snapshot; ``snapshot_id`` reads an older one.
+Its scan is a :class:`Scan` value, and the frame it returns carries the exact call it made
+(``frame.attrs["scan"]``), written from the values used, so a notebook shows it.
 
 The module is named for the library it wraps; ``import pyiceberg`` inside it is absolute and
 finds the library, not this file.
@@ -20,6 +22,8 @@ finds the library, not this file.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -35,9 +39,11 @@ if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
     from pyiceberg.catalog.glue import GlueCatalog
+    from pyiceberg.expressions import BooleanExpression
     from pyiceberg.table import Table
 
 EVENT_TIME = "event_ts"
+RUN_ID_KEY = "run_id"  # properties["run_id"]: the production run an event belongs to
 
 
 def open_table(settings: Settings, table: str | None = None) -> Table:
@@ -128,6 +134,80 @@ def snapshots(table: Table) -> pd.DataFrame:
     return frame.sort_values("committed_at", ignore_index=True)
 
 
+@dataclass(frozen=True)
+class Scan:
+    """One pyiceberg scan, as values: the window of its row filter, its columns and snapshot.
+
+    ``str(scan)`` is the call :meth:`to_arrow` makes, written from these values (times as ISO text,
+    which pyiceberg reads for a timestamp column just as it reads microseconds).
+
+    Attributes:
+        start: Exclusive window start (aware UTC), or None.
+        end: Inclusive window end (aware UTC), or None.
+        columns: ``selected_fields``.
+        snapshot_id: The snapshot (None: the current one).
+        run_ids: Keep only rows of these runs, after the read (pyiceberg cannot filter on a map value).
+    """
+
+    start: datetime | None = None
+    end: datetime | None = None
+    columns: tuple[str, ...] = ("*",)
+    snapshot_id: int | None = None
+    run_ids: tuple[str, ...] | None = None
+
+    def row_filter_terms(self) -> list[tuple[str, str]]:
+        """``(expression class, ISO time)`` pairs of the row filter, in order."""
+        terms = []
+        if self.start is not None:
+            terms.append(("GreaterThan", as_utc(self.start).isoformat()))
+        if self.end is not None:
+            terms.append(("LessThanOrEqual", as_utc(self.end).isoformat()))
+        return terms
+
+    def row_filter(self) -> BooleanExpression:
+        """The row filter pyiceberg receives."""
+        from pyiceberg import expressions
+
+        built: BooleanExpression = expressions.AlwaysTrue()
+        for kind, moment in self.row_filter_terms():
+            built = expressions.And(built, getattr(expressions, kind)(EVENT_TIME, moment))
+        return built
+
+    def fields(self) -> tuple[str, ...]:
+        """The columns read: those asked for, and ``properties`` when runs are filtered."""
+        if self.run_ids is None or "*" in self.columns or "properties" in self.columns:
+            return self.columns
+        return (*self.columns, "properties")
+
+    def __str__(self) -> str:
+        terms = [f'{kind}("{EVENT_TIME}", "{moment}")' for kind, moment in self.row_filter_terms()]
+        row_filter = "AlwaysTrue()" if not terms else terms[0] if len(terms) == 1 else f"And({', '.join(terms)})"
+        arguments = f"row_filter={row_filter}, selected_fields={self.fields()!r}, snapshot_id={self.snapshot_id!r}"
+        call = f"table.scan({arguments}).to_arrow()"
+        if self.run_ids is not None:
+            call += f"\n# then keep rows whose properties['{RUN_ID_KEY}'] is in {list(self.run_ids)!r} (pyarrow)"
+        return call
+
+    def to_arrow(self, table: Table) -> pa.Table:
+        """Run the scan on ``table`` (and keep only the runs asked for).
+
+        Raises:
+            ConfigError: If the table has no snapshot ``snapshot_id``.
+        """
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if self.snapshot_id is not None and table.snapshot_by_id(self.snapshot_id) is None:
+            raise ConfigError(f"the table has no snapshot {self.snapshot_id} (expired, or from another table).")
+        rows = table.scan(row_filter=self.row_filter(), selected_fields=self.fields(), snapshot_id=self.snapshot_id)
+        rows = rows.to_arrow()
+        if self.run_ids is None:
+            return rows
+        run_of = pc.map_lookup(rows["properties"], pa.scalar(RUN_ID_KEY), "first")
+        keep = pc.fill_null(pc.is_in(run_of, value_set=pa.array(list(self.run_ids), pa.string())), False)
+        return rows.filter(keep)
+
+
 def read(
     table: Table,
     snapshot_id: int | None = None,
@@ -153,16 +233,7 @@ def read(
     Raises:
         ConfigError: If the table has no snapshot ``snapshot_id``.
     """
-    from pyiceberg.expressions import AlwaysTrue, And, BooleanExpression, GreaterThan, LessThanOrEqual
-
-    if snapshot_id is not None and table.snapshot_by_id(snapshot_id) is None:
-        raise ConfigError(f"the table has no snapshot {snapshot_id} (expired, or from another table).")
-    row_filter: BooleanExpression = AlwaysTrue()
-    if start is not None:
-        row_filter = And(row_filter, GreaterThan(EVENT_TIME, to_micros(start)))
-    if end is not None:
-        row_filter = And(row_filter, LessThanOrEqual(EVENT_TIME, to_micros(end)))
-    return table.scan(row_filter=row_filter, selected_fields=columns, snapshot_id=snapshot_id).to_arrow()
+    return Scan(start, end, columns, snapshot_id).to_arrow(table)
 
 
 def newest_event_ts(table: Table, snapshot_id: int | None = None) -> datetime | None:
@@ -178,6 +249,7 @@ def events_by_type(
     minutes: float | None = None,
     now: datetime | None = None,
     snapshot_id: int | None = None,
+    run_ids: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Events by type in the window ``(now - minutes, now]`` of a snapshot, computed by pyiceberg.
 
@@ -186,25 +258,36 @@ def events_by_type(
         minutes: Window length; None counts every event of the snapshot.
         now: Window end (default: the snapshot's newest event, as Spark and DuckDB default to).
         snapshot_id: The snapshot to read (default: the current one).
+        run_ids: Count only these runs' events (None: every event).
 
     Returns:
         ``event_type``, ``events``, most first (ties by type); a null type shows as ``(none)``.
+        ``attrs["scan"]`` holds the scan it ran (:class:`Scan`).
 
     Raises:
         ConfigError: If ``minutes`` is not positive, or the snapshot holds no event and ``now`` is not given.
     """
+    import pyarrow.compute as pc
+
+    runs = None if run_ids is None else tuple(run_ids)
     start = end = None
     if minutes is not None:
         if not minutes > 0:
             raise ConfigError(f"window minutes: {minutes} must be positive.")
-        end = now if now is not None else newest_event_ts(table, snapshot_id)
+        if now is None:
+            times = Scan(columns=(EVENT_TIME,), snapshot_id=snapshot_id, run_ids=runs).to_arrow(table)[EVENT_TIME]
+            newest = pc.max(times).as_py()
+            now = None if newest is None else as_utc(newest)
+        end = now
         if end is None:
             raise ConfigError("the snapshot has no events yet: run the ingest (02_stream_ingest) first, or pass now=.")
         start = from_micros(to_micros(end) - round(minutes * 60_000_000))
-    rows = read(table, snapshot_id, start, end, columns=("event_type",))
+    scan = Scan(start, None if end is None else as_utc(end), ("event_type",), snapshot_id, runs)
+    rows = scan.to_arrow(table).select(["event_type"])
     counts = rows.group_by("event_type").aggregate([([], "count_all")]).to_pandas()
     counts = counts.rename(columns={"count_all": "events"}).astype({"events": "int64"})
     counts = counts.fillna({"event_type": "(none)"})
-    return counts.sort_values(["events", "event_type"], ascending=[False, True], ignore_index=True)[
-        ["event_type", "events"]
-    ]
+    ordered = counts.sort_values(["events", "event_type"], ascending=[False, True], ignore_index=True)
+    frame = ordered[["event_type", "events"]]
+    frame.attrs["scan"] = scan
+    return frame

@@ -9,6 +9,10 @@ run and the ingest stops when the stream is drained, so a wall-clock window woul
 shrink) a few minutes later. Anchoring at the newest event makes a result reproducible for a table
 that stopped growing; pass ``now=datetime.now(UTC)`` for a live dashboard.
 
+**Runs.** A lake that has seen several runs of the workbook holds each run's history and live
+events, over overlapping hours; :func:`icestream.queries.runs.this_run` says which are this run's.
+Every question takes ``run_ids``: only those runs' events are counted (bound values, never text).
+
 **Pruning.** Window bounds go into SQL as bound parameters wrapped in ``timestamp_micros(...)``,
 which Spark folds into a literal before planning, so Iceberg receives ``event_ts > <literal>``,
 maps it onto the hidden ``hours(event_ts)`` partition, and skips the other hours' files. A bound
@@ -18,15 +22,34 @@ would be read. :func:`scan_metrics` reads the scan's own counters to show it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from icestream.errors import ConfigError
 from icestream.lake import Statement, Window
-from icestream.lake.window import WINDOW_SQL, event_time_range
+from icestream.lake.window import WINDOW_SQL
+from icestream.queries.runs import RunScope, run_filter, this_run
 from icestream.timestamps import as_utc, from_micros, to_micros
-from icestream.validation import validate_identifier
+
+__all__ = [  # this_run and RunScope are offered here too: "realtime.this_run(...)" reads as what it is
+    "Dashboard",
+    "RunScope",
+    "active_sessions",
+    "dashboard_from_parts",
+    "dashboard_sql",
+    "events_by_type",
+    "events_per_minute",
+    "kpi_dashboard",
+    "late_events",
+    "pruning_report",
+    "resolve_now",
+    "run_filter",
+    "scan_metrics",
+    "this_run",
+    "window",
+]
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -47,43 +70,52 @@ SCAN_METRICS = (
 
 
 # -- windows ------------------------------------------------------------------------------------
-def resolve_now(table: LakeTable, now: datetime | None = None) -> datetime:
-    """The end of a window: ``now`` if given, else the newest event (see the module docstring).
+def resolve_now(table: LakeTable, now: datetime | None = None, run_ids: Sequence[str] | None = None) -> datetime:
+    """The end of a window: ``now`` if given, else the newest event (of ``run_ids``; see the module docstring).
 
     Raises:
-        ConfigError: If ``now`` is not given and the table is empty.
+        ConfigError: If ``now`` is not given and the table (or the runs) has no event.
     """
     if now is not None:
         return as_utc(now)
-    _, newest = event_time_range(table)
-    if newest is None:
+    runs, args = run_filter(run_ids)
+    row = table.run(
+        Statement(f"SELECT unix_micros(max(event_ts)) AS newest FROM {table.name} WHERE true{runs}", args)
+    ).first()
+    if row.newest is None:
         raise ConfigError(f"{table.name} has no events yet: run the ingest (02_stream_ingest) first, or pass now=.")
-    return newest
+    return from_micros(row.newest)
 
 
-def window(table: LakeTable, minutes: float, now: datetime | None = None) -> Window:
-    """The window of the last ``minutes`` before ``now`` (default: the newest event).
+def window(
+    table: LakeTable, minutes: float, now: datetime | None = None, run_ids: Sequence[str] | None = None
+) -> Window:
+    """The window of the last ``minutes`` before ``now`` (default: the newest event of ``run_ids``).
 
     Raises:
         ConfigError: If ``minutes`` is not positive.
     """
     if not minutes > 0:
         raise ConfigError(f"window minutes: {minutes} must be positive.")
-    end = resolve_now(table, now)
+    end = resolve_now(table, now, run_ids)
     return Window(end - timedelta(minutes=minutes), end)
 
 
 # -- real-time questions ----------------------------------------------------------------------
-def events_by_type(table: LakeTable, minutes: float, now: datetime | None = None) -> pd.DataFrame:
+def events_by_type(
+    table: LakeTable, minutes: float, now: datetime | None = None, run_ids: Sequence[str] | None = None
+) -> pd.DataFrame:
     """Events of the last ``minutes`` by type: count, unique users, average duration.
 
     ``duration_ms`` is a string property (only page views have it); ``try_cast`` turns a bad value
     into null instead of failing the query.
 
     Returns:
-        Columns ``event_type``, ``events``, ``unique_users``, ``avg_duration_ms``, most events first.
+        Columns ``event_type``, ``events``, ``unique_users``, ``avg_duration_ms`` (None for types
+        with no duration), most events first.
     """
-    span = window(table, minutes, now)
+    span = window(table, minutes, now, run_ids)
+    runs, run_args = run_filter(run_ids)
     statement = Statement(
         f"""
         SELECT event_type,
@@ -91,17 +123,28 @@ def events_by_type(table: LakeTable, minutes: float, now: datetime | None = None
                count(DISTINCT user_id) AS unique_users,
                avg(try_cast(properties['duration_ms'] AS DOUBLE)) AS avg_duration_ms
         FROM {table.name}
-        WHERE {WINDOW_SQL}
+        WHERE {WINDOW_SQL}{runs}
         GROUP BY event_type
         ORDER BY events DESC, event_type
         """,
-        span.args,
+        {**span.args, **run_args},
     )
-    return table.run(statement).toPandas()
+    return nulls_as_none(table.run(statement).toPandas(), "avg_duration_ms")
+
+
+def nulls_as_none(frame: pd.DataFrame, *columns: str) -> pd.DataFrame:
+    """Float columns where SQL returned null show None, not NaN (a null is no number)."""
+    for column in columns:
+        frame[column] = frame[column].astype(object).where(frame[column].notna(), None)
+    return frame
 
 
 def active_sessions(
-    table: LakeTable, minutes: float, now: datetime | None = None, lookback_minutes: float = 60.0
+    table: LakeTable,
+    minutes: float,
+    now: datetime | None = None,
+    lookback_minutes: float = 60.0,
+    run_ids: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Sessions with an event in the last ``minutes``, with their length so far.
 
@@ -113,8 +156,9 @@ def active_sessions(
         Columns ``session_id``, ``user_id``, ``events``, ``first_event``, ``last_event``,
         ``length_s``; longest first.
     """
-    span = window(table, minutes, now)
+    span = window(table, minutes, now, run_ids)
     lookback = Window(span.end - timedelta(minutes=max(lookback_minutes, minutes)), span.end)
+    runs, run_args = run_filter(run_ids)
     statement = Statement(
         f"""
         SELECT session_id,
@@ -124,12 +168,12 @@ def active_sessions(
                max(event_ts) AS last_event,
                (unix_micros(max(event_ts)) - unix_micros(min(event_ts))) / 1e6 AS length_s
         FROM {table.name}
-        WHERE {WINDOW_SQL} AND session_id IS NOT NULL
+        WHERE {WINDOW_SQL} AND session_id IS NOT NULL{runs}
         GROUP BY session_id
         HAVING max(event_ts) > timestamp_micros(:window_start)
         ORDER BY length_s DESC, session_id
         """,
-        {**lookback.args, "window_start": to_micros(span.start)},
+        {**lookback.args, "window_start": to_micros(span.start), **run_args},
     )
     return table.run(statement).toPandas()
 
@@ -144,11 +188,13 @@ class Dashboard:
             ``newest_event`` (UTC), ``avg_ingest_latency_s`` (ingest_ts - Kinesis arrival).
         by_type: ``event_type``, ``events``, most first.
         by_device: ``device_type``, ``events``, ``share`` (of all events), most first.
+        statements: The statements the engine ran for it, in its own dialect.
     """
 
     totals: pd.DataFrame
     by_type: pd.DataFrame
     by_device: pd.DataFrame
+    statements: tuple[Statement, ...] = field(default=())
 
 
 def dashboard_sql(source: str, where: str, micros: str) -> tuple[str, str]:
@@ -180,7 +226,9 @@ def dashboard_sql(source: str, where: str, micros: str) -> tuple[str, str]:
     return totals, counts
 
 
-def dashboard_from_parts(totals: pd.DataFrame, counts: pd.DataFrame) -> Dashboard:
+def dashboard_from_parts(
+    totals: pd.DataFrame, counts: pd.DataFrame, statements: tuple[Statement, ...] = ()
+) -> Dashboard:
     """Assemble a :class:`Dashboard` from an engine's two result sets (see :func:`dashboard_sql`).
 
     Returns:
@@ -210,11 +258,15 @@ def dashboard_from_parts(totals: pd.DataFrame, counts: pd.DataFrame) -> Dashboar
     by_device = split("device_type")
     total = by_device["events"].sum()
     by_device["share"] = by_device["events"] / total if total else 0.0
-    return Dashboard(shown, split("event_type"), by_device)
+    return Dashboard(shown, split("event_type"), by_device, statements)
 
 
 def kpi_dashboard(
-    table: LakeTable, minutes: float | None = None, now: datetime | None = None, snapshot_id: int | None = None
+    table: LakeTable,
+    minutes: float | None = None,
+    now: datetime | None = None,
+    snapshot_id: int | None = None,
+    run_ids: Sequence[str] | None = None,
 ) -> Dashboard:
     """The KPI dashboard over the last ``minutes`` (None: the whole table).
 
@@ -223,49 +275,95 @@ def kpi_dashboard(
         minutes: Window length; None reads every event.
         now: Window end (default: the newest event).
         snapshot_id: Read this snapshot (so another engine can be compared on the same one).
+        run_ids: Count only these runs' events (None: every event).
 
     Returns:
-        The dashboard.
+        The dashboard, with its two statements.
     """
     source = table.versions.as_of(snapshot_id)
-    where, args = "", {}
+    runs, args = run_filter(run_ids)
+    where = f"WHERE true{runs}" if runs else ""
     if minutes is not None:
-        span = window(table, minutes, now)
-        where, args = f"WHERE {WINDOW_SQL}", span.args
-    totals, counts = dashboard_sql(source, where, "unix_micros")
-    return dashboard_from_parts(
-        table.run(Statement(totals, args)).toPandas(), table.run(Statement(counts, args)).toPandas()
-    )
+        span = window(table, minutes, now, run_ids)
+        where, args = f"WHERE {WINDOW_SQL}{runs}", {**span.args, **args}
+    totals, counts = (Statement(sql, args) for sql in dashboard_sql(source, where, "unix_micros"))
+    return dashboard_from_parts(table.run(totals).toPandas(), table.run(counts).toPandas(), (totals, counts))
 
 
-def minute_metrics_view(
-    table: LakeTable, minutes: float, now: datetime | None = None, view: str = "events_per_minute"
-) -> str:
-    """Create (or replace) a temporary view of per-minute metrics over the last ``minutes``.
+def events_per_minute(
+    table: LakeTable, minutes: float, now: datetime | None = None, run_ids: Sequence[str] | None = None
+) -> pd.DataFrame:
+    """Events, unique users and average duration per minute and type over the last ``minutes``.
 
-    The window is part of the view (built with Column expressions, so no statement is recorded): a
-    filter on the view's ``minute`` column would reach Iceberg as ``date_trunc(...)``, which it
-    cannot prune on.
+    The window filters ``event_ts`` itself, so Iceberg prunes on it; a filter on the grouped
+    ``minute`` (``date_trunc(...)``) could not be pruned on.
 
     Returns:
-        The view name. Columns: ``minute``, ``event_type``, ``events``, ``unique_users``,
-        ``avg_duration_ms``.
+        Columns ``minute``, ``event_type``, ``events``, ``unique_users``, ``avg_duration_ms`` (None
+        where no event had a duration), oldest minute first.
     """
-    from pyspark.sql import functions as F  # noqa: N812 - the usual alias
-
-    span = window(table, minutes, now)
-    frame = (
-        table.spark.table(table.name)
-        .where(span.condition())
-        .groupBy(F.date_trunc("minute", "event_ts").alias("minute"), "event_type")
-        .agg(
-            F.count(F.lit(1)).alias("events"),
-            F.countDistinct("user_id").alias("unique_users"),
-            F.avg(F.expr("try_cast(properties['duration_ms'] AS DOUBLE)")).alias("avg_duration_ms"),
-        )
+    span = window(table, minutes, now, run_ids)
+    runs, run_args = run_filter(run_ids)
+    statement = Statement(
+        f"""
+        SELECT date_trunc('minute', event_ts) AS minute,
+               event_type,
+               count(*) AS events,
+               count(DISTINCT user_id) AS unique_users,
+               avg(try_cast(properties['duration_ms'] AS DOUBLE)) AS avg_duration_ms
+        FROM {table.name}
+        WHERE {WINDOW_SQL}{runs}
+        GROUP BY 1, 2
+        ORDER BY minute, event_type
+        """,
+        {**span.args, **run_args},
     )
-    frame.createOrReplaceTempView(validate_identifier(view, "view"))
-    return view
+    return nulls_as_none(table.run(statement).toPandas(), "avg_duration_ms")
+
+
+def late_events(table: LakeTable, run_ids: Sequence[str] | None = None, late_seconds: float = 30.0) -> pd.DataFrame:
+    """Events that went on the wire after newer ones, by the hour of event time they belong to.
+
+    On each shard records arrive in sequence-number order; an event is *late* when an event more
+    than ``late_seconds`` newer was sent before it on its shard. A late event whose hour is older
+    than the hour of that newer event arrives after its hour's partition already received data: a
+    streaming ingest then writes one more file into an hour it wrote before.
+
+    Returns:
+        ``event_hour`` (UTC), ``events``, ``late_events``, ``late_into_an_earlier_hour``, ``max_late_s``
+        (None where no event was late); oldest hour first.
+    """
+    runs, args = run_filter(run_ids)
+    statement = Statement(
+        f"""
+        WITH sent AS (
+          SELECT event_ts,
+                 max(event_ts) OVER (
+                   PARTITION BY shard_id ORDER BY length(sequence_number), sequence_number
+                   ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+                 ) AS newest_sent_before
+          FROM {table.name}
+          WHERE true{runs}
+        ), late AS (
+          SELECT event_ts, newest_sent_before,
+                 newest_sent_before > event_ts
+                   + make_dt_interval(0, 0, 0, CAST(:late_seconds AS DECIMAL(18, 6))) AS is_late
+          FROM sent
+        )
+        SELECT date_trunc('hour', event_ts) AS event_hour,
+               count(*) AS events,
+               count_if(is_late) AS late_events,
+               count_if(is_late AND date_trunc('hour', newest_sent_before) > date_trunc('hour', event_ts))
+                 AS late_into_an_earlier_hour,
+               max(CASE WHEN is_late THEN
+                     (unix_micros(newest_sent_before) - unix_micros(event_ts)) / 1e6 END) AS max_late_s
+        FROM late
+        GROUP BY 1
+        ORDER BY 1
+        """,
+        {**args, "late_seconds": float(late_seconds)},
+    )
+    return nulls_as_none(table.run(statement).toPandas(), "max_late_s")
 
 
 # -- pruning ----------------------------------------------------------------------------------
@@ -315,7 +413,9 @@ def scan_metrics(frame: DataFrame) -> dict[str, int]:
     return totals
 
 
-def pruning_report(table: LakeTable, minutes: float, now: datetime | None = None) -> pd.DataFrame:
+def pruning_report(
+    table: LakeTable, minutes: float, now: datetime | None = None, run_ids: Sequence[str] | None = None
+) -> pd.DataFrame:
     """How many data files a windowed query opens, against how many the table has.
 
     Returns:
@@ -325,17 +425,19 @@ def pruning_report(table: LakeTable, minutes: float, now: datetime | None = None
     """
     import pandas as pd
 
-    span = window(table, minutes, now)
+    span = window(table, minutes, now, run_ids)
     files = len(table.inspect.data_files())
     # Grouped, so Iceberg cannot answer it from file statistics alone (aggregate push-down). Run last,
-    # so that it is the table's last_statement.
-    grouped = f"SELECT event_type, count(*) AS events FROM {table.name} WHERE {WINDOW_SQL} GROUP BY event_type"
-    query = table.run(Statement(grouped, span.args))
+    # so that it is the table's last_statement. The run filter selects rows; the files read depend
+    # on the window alone.
+    runs, run_args = run_filter(run_ids)
+    grouped = f"SELECT event_type, count(*) AS events FROM {table.name} WHERE {WINDOW_SQL}{runs} GROUP BY event_type"
+    query = table.run(Statement(grouped, {**span.args, **run_args}))
     metrics = scan_metrics(query)
     return pd.DataFrame(
         [
             {
-                "window_minutes": minutes,
+                "window_minutes": int(minutes) if float(minutes).is_integer() else minutes,
                 "data_files_in_table": files,
                 "data_files_scanned": metrics["resultDataFiles"],
                 "data_files_skipped": files - metrics["resultDataFiles"],

@@ -36,3 +36,26 @@ def test_dashboard_from_parts() -> None:
     assert dashboard.by_type.to_dict("list") == {"event_type": ["click", "view", "(none)"], "events": [3, 2, 1]}
     assert dashboard.by_device["device_type"].tolist() == ["web", "ios"]
     assert dashboard.by_device["share"].tolist() == [5 / 6, 1 / 6]
+
+
+def test_run_filter_binds_each_run_id() -> None:
+    from icestream.queries.realtime import run_filter
+
+    assert run_filter(None) == ("", {})
+    condition, args = run_filter(["run-a", "run-b'; DROP TABLE x"])
+    assert condition == " AND properties['run_id'] IN (:run_0, :run_1)"
+    assert args == {"run_0": "run-a", "run_1": "run-b'; DROP TABLE x"}  # values are bound, never text
+    assert run_filter([]) == (" AND false", {})
+
+
+def test_dashboard_carries_the_statements_it_came_from() -> None:
+    from icestream.lake import Statement
+
+    totals = pd.DataFrame(
+        {"events": [1], "unique_users": [1], "unique_sessions": [1], "oldest_us": [0], "newest_us": [0],
+         "avg_ingest_latency_s": [None]}
+    )  # fmt: skip
+    counts = pd.DataFrame({"event_type": ["click"], "device_type": ["web"], "events": [1]})
+    ran = (Statement("SELECT 1"), Statement("SELECT 2"))
+    assert dashboard_from_parts(totals, counts, ran).statements == ran
+    assert dashboard_from_parts(totals, counts).statements == ()
