@@ -5,29 +5,54 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     import pandas as pd
     from matplotlib.figure import Figure
 
 
-def events_per_minute(per_minute: pd.DataFrame, title: str = "Events per minute by type") -> Figure:
-    """Stacked areas of events per minute, one band per event type.
+def events_per_minute(
+    per_minute: pd.DataFrame, title: str = "Events per minute by type", live_from: datetime | None = None
+) -> Figure:
+    """Stacked areas of events per minute, one band per event type, each in its own colour.
 
     Args:
-        per_minute: Rows of ``minute``, ``event_type``, ``events`` (the per-minute view).
+        per_minute: Rows of ``minute``, ``event_type``, ``events`` (``realtime.events_per_minute``).
         title: Chart title.
+        live_from: Where live production starts (event time, UTC): a line marks the step from the
+            backfill's rate to the live producer's, with both rates, so the jump reads as a change
+            of producer, not as an anomaly.
 
     Returns:
         The figure.
     """
     import matplotlib.dates as mdates
     import matplotlib.pyplot as plt
+    import pandas as pd
 
     wide = per_minute.pivot_table(index="minute", columns="event_type", values="events", aggfunc="sum", fill_value=0)
     wide = wide[wide.sum().sort_values(ascending=False).index]  # biggest band at the bottom
     fig, ax = plt.subplots(figsize=(10, 4.5))
     if not wide.empty:
-        ax.stackplot(wide.index, wide.T.to_numpy(), labels=wide.columns, linewidth=0)
+        colours = plt.get_cmap("tab20").colors
+        ax.stackplot(wide.index, wide.T.to_numpy(), labels=wide.columns, linewidth=0,
+                     colors=[colours[index % len(colours)] for index in range(len(wide.columns))])  # fmt: skip
         ax.legend(ncol=3, fontsize=8, loc="upper left")
+        if live_from is not None:
+            step = (
+                pd.Timestamp(live_from).tz_localize(None) if pd.Timestamp(live_from).tzinfo else pd.Timestamp(live_from)
+            )
+            totals = wide.sum(axis=1)
+            before, after = totals[totals.index < step], totals[totals.index >= step]
+            if not before.empty and not after.empty:
+                ax.axvline(step, color="black", linestyle="--", linewidth=1)
+                ax.annotate(
+                    f"backfill → live producer\n{before.median():,.0f} → {after.median():,.0f} events/min "
+                    "(a change of producer, not an anomaly)",
+                    xy=(step, after.median()), xytext=(-10, 0), textcoords="offset points",
+                    ha="right", va="center", fontsize=8,
+                    bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.85},
+                )  # fmt: skip
     ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M"))
     ax.set(xlabel="event time, minute (UTC)", ylabel="events per minute", title=title)
     fig.tight_layout()

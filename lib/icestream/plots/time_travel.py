@@ -8,6 +8,9 @@ if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
+# One colour per kind of commit, the same in every chart of it.
+OPERATION_COLOURS = {"append": "tab:blue", "replace": "tab:orange", "overwrite": "tab:red", "delete": "tab:purple"}
+
 
 def table_growth(snapshots: pd.DataFrame, title: str = "Rows in the table, snapshot by snapshot") -> Figure:
     """Total rows after each snapshot over commit time, marked by operation.
@@ -21,11 +24,16 @@ def table_growth(snapshots: pd.DataFrame, title: str = "Rows in the table, snaps
     """
     import matplotlib.dates as mdates
     import matplotlib.pyplot as plt
+    import matplotlib.ticker as mticker
 
     fig, ax = plt.subplots(figsize=(10, 4))
     ax.step(snapshots["committed_at"], snapshots["total_records"], where="post", color="grey", linewidth=1)
-    for operation, group in snapshots.groupby("operation"):
-        ax.scatter(group["committed_at"], group["total_records"], s=14, label=operation, zorder=3)
+    colours = plt.get_cmap("tab10").colors
+    for index, (operation, group) in enumerate(snapshots.groupby("operation")):
+        ax.scatter(group["committed_at"], group["total_records"], s=14, label=operation, zorder=3,
+                   color=OPERATION_COLOURS.get(operation, colours[index % len(colours)]))  # fmt: skip
+    ax.set_ylim(bottom=0)  # rows from zero: a growth of a few percent must not look like a tenfold one
+    ax.yaxis.set_major_formatter(mticker.StrMethodFormatter("{x:,.0f}"))
     ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S"))
     ax.set(xlabel="commit time (UTC)", ylabel="rows in the table (total-records)", title=title)
     ax.legend(title="operation", fontsize=8)
@@ -51,8 +59,8 @@ def counts_compared(compared: pd.DataFrame, before_label: str, after_label: str,
     ordered = compared.sort_values("after", ascending=False)
     positions = np.arange(len(ordered))
     fig, ax = plt.subplots(figsize=(10, 4))
-    ax.bar(positions - 0.2, ordered["before"], width=0.4, label=before_label)
-    ax.bar(positions + 0.2, ordered["after"], width=0.4, label=after_label)
+    ax.bar(positions - 0.2, ordered["before"], width=0.4, label=before_label, color="tab:grey")
+    ax.bar(positions + 0.2, ordered["after"], width=0.4, label=after_label, color="tab:blue")
     ax.set_xticks(positions, ordered["event_type"], rotation=30, ha="right")
     ax.set(xlabel="event type", ylabel="events", title=title)
     ax.legend()
