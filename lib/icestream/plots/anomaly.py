@@ -16,6 +16,10 @@ if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
+# One colour per kind of injected anomaly, so a spike and a burst are told apart; drops are blue
+# like the LOW flags that find them, the two HIGH kinds two warm colours like the HIGH flags.
+KIND_COLORS = {"spike": "tab:red", "burst": "tab:orange", "drop": "tab:blue"}
+
 
 def rates_with_flags(
     scored: pd.DataFrame,
@@ -27,7 +31,7 @@ def rates_with_flags(
 
     Args:
         scored: Output of ``icestream.queries.anomaly.score_windows``.
-        truth: Injected anomalies, shaded in red (HIGH kinds) or blue (drops).
+        truth: Injected anomalies, shaded in their kind's colour (:data:`KIND_COLORS`).
         window_minutes: The window length, for the axis label.
         columns: Panels per row.
 
@@ -45,13 +49,13 @@ def rates_with_flags(
         baseline = series["baseline"] / window_minutes
         ax.plot(middle, rate, color="tab:gray", linewidth=1, label="rate")
         ax.plot(middle, baseline, color="black", linewidth=1, linestyle="--", label="baseline")
-        # One noise scale either side, mapped back from the stabilised scale: wider above than below.
+        # The flag thresholds as rates: a window is flagged exactly where its rate leaves this band.
         low, high = series["band_low"] / window_minutes, series["band_high"] / window_minutes
-        ax.fill_between(middle, low, high, color="black", alpha=0.08)
+        ax.fill_between(middle, low, high, color="black", alpha=0.08, label="no flag inside")
         for anomaly in truth:
             if anomaly.event_type == event_type:
-                color = "tab:blue" if anomaly.kind == "drop" else "tab:red"
-                ax.axvspan(anomaly.start, anomaly.end, color=color, alpha=0.15, label=f"true {anomaly.kind}")
+                color = KIND_COLORS.get(anomaly.kind, "tab:purple")
+                ax.axvspan(anomaly.start, anomaly.end, color=color, alpha=0.18, label=f"true {anomaly.kind}")
         for flag, marker, color in ((HIGH, "^", "tab:red"), (LOW, "v", "tab:blue")):
             hits = series["flag"] == flag
             if hits.any():
@@ -69,10 +73,12 @@ def rates_with_flags(
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
             handles.setdefault(label, handle)
             labels.setdefault(label, label)
-    fig.legend(handles.values(), labels.values(), loc="upper left", bbox_to_anchor=(0.01, 0.955), ncol=7, fontsize=8)
+    fig.legend(
+        handles.values(), labels.values(), loc="upper left", bbox_to_anchor=(0.01, 0.955), ncol=len(labels), fontsize=8
+    )
     fig.suptitle(
-        f"Event rates in {window_minutes}-minute sliding windows: baseline and its noise band, flags (▲ HIGH, ▼ LOW), "
-        "shaded: injected anomalies",
+        f"Event rates in {window_minutes}-minute sliding windows: baseline, the band a rate must leave to be "
+        "flagged, flags (▲ HIGH, ▼ LOW), shaded: injected anomalies",
         fontsize=11,
         x=0.01,
         ha="left",

@@ -235,3 +235,37 @@ def test_flagged_windows_merge_into_intervals() -> None:
 def test_invalid_options_are_config_errors(options: DetectorOptions) -> None:
     with pytest.raises(ConfigError):
         options.validated()
+
+
+def test_the_band_is_the_flag_threshold_a_window_leaves_only_when_flagged() -> None:
+    minutes = {
+        "busy": poisson_minutes(40, seed=3),
+        "quiet": poisson_minutes(2, seed=4),
+        "cart": poisson_minutes(12, seed=5),
+    }
+    minutes["busy"][100:115] *= 4  # a spike, a drop, and clean traffic that wiggles
+    minutes["cart"][130:145] //= 10
+    scored = score_windows(windows_from_minutes(minutes))
+    judged = scored[scored["baseline"].notna()]
+    assert (judged["flag"] == HIGH).any()
+    assert (judged["flag"] == LOW).any()
+    above, below = judged["count"] > judged["band_high"], judged["count"] < judged["band_low"]
+    assert (judged.loc[above, "flag"] == HIGH).all()
+    assert (judged.loc[below, "flag"] == LOW).all()
+    inside = judged[~above & ~below]
+    # A flag needs to reach the band's edge (>= because the doubling is inclusive): never inside it.
+    assert (
+        inside["flag"].eq("") | (inside["count"] == inside["band_high"]) | (inside["count"] == inside["band_low"])
+    ).all()
+    assert scored.loc[scored["baseline"].isna(), ["band_low", "band_high"]].isna().all().all()
+
+
+def test_window_counts_statement_is_the_window_query_the_notebook_names() -> None:
+    from icestream.queries.anomaly import window_counts_statement
+
+    statement = window_counts_statement("lake.ns.events", OPTIONS, run_id="run-1")
+    assert "GROUP BY window(event_ts, '5 minutes', '1 minute'), event_type" in statement.sql
+    assert "event_ts >= :start AND event_ts < :end" in statement.sql
+    assert "run-1" not in statement.sql
+    assert statement.args["run_id"] == "run-1"
+    assert ":run_id" not in window_counts_statement("lake.ns.events", OPTIONS).sql

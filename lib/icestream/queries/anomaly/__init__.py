@@ -16,6 +16,7 @@ from icestream.queries.anomaly.detector import (
     score_windows,
     stabilised,
     window_counts,
+    window_counts_statement,
 )
 from icestream.queries.anomaly.evaluation import (
     DIRECTION,
@@ -43,4 +44,5 @@ __all__ = [
     "scoring_scope",
     "stabilised",
     "window_counts",
+    "window_counts_statement",
 ]

@@ -49,6 +49,7 @@ import numpy as np
 import pandas as pd
 
 from icestream.errors import ConfigError
+from icestream.lake import LakeTable, Statement
 from icestream.lake.ddl import qualified_name
 from icestream.synthetic.generator import RUN_ID_PROPERTY
 
@@ -121,9 +122,45 @@ def as_utc(moment: datetime) -> datetime:
     return moment.astimezone(UTC)
 
 
+def _duration(minutes: int) -> str:
+    return f"{minutes} minute" if minutes == 1 else f"{minutes} minutes"
+
+
+def window_counts_statement(
+    table: str, options: DetectorOptions = DetectorOptions(), run_id: str | None = None
+) -> Statement:
+    """The statement :func:`window_counts` runs: events per sliding window and type over ``[:start, :end)``.
+
+    The range and the run id are bound values (``:start``, ``:end``, ``:run_id``); the durations are
+    validated whole minutes written into the text, since ``window()`` needs literal durations.
+
+    Args:
+        table: Qualified name of the events table (validated).
+        options: Window and slide.
+        run_id: Count only the events of this production run (``properties['run_id']``); None: all.
+
+    Returns:
+        The statement, its ``start`` and ``end`` bound to None (:func:`window_counts` binds them).
+    """
+    options = options.validated()
+    name = qualified_name(*table.split("."))
+    window = f"window(event_ts, '{_duration(options.window_minutes)}', '{_duration(options.slide_minutes)}')"
+    run_filter = f"\n              AND properties['{RUN_ID_PROPERTY}'] = :run_id" if run_id is not None else ""
+    args: dict[str, object] = {"start": None, "end": None} | ({"run_id": run_id} if run_id is not None else {})
+    return Statement(
+        f"""
+        SELECT window.start AS window_start, window.end AS window_end, event_type, count(*) AS count
+        FROM {name}
+        WHERE event_ts >= :start AND event_ts < :end{run_filter}
+        GROUP BY {window}, event_type
+        """,
+        args,
+    )
+
+
 def window_counts(
     spark: SparkSession,
-    table: str,
+    table: LakeTable | str,
     start: datetime,
     end: datetime,
     options: DetectorOptions = DetectorOptions(),
@@ -132,11 +169,12 @@ def window_counts(
     """Count events per sliding window of event time and event type, in Spark.
 
     Only windows that lie entirely in ``[start, end)`` are returned (a window cut by the range edge
-    would look like a drop). Pairs with no events are returned as zeros.
+    would look like a drop). Pairs with no events are returned as zeros. The statement
+    (:func:`window_counts_statement`) runs through the table, so ``table.last_statement`` shows it.
 
     Args:
         spark: The session.
-        table: Qualified name of the events table.
+        table: The events table (a :class:`~icestream.lake.LakeTable`, or its qualified name).
         start: First event time to read (aware datetime).
         end: Event times before this are read.
         options: Window and slide.
@@ -149,25 +187,15 @@ def window_counts(
     Raises:
         ConfigError: If the range or options are invalid.
     """
-    from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
-
     options = options.validated()
     start, end = as_utc(start), as_utc(end)
     if end - start < timedelta(minutes=options.window_minutes):
         raise ConfigError(f"range {start} .. {end} is shorter than one {options.window_minutes}-minute window.")
-    events = spark.table(qualified_name(*table.split("."))).where(
-        (F.col("event_ts") >= F.lit(start)) & (F.col("event_ts") < F.lit(end))
-    )
-    if run_id is not None:
-        # A literal value in a Column expression: bound, never spliced into SQL text.
-        events = events.where(F.col("properties").getItem(RUN_ID_PROPERTY) == F.lit(run_id))
-    windowed = events.groupBy(
-        F.window("event_ts", f"{options.window_minutes} minutes", f"{options.slide_minutes} minutes").alias("w"),
-        "event_type",
-    ).agg(F.count(F.lit(1)).alias("count"))
-    counts = windowed.select(
-        F.col("w.start").alias("window_start"), F.col("w.end").alias("window_end"), "event_type", "count"
-    ).toPandas()
+    lake_table = table if isinstance(table, LakeTable) else LakeTable(spark, table)
+    statement = window_counts_statement(lake_table.name, options, run_id)
+    # The range is bound (Iceberg still prunes the hour partitions outside it); so is the run id.
+    bound = Statement(statement.sql, {**statement.args, "start": start, "end": end})
+    counts = lake_table.run(bound).toPandas()
     return complete_windows(counts, start, end, options)
 
 
@@ -266,9 +294,10 @@ def score_windows(
 
     Returns:
         ``counts`` with ``baseline`` (the preceding windows' median count), ``mad`` and ``noise`` (on
-        the stabilised scale), ``z``, ``band_low`` and ``band_high`` (the counts one noise scale below
-        and above the baseline) and ``flag`` (``HIGH``, ``LOW`` or empty; ``None`` baseline and no
-        flag where fewer than ``min_baseline_windows`` precede).
+        the stabilised scale), ``z``, ``band_low`` and ``band_high`` (the flag thresholds as counts: a
+        count above ``band_high`` is HIGH, one below ``band_low`` is LOW, one inside is not flagged)
+        and ``flag`` (``HIGH``, ``LOW`` or empty; ``None`` baseline and band, and no flag, where fewer
+        than ``min_baseline_windows`` precede).
     """
     options = options.validated()
     parts = []
@@ -287,8 +316,17 @@ def score_windows(
     scored = pd.concat(parts, ignore_index=True)
     scored["noise"] = (MAD_TO_SIGMA * scored["mad"]).clip(lower=1.0)
     scored["z"] = (stabilised(scored["count"]) - scored["center"]) / scored["noise"]
-    scored["band_low"] = _counts_at(scored["center"] - scored["noise"])
-    scored["band_high"] = _counts_at(scored["center"] + scored["noise"])
+    # The band is where a window stays unflagged: every condition of a flag, mapped back to counts.
+    # Above band_high (the largest of the z threshold, the doubling and min_count) a window is HIGH;
+    # below band_low it is LOW, and where the baseline is under min_count nothing is LOW (band_low 0).
+    spread = options.threshold * scored["noise"]
+    scored["band_high"] = np.maximum.reduce(
+        [_counts_at(scored["center"] + spread), (1 + options.min_change) * scored["baseline"],
+         pd.Series(float(options.min_count), index=scored.index)]
+    )  # fmt: skip
+    lowest = np.minimum(_counts_at(scored["center"] - spread), scored["baseline"] / (1 + options.min_change))
+    scored["band_low"] = lowest.where(scored["baseline"] >= options.min_count, 0.0)
+    scored.loc[scored["baseline"].isna(), ["band_low", "band_high"]] = np.nan
     high = (
         (scored["z"] > options.threshold)
         & (scored["count"] >= (1 + options.min_change) * scored["baseline"])
