@@ -207,7 +207,7 @@ def readable_property(key: str, value: str) -> str:
     """A property's value as a reader expects it (see :func:`table_properties`)."""
     if key.endswith("-created") and re.fullmatch(r"\d+(\.\d+)?", value):
         moment = datetime.fromtimestamp(float(value), UTC)
-        return f"{moment:%Y-%m-%d %H:%M:%S} UTC ({value} s since 1970)"
+        return f"{moment:%Y-%m-%d %H:%M:%S} UTC"
     if key == "current-snapshot-id" and value == "none":
         return "none (nothing committed yet)"
     return value

@@ -60,8 +60,6 @@ def test_each_table_records_the_statements_that_ran_on_it() -> None:
 
 
 def test_properties_read_as_a_person_expects() -> None:
-    assert readable_property("icestream.source-stream-created", "1795566376.452") == (
-        "2026-11-25 00:26:16 UTC (1795566376.452 s since 1970)"
-    )
+    assert readable_property("icestream.source-stream-created", "1795566376.452") == ("2026-11-25 00:26:16 UTC")
     assert readable_property("current-snapshot-id", "none") == "none (nothing committed yet)"
     assert readable_property("format-version", "2") == "2"
