@@ -78,6 +78,8 @@ def plot_phases(progress: pd.DataFrame) -> Figure:
             ax.bar(frame["batch_id"], values, bottom=bottom, label=phase.replace("_", " "), color=PHASE_COLOURS[phase])
             bottom = values if bottom is None else bottom + values
         ax.set(xlabel=f"batch ({label})", ylabel="seconds")
+        if bottom is not None and len(bottom) and bottom.max() > 0:
+            ax.set_ylim(0, float(bottom.max()) * 1.3)  # room for the legend above the tallest bar
     panels[-1][0].legend(ncol=len(WALL_PHASES), fontsize=7)
     fig.tight_layout()
     return fig
