@@ -187,3 +187,31 @@ def test_remove_orphan_files_only_touches_old_unreferenced_files(spark, small_fi
     with pytest.raises(ConfigError):
         table.maintenance.remove_orphan_files(older_than=datetime.now(UTC) - timedelta(hours=1))
     fresh.unlink()
+
+
+@pytest.mark.integration
+def test_a_sort_rewrite_of_an_hours_copy_narrows_the_bounds_a_type_filter_reads(spark) -> None:
+    # Files roll over at the target size only every thousand rows or so: the hour needs a few thousand.
+    source_settings = load_settings(table=f"h_{uuid.uuid4().hex[:10]}", stream_name=STREAM)
+    ddl.setup_tables(spark, source_settings)
+    config = backfill_config(hours=1.0, count=4000, end=datetime(2026, 11, 19, 12, 0, tzinfo=UTC), seed=5)
+    records, _ = generate(config)
+    load_payloads(spark, source_settings.table_name, ((r.data, r.partition_key) for r in records if r.kind == "event"))
+    source = LakeTable(spark, source_settings.table_name)
+    hour = datetime(2026, 11, 19, 11, 0, tzinfo=UTC)
+    hour_bytes = int(health.file_bounds(source, "event_type")["file_size_in_bytes"].sum())
+    copy = health.copy_hour_for_sorting(spark, source_settings, source, hour, max(1, hour_bytes // 4))
+    assert [statement.sql.split()[0] for statement in copy.statements][-2:] == ["ALTER", "INSERT"]
+    types = health.distinct_values(copy, "event_type")
+    before = health.files_read_per_value(health.file_bounds(copy, "event_type"), types)
+    assert (before["files read"] == before["of files"]).all()  # arrival order: every file holds every type
+    assert before["of files"].iloc[0] > 1
+    content = health.content_fingerprint(copy)
+    outcome = copy.maintenance.rewrite_data_files(
+        "sort", sort_order="event_type ASC, event_ts ASC", options={"rewrite-all": "true"}
+    )
+    assert outcome.counts["rewritten_data_files_count"] == before["of files"].iloc[0]
+    after = health.files_read_per_value(health.file_bounds(copy, "event_type"), types)
+    assert health.content_fingerprint(copy) == content
+    assert (after["records read"] <= before["records read"]).all()
+    assert after["records read"].sum() < before["records read"].sum()

@@ -92,10 +92,18 @@ def snapshot_timeline(snapshots: pd.DataFrame) -> Figure:
     return fig
 
 
-def before_after(before: Mapping[str, float], after: Mapping[str, float]) -> Figure:
-    """One small linear panel per number, before and after maintenance.
+# What maintenance did to a number, lower being better for everything the chart shows (files,
+# snapshots, manifests, metadata): fewer is green, unchanged grey, more (metadata that grew) red.
+CHANGE_COLORS = {"fewer": "tab:green", "unchanged": "tab:gray", "more": "tab:red"}
+BEFORE_COLOR = "tab:blue"
 
-    Each number gets its own axis, so counts and MiB are never on one scale and a 0 is drawn as 0.
+
+def before_after(before: Mapping[str, float], after: Mapping[str, float]) -> Figure:
+    """One small linear panel per number, before and after maintenance, the after bar coloured by the change.
+
+    Each number gets its own axis, so counts and MiB are never on one scale and a 0 is drawn as 0. The
+    after bar is green where the number fell, grey where maintenance left it as it was, red where it
+    grew (:data:`CHANGE_COLORS`), and labelled with the change.
 
     Args:
         before: Name → value before (e.g. data files, snapshots, manifests, metadata MiB).
@@ -105,13 +113,19 @@ def before_after(before: Mapping[str, float], after: Mapping[str, float]) -> Fig
         The figure.
     """
     names = list(before)
-    fig, axes = plt.subplots(1, len(names), figsize=(2.2 * len(names), 3), squeeze=False)
+    fig, axes = plt.subplots(1, len(names), figsize=(2.2 * len(names), 3.2), squeeze=False)
     for ax, name in zip(axes[0], names, strict=True):
         values = [float(before[name]), float(after[name])]
-        bars = ax.bar(["before", "after"], values, color=["tab:orange", "tab:green"])
+        change = "fewer" if values[1] < values[0] else "more" if values[1] > values[0] else "unchanged"
+        bars = ax.bar(["before", "after"], values, color=[BEFORE_COLOR, CHANGE_COLORS[change]])
         ax.bar_label(bars, labels=[f"{value:g}" for value in values], fontsize=8)
-        ax.set_title(name, fontsize=9)
+        difference = values[1] - values[0]
+        ax.set_title(f"{name}\n{change} ({difference:+.3g})" if difference else f"{name}\n{change}", fontsize=9)
         ax.margins(y=0.15)
-    fig.suptitle("Table before and after maintenance")
-    fig.tight_layout()
+    handles = [plt.Rectangle((0, 0), 1, 1, color=color) for color in (BEFORE_COLOR, *CHANGE_COLORS.values())]
+    fig.legend(
+        handles, ["before", *(f"after: {change}" for change in CHANGE_COLORS)], loc="lower center", ncol=4, fontsize=8
+    )
+    fig.suptitle("Table before and after maintenance (after: green fewer, grey unchanged, red more)")
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     return fig

@@ -15,17 +15,23 @@ partition, because a local demo's whole hour is far below 128 MiB and would othe
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from icestream.lake import Statement
+from icestream.errors import ConfigError
+from icestream.lake import LakeTable, Statement
 from icestream.lake.inspect import DATA_CONTENT
 from icestream.lake.summary import BATCH_KEY, FIRST_ARRIVAL_KEY, LAST_ARRIVAL_KEY
+from icestream.validation import validate_identifier
 
 if TYPE_CHECKING:
-    from icestream.lake import LakeTable
+    from pyspark.sql import SparkSession
+
+    from icestream.config import Settings
 
 TARGET_FILE_SIZE_PROPERTY = "write.target-file-size-bytes"
 ICEBERG_DEFAULT_TARGET = 512 * 1024 * 1024  # Iceberg's default when the table does not set one
@@ -169,14 +175,17 @@ def health_report(stats: TableStats, thresholds: HealthThresholds = HealthThresh
         rows.append(
             {
                 "check": check,
-                "value": round(float(value), 3),
+                # A count stays an integer (a file count of 1, not 1.000); ratios keep three places.
+                "value": value if isinstance(value, int) else round(float(value), 3),
                 "limit": f"{'≤' if kind == 'max' else '≥'} {limit:g}",
                 "status": "UNKNOWN" if check in unknown else "OK" if ok else "WARN",
                 # A size that could not be measured is said so first, never counted as zero bytes.
                 "detail": f"unavailable: {unknown[check]}; known part: {detail}" if check in unknown else detail,
             }
         )
-    return pd.DataFrame(rows)
+    report = pd.DataFrame(rows)
+    report["value"] = pd.Series([row["value"] for row in rows], dtype=object)
+    return report
 
 
 def content_fingerprint(table: LakeTable) -> dict[str, int]:
@@ -228,3 +237,143 @@ def batch_lag(table: LakeTable) -> pd.DataFrame:
     for column in ("batch_id", "added_records"):  # counts stay integers next to their nulls
         frame[column] = pd.array([None if pd.isna(value) else int(value) for value in frame[column]], dtype="Int64")
     return frame
+
+
+# -- what a sort-order rewrite buys: min/max bounds that let a filter skip files ------------------
+def copy_hour_for_sorting(
+    spark: SparkSession, settings: Settings, source: LakeTable, hour_start: datetime, target_file_bytes: int
+) -> LakeTable:
+    """Copy one hour of the events table into ``<table>_sort_demo``, written in files of a given size.
+
+    A demo hour is far below the 128 MiB target, so it fits one file and no sort could narrow a
+    file's bounds; a busy hour on a real table spans many files. The copy's
+    ``write.target-file-size-bytes`` cuts the hour into several files, as size would. Every statement
+    (the ``DROP``, ``CREATE``, ``ALTER`` and ``INSERT``) is recorded on the copy's ``statements``.
+
+    Args:
+        spark: The session.
+        settings: Names the copy (``companion_table_name`` with :data:`~icestream.config.SORT_DEMO_SUFFIX`).
+        source: The events table.
+        hour_start: The hour to copy (aware).
+        target_file_bytes: The copy's target file size.
+
+    Returns:
+        The copy.
+
+    Raises:
+        ConfigError: If ``target_file_bytes`` is not a positive integer or ``hour_start`` is naive.
+    """
+    from icestream.config import SORT_DEMO_SUFFIX
+    from icestream.lake.ddl import create_events_table
+
+    if isinstance(target_file_bytes, bool) or not isinstance(target_file_bytes, int) or target_file_bytes < 1:
+        raise ConfigError(f"target_file_bytes {target_file_bytes!r}: give a positive number of bytes.")
+    if hour_start.tzinfo is None:
+        raise ConfigError(f"{hour_start}: use a timezone-aware datetime (UTC).")
+    companion = settings.companion(SORT_DEMO_SUFFIX)
+    copy = LakeTable(spark, companion.table_name)
+    copy.apply(Statement(f"DROP TABLE IF EXISTS {copy.name} PURGE", writes=True))
+    create_events_table(
+        spark, companion, lambda _name, statement: (copy.apply if statement.writes else copy.run)(statement)
+    )
+    copy.apply(
+        Statement(
+            f"ALTER TABLE {copy.name} SET TBLPROPERTIES ('{TARGET_FILE_SIZE_PROPERTY}' = '{target_file_bytes}')",
+            writes=True,
+        )
+    )
+    columns = ", ".join(validate_identifier(column, "column") for column in spark.table(copy.name).columns)
+    copy.apply(
+        Statement(
+            f"""
+            INSERT INTO {copy.name}
+            SELECT {columns} FROM {source.name}
+            WHERE event_ts >= :start AND event_ts < :end
+            """,
+            {"start": hour_start, "end": hour_start + timedelta(hours=1)},
+            writes=True,
+        )
+    )
+    return copy
+
+
+def file_bounds(table: LakeTable, column: str) -> pd.DataFrame:
+    """Each data file's lower and upper bound of ``column``: what a filter on it compares to skip the file.
+
+    Read from the ``files`` metadata table's ``readable_metrics`` (``lower_bounds`` and
+    ``upper_bounds`` decoded); the statement is recorded on the table.
+
+    Returns:
+        ``file_path``, ``record_count``, ``file_size_in_bytes``, ``lower_bound``, ``upper_bound``.
+
+    Raises:
+        ConfigError: If ``column`` is not a plain identifier.
+    """
+    column = validate_identifier(column, "column")
+    return table.run(
+        Statement(
+            f"""
+            SELECT file_path, record_count, file_size_in_bytes,
+                   readable_metrics.{column}.lower_bound AS lower_bound,
+                   readable_metrics.{column}.upper_bound AS upper_bound
+            FROM {table.name}.files
+            WHERE content = {DATA_CONTENT}
+            ORDER BY lower_bound, upper_bound
+            """
+        )
+    ).toPandas()
+
+
+def files_overlapping(bounds: pd.DataFrame, low: Any, high: Any) -> pd.Series:
+    """Which files a filter ``low <= column <= high`` must read: those whose bounds overlap it.
+
+    A file without bounds (a null lower or upper bound) is always read.
+
+    Args:
+        bounds: From :func:`file_bounds`.
+        low: The filter's lowest value.
+        high: Its highest (``low`` for an equality filter).
+
+    Returns:
+        A boolean Series aligned with ``bounds``.
+    """
+    unknown = bounds["lower_bound"].isna() | bounds["upper_bound"].isna()
+    return unknown | ((bounds["lower_bound"] <= high) & (bounds["upper_bound"] >= low))
+
+
+def files_read(bounds: pd.DataFrame, low: Any, high: Any) -> dict[str, int]:
+    """The files and records a filter ``low <= column <= high`` reads after skipping by bounds.
+
+    Returns:
+        ``files read``, ``of files``, ``records read``, ``of records`` (integers).
+    """
+    read = files_overlapping(bounds, low, high)
+    return {
+        "files read": int(read.sum()),
+        "of files": len(bounds),
+        "records read": int(bounds.loc[read, "record_count"].sum()),
+        "of records": int(bounds["record_count"].sum()),
+    }
+
+
+def files_read_per_value(bounds: pd.DataFrame, values: Sequence[Any]) -> pd.DataFrame:
+    """For each value, what a filter ``column = value`` reads after skipping by bounds (:func:`files_read`).
+
+    Returns:
+        Index ``value``; columns ``files read``, ``of files``, ``records read``, ``of records`` (integers).
+    """
+    rows = [{"value": value} | files_read(bounds, value, value) for value in values]
+    return pd.DataFrame(rows, columns=["value", "files read", "of files", "records read", "of records"]).set_index(
+        "value"
+    )
+
+
+def distinct_values(table: LakeTable, column: str) -> list[Any]:
+    """The distinct values of ``column``, sorted (the statement is recorded on the table).
+
+    Raises:
+        ConfigError: If ``column`` is not a plain identifier.
+    """
+    column = validate_identifier(column, "column")
+    rows = table.run(Statement(f"SELECT DISTINCT {column} AS value FROM {table.name} ORDER BY value")).collect()
+    return [row.value for row in rows]

@@ -51,3 +51,30 @@ def test_metadata_sizes_that_could_not_be_listed_are_unknown_not_ok() -> None:
     assert row["detail"].startswith(f"unavailable: {reason}; known part:")
     assert (report.drop(index="metadata bytes / data bytes")["status"] == "OK").all()
     assert "metadata_unavailable" not in stats(metadata_unavailable=reason).table()
+
+
+def test_counts_in_the_report_stay_integers_beside_ratios() -> None:
+    report = health_report(stats(max_files_per_partition=7)).set_index("check")
+    assert repr(report.loc["files in the fullest partition", "value"]) == "7"
+    assert repr(report.loc["snapshots", "value"]) == "3"
+    assert isinstance(report.loc["small-file ratio", "value"], float)
+
+
+def test_a_filter_reads_only_the_files_whose_bounds_hold_its_value() -> None:
+    import pandas as pd
+
+    from icestream.queries.health import files_overlapping, files_read_per_value
+
+    bounds = pd.DataFrame(
+        {
+            "record_count": [10, 20, 30, 5],
+            "lower_bound": ["add_to_cart", "click", "page_view", None],
+            "upper_bound": ["click", "login", "search", None],
+        }
+    )
+    read = files_read_per_value(bounds, ["click", "purchase", "share"])
+    # click is in the first two files' ranges, purchase in the third's; the file without bounds is always read.
+    assert read["files read"].to_dict() == {"click": 3, "purchase": 2, "share": 1}
+    assert read.loc["click", "records read"] == 35
+    assert read.loc["click", "of files"] == 4
+    assert files_overlapping(bounds, "d", "m").tolist() == [False, True, False, True]
