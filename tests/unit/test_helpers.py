@@ -36,3 +36,31 @@ def test_crash_at_fires_only_at_its_phase_and_batch() -> None:
         hook("between_commits", 2)
     with pytest.raises(SimulatedCrashError):
         crash_at("after_commit")("after_commit", "/data/a.jsonl")  # any batch, or a load's file
+
+
+def test_output_defects_names_each_defect_with_its_cell(tmp_path) -> None:
+    import nbformat
+    import pandas as pd
+    from nbformat.v4 import new_code_cell, new_notebook, new_output
+
+    from tests.helpers.notebook_text import output_defects
+
+    def shown(frame: pd.DataFrame):
+        return new_output("execute_result", data={"text/html": frame.to_html(), "text/plain": repr(frame)})
+
+    bad = pd.DataFrame({"records": [35019.0], "committed_at": [1795566433], "note": [float("nan")]})
+    good = pd.DataFrame({"records": [35019], "rows_per_s": [100.0], "committed_at": [pd.Timestamp("2026-11-25")]})
+    cells = [new_code_cell("bad"), new_code_cell("empty"), new_code_cell("sql"), new_code_cell("good")]
+    cells[0].outputs = [shown(bad)]
+    cells[1].outputs = [new_output("execute_result", data={"text/plain": "Empty DataFrame\nColumns: []"})]
+    cells[2].outputs = [new_output("stream", name="stdout", text="TIMESTAMP AS OF timestamp_micros(1795566433163000)")]
+    cells[3].outputs = [shown(good)]
+    path = tmp_path / "07_x.ipynb"
+    nbformat.write(new_notebook(cells=cells), path)
+    assert output_defects(path) == [
+        "07_x.ipynb[0]: count 35019.0 as a float in column 'records'",
+        "07_x.ipynb[0]: epoch number 1795566433 in time column 'committed_at'",
+        "07_x.ipynb[0]: NaN in column 'note'",
+        "07_x.ipynb[1]: a bare empty frame",
+        "07_x.ipynb[2]: an epoch number in timestamp_micros(1795566433163000)",
+    ]
