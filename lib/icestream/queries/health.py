@@ -236,6 +236,8 @@ def batch_lag(table: LakeTable) -> pd.DataFrame:
     ).toPandas()
     for column in ("batch_id", "added_records"):  # counts stay integers next to their nulls
         frame[column] = pd.array([None if pd.isna(value) else int(value) for value in frame[column]], dtype="Int64")
+    for column in ("oldest_lag_s", "newest_lag_s"):  # a commit without a batch has no lag: null, not NaN
+        frame[column] = pd.array([None if pd.isna(value) else float(value) for value in frame[column]], dtype="Float64")
     return frame
 
 
