@@ -5,6 +5,9 @@ is answered ``ProvisionedThroughputExceededException`` and must be sent again. N
 it on a one-shard stream made for the purpose (and deleted after), so the workbook's own stream
 and tables are not touched: records of ``record_bytes`` under one partition key, sent as fast as
 the producer can, are throttled and retried with backoff, and every one is still delivered.
+
+It runs only against an emulator (the ``local`` and ``localstack`` profiles): on AWS it would
+create and delete a stream in your account, which the jobs' least-privilege role may not do.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from icestream.synthetic.wire import Record
 DEMO_SUFFIX = "hot-shard-demo"
 
 
-def hot_shard_demo(settings: Settings, records: int = 1000, record_bytes: int = 4000) -> ProduceSummary:
+def hot_shard_demo(settings: Settings, records: int = 1000, record_bytes: int = 4000) -> ProduceSummary | None:
     """Send ``records`` records of ``record_bytes`` bytes, one partition key, to a new one-shard stream.
 
     Args:
@@ -30,8 +33,11 @@ def hot_shard_demo(settings: Settings, records: int = 1000, record_bytes: int = 
         record_bytes: Size of each record's data.
 
     Returns:
-        What the producer did (``throttled``, ``retried``, ``sent``, ``seconds``).
+        What the producer did (``throttled``, ``retried``, ``sent``, ``seconds``); None, sending
+        nothing, when Kinesis is not an emulator.
     """
+    if not settings.is_local_endpoint:
+        return None
     demo = replace(settings, stream_name=f"{settings.stream_name}-{DEMO_SUFFIX}")
     ensure_stream(demo, shard_count=1)
     padding = "x" * max(0, record_bytes - 40)
