@@ -1,4 +1,4 @@
-"""Execute notebooks headless through the runner (papermill): every notebook once, then a second run, then their outputs."""
+"""Execute the notebooks headless through the runner (papermill): all once, a second run, then their outputs."""
 
 from __future__ import annotations
 

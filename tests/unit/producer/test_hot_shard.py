@@ -15,4 +15,5 @@ def test_the_demo_touches_no_real_account(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(hot_shard, "ensure_stream", forbidden)
     monkeypatch.setattr(hot_shard, "produce", forbidden)
     monkeypatch.setattr(hot_shard, "kinesis_client", forbidden)
-    assert hot_shard.hot_shard_demo(load_settings(profile="aws", warehouse="s3://lake-bucket/icestream", stream_name="ev")) is None
+    aws = load_settings(profile="aws", warehouse="s3://lake-bucket/icestream", stream_name="ev")
+    assert hot_shard.hot_shard_demo(aws) is None
