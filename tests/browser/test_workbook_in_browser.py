@@ -94,7 +94,8 @@ def served_copy(root: Path) -> Path:
     from papermill.iorw import load_notebook_node
     from papermill.parameterize import parameterize_notebook
 
-    shutil.copytree(project_home() / "notebooks", root / "notebooks")
+    # The notebooks only: kernels that run from notebooks/ meanwhile (the notebook tests) leave IPC sockets there.
+    shutil.copytree(project_home() / "notebooks", root / "notebooks", ignore=shutil.ignore_patterns("kernel-ipc-*"))
     path = root / "notebooks" / NOTEBOOK
     notebook = parameterize_notebook(load_notebook_node(str(path)), PARAMETERS)
     nbformat.write(notebook, path)

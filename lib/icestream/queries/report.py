@@ -44,6 +44,12 @@ def read_progress(settings: Settings, query_id: str | None = None, path: Path | 
     return [batch for batch in batches if query_id is None or batch["id"] == query_id]
 
 
+EMPTY_PROGRESS_COLUMNS = (
+    "batch_id", "started", "read", "written", "rejected", "deduplicated", "replayed", "input_rows_per_s",
+    "processed_rows_per_s", "behind_before_s", "behind_s", "backlog", "total_s",
+)  # fmt: skip
+
+
 def progress_frame(progress: Iterable[dict[str, Any]]) -> pd.DataFrame:
     """One row per batch: counts, rates, lag and the duration of each phase (seconds).
 
@@ -75,7 +81,11 @@ def progress_frame(progress: Iterable[dict[str, Any]]) -> pd.DataFrame:
         }
         row.update({f"{phase}_s": ms / 1000 for phase, ms in batch["duration_ms"].items()})
         rows.append(row)
-    frame = pd.DataFrame(rows)
+    # No batch (an AvailableNow run on a stream with nothing new): the same columns, no rows.
+    frame = pd.DataFrame(rows) if rows else pd.DataFrame(columns=EMPTY_PROGRESS_COLUMNS)
+    if not rows:
+        frame = frame.astype({"batch_id": "int64", "backlog": "bool", "read": "int64", "written": "int64",
+                              "rejected": "int64", "deduplicated": "int64", "replayed": "int64"})  # fmt: skip
     for column in ("behind_before_s", "behind_s"):
         if column in frame:
             frame[column] = frame[column].astype("Float64")  # a missing lag shows as <NA>, not NaN

@@ -96,3 +96,13 @@ def test_the_position_read_names_the_stream_as_a_bound_value() -> None:
     statement = positions_statement(load_settings(profile="local", stream_name="s-1"), "lake.ns.events")
     assert "FROM lake.ns.events.snapshots" in statement.sql
     assert statement.args == {"stream": "s-1"}
+
+
+def test_a_run_without_batches_has_the_columns_and_no_rows() -> None:
+    progress = progress_frame([])  # an AvailableNow run on a stream with nothing new (a scheduled run)
+    assert len(progress) == 0
+    assert {"batch_id", "backlog", "read", "written", "rejected", "deduplicated", "replayed", "total_s"} <= set(
+        progress.columns
+    )
+    assert progress.loc[~progress["backlog"], "batch_id"].tolist() == []
+    assert int(progress[["read", "written"]].sum().sum()) == 0
