@@ -161,11 +161,11 @@ def test_notebook_02_runs_in_jupyterlab_and_its_live_dashboard_moves(browser, fl
         errors = [element.text[:2000] for element in browser.find_elements(By.CSS_SELECTOR, ERROR_OUTPUT)]
         assert not errors, errors
         assert all(cell["prompt"].strip()[1:-2].isdigit() for cell in prompts), [cell["prompt"] for cell in prompts]
-        # Every chart cell drew, but for one that draws only when its data is there (02's freshness of
-        # live batches: a machine slow enough to take the whole run in one batch has none).
+        # Every chart cell drew, but for those that draw only when their data is there (``if ...``: the
+        # batch charts of a run without batches, the freshness of live batches on a run without any).
         charts = [cell for cell in prompts if "plt.show()" in cell["source"] or "live_dashboard(" in cell["source"]]
         charts = [cell for cell in charts if not cell["source"].lstrip().startswith("if ")]
-        assert len(charts) >= 4, [cell["source"][:80] for cell in charts]
+        assert len(charts) >= 2, [cell["source"][:80] for cell in charts]
         blank = [cell["source"][:120] for cell in charts if not cell["image"]]
         assert not blank, f"chart cells without a rendered image: {blank}"
         rendered = browser.execute_script(IMAGES)
