@@ -9,8 +9,10 @@ nothing more.
 from __future__ import annotations
 
 import logging
+import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,6 +22,28 @@ from icestream.config import project_home
 from icestream.errors import IcestreamError, NotebookFailedError
 
 KERNEL_NAME = "icestream"
+# Set in the environment of the kernels the runner starts: nobody watches them, so what redraws for a
+# reader (the live dashboard of 02) draws its last frame only (icestream.plots.live_dashboard).
+HEADLESS_ENV = "ICESTREAM_HEADLESS"
+
+
+def headless() -> bool:
+    """Whether this process is a kernel the runner started (``make run``, a scheduled run)."""
+    return os.environ.get(HEADLESS_ENV) == "1"
+
+
+@contextmanager
+def _headless_kernels() -> Iterator[None]:
+    """Kernels started inside this block inherit ``ICESTREAM_HEADLESS=1``; the variable is restored after."""
+    before = os.environ.get(HEADLESS_ENV)
+    os.environ[HEADLESS_ENV] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ[HEADLESS_ENV]
+        else:
+            os.environ[HEADLESS_ENV] = before
 
 
 class _UnionAnnotationFilter(logging.Filter):
@@ -141,6 +165,18 @@ def run_notebooks(
     Raises:
         NotebookFailedError: On the first notebook that fails.
     """
+    with _headless_kernels():
+        return _run(notebooks, output_dir, parameters, report, progress, started)
+
+
+def _run(
+    notebooks: list[Path],
+    output_dir: Path,
+    parameters: dict[str, Any] | None,
+    report: Callable[[str], None],
+    progress: bool,
+    started: datetime | None,
+) -> list[NotebookRun]:
     import papermill
     from papermill.exceptions import PapermillExecutionError
 

@@ -4,8 +4,9 @@
 draws the frame, and replaces the image in one display output (``display(..., display_id=True)``, then
 ``update``), so the notebook shows one chart building up, not a stream of them. It ends by itself:
 after ``seconds``, or as soon as the ingest query it watches has stopped, with a last look so the
-final commit shows. Under papermill there is no one watching, and nothing changes: the saved output
-is the last frame.
+final commit shows. In a kernel that ``icestream run`` started (``make run``, a scheduled run) nobody
+watches: the dashboard waits for the ingest without looking at the tables, then draws the last frame
+once, so the looks cost the ingest nothing. Under papermill the saved output is the last frame either way.
 
 Figures are made with ``matplotlib.figure.Figure``, not ``pyplot``: pyplot keeps every figure it
 makes until it is closed, and the inline backend would show each one again at the end of the cell.
@@ -143,6 +144,7 @@ def live_dashboard(
     clock: Callable[[], datetime] = _utc_now,
     sleep: Callable[[float], None] = time.sleep,
     display: Callable[..., Any] | None = None,
+    headless: bool | None = None,
 ) -> LiveFrame:
     """Show the live dashboard in one display output, redrawn every ``every`` seconds, then return the last frame.
 
@@ -162,12 +164,18 @@ def live_dashboard(
         clock: The current time, aware UTC (tests pass a fake one).
         sleep: Waits between looks (tests pass a fake one).
         display: IPython's ``display`` (tests pass a fake one); it must return a handle with ``update``.
+        headless: Draw the last frame only (default: in a kernel ``icestream run`` started,
+            :func:`icestream.operations.runner.headless`).
 
     Returns:
         The last frame.
     """
     if display is None:
         from IPython.display import display
+    if headless is None:
+        from icestream.operations.runner import headless as run_headless
+
+        headless = run_headless()
     start = clock()
     since = start - LOOKBACK if since is None else since
     deadline = start + timedelta(seconds=seconds)
@@ -175,6 +183,9 @@ def live_dashboard(
     while True:
         began = clock()
         last = (query is not None and not query.is_active) or began >= deadline
+        if headless and not last:  # nobody watches: wait for the end without looking
+            sleep(min(max(every, 0.5), (deadline - began).total_seconds()))
+            continue
         frame = live_frame(spark, settings, since, began)
         view = LiveView(frame)
         if handle is None:  # the first look; outside IPython display() returns no handle and prints each look

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from icestream.lake import Statement
+from icestream.operations.runner import HEADLESS_ENV
 from icestream.plots import live as live_plots
 from icestream.plots import live_dashboard, live_figure
 from icestream.queries import LiveFrame
@@ -99,6 +100,7 @@ class FakeWorld:
 
 @pytest.fixture
 def world(monkeypatch: pytest.MonkeyPatch) -> FakeWorld:
+    monkeypatch.delenv(HEADLESS_ENV, raising=False)
     fake = FakeWorld()
     monkeypatch.setattr(live_plots, "live_frame", fake.live_frame)
     return fake
@@ -129,6 +131,28 @@ def test_ends_with_one_last_look_once_the_query_has_stopped(world: FakeWorld) ->
     last = run(world, seconds=600, every=2, query=Query(), show_sql=False)
     assert len(world.looks) == 3
     assert last.now == START + timedelta(seconds=4)
+
+
+def test_headless_it_waits_for_the_query_without_looking_then_draws_the_last_frame_once(
+    world: FakeWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Query:
+        @property
+        def is_active(self) -> bool:
+            return world.now < START + timedelta(seconds=7)
+
+    monkeypatch.setenv(HEADLESS_ENV, "1")  # what icestream run sets for its kernels
+    last = run(world, seconds=600, every=2, query=Query(), show_sql=False)
+    assert world.looks == [START + timedelta(seconds=8)], "one look, after the query stopped"
+    assert [kind for kind, _ in world.shown] == ["display"]
+    assert last.now == START + timedelta(seconds=8)
+
+
+def test_headless_without_a_query_looks_once_at_the_bound(world: FakeWorld) -> None:
+    last = run(world, seconds=5, every=2, show_sql=False, headless=True)
+    assert world.looks == [START + timedelta(seconds=5)]
+    assert world.sleeps == [2, 2, 1]
+    assert last.events == 2
 
 
 def test_the_window_starts_a_lookback_before_the_first_look_unless_given(world: FakeWorld, monkeypatch) -> None:
