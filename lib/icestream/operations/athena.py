@@ -94,7 +94,8 @@ class AthenaQuery:
         sql: The statement, Trino's dialect.
         parameters: Names of the ``?`` execution parameters, in order.
         spark_function: The library function that answers the same question in Spark SQL.
-        trino_changes: What differs from that function's Spark SQL ("" when the SQL is the same).
+        trino_changes: What differs from that function's Spark SQL ("" when Athena runs the same text, the
+            table named without catalog and database).
         duckdb_blocker: Why DuckDB cannot run it here ("" when it can, after transpiling).
         metadata_table: The Iceberg metadata table it reads (``files``, ...), or "" for the data.
     """
@@ -346,14 +347,14 @@ ORDER BY committed_at, snapshot_id""",
         AthenaQuery(
             "RejectsByReason",
             "06",
-            "Records the ingest could not accept, by reason.",
-            f"""SELECT reason, count(*) AS records, min(arrival_ts) AS first_arrival, max(arrival_ts) AS last_arrival
+            "Records the ingest could not accept, by reason, with one example detail each.",
+            f"""SELECT reason, count(*) AS records, min(detail) AS example_detail
 FROM {validate_identifier(f"{table}_{REJECTS_SUFFIX}", "table")}
 GROUP BY reason
 ORDER BY records DESC, reason""",
             (),
+            "icestream.queries.report.rejects_by_reason",
             "",
-            "no Spark function asks it; notebook 02 shows the rejects table",
         ),
     ]
 
