@@ -80,6 +80,12 @@ def test_every_query_is_accounted_for() -> None:
         assert bool(query.metadata_table) <= bool(query.duckdb_blocker), f"{query.key}: DuckDB has no metadata tables"
 
 
+def test_the_docs_name_every_query() -> None:
+    text = (Path(__file__).resolve().parents[3] / "docs" / "athena.md").read_text()
+    missing = [query.key for query in QUERIES if f"| `{query.key}` |" not in text]
+    assert not missing, f"docs/athena.md has no row for {missing}"
+
+
 def test_table_names_come_from_the_settings() -> None:
     queries = athena.named_queries(load_settings(table="clicks"))
     tables = {sqlglot.parse_one(query.sql, read="trino").find(exp.Table).name for query in queries}
