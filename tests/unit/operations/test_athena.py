@@ -7,15 +7,27 @@ import subprocess
 import sys
 from pathlib import Path
 
+import botocore.session
 import pytest
 import sqlglot
+from botocore.validate import validate_parameters
 from sqlglot import exp
 
 from icestream.config import load_settings
 from icestream.lake.schema import DEVICE_FIELDS, REJECT_COLUMNS_DDL, table_columns
 from icestream.operations import athena
+from tests.helpers.cloudformation import resolve
 
 QUERIES = athena.named_queries()
+# Stack values for resolving the intrinsic functions the way CloudFormation would.
+STACK = {
+    "AWS::StackName": "lake",
+    "WarehouseBucket": "lake-bucket",
+    "ArtifactsPrefix": "artifacts",
+    "Namespace": "analytics",
+    "DataKey.Arn": "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab",
+    "AthenaWorkGroup": "icestream-lake",
+}
 REJECT_COLUMNS = frozenset(column.split()[0] for column in REJECT_COLUMNS_DDL)
 
 
@@ -107,6 +119,25 @@ def test_named_queries_run_in_the_namespace_database_and_the_workgroup() -> None
     assert settings["EngineVersion"]["SelectedEngineVersion"] == "Athena engine version 3"
     assert settings["ResultConfiguration"]["EncryptionConfiguration"]["EncryptionOption"] == "SSE_KMS"
     assert settings["BytesScannedCutoffPerQuery"] >= 10_000_000  # Athena's minimum is 10 MB
+
+
+def test_the_resources_are_requests_athenas_api_accepts() -> None:
+    """Resolved for a stack, each resource's properties are a valid CreateWorkGroup / CreateNamedQuery request."""
+    model = botocore.session.get_session().get_service_model("athena")
+    resources = resolve(athena.athena_resources(), STACK)
+    workgroup = resources.pop("AthenaWorkGroup")["Properties"]
+    assert workgroup.pop("State") == "ENABLED"  # CloudFormation's; the API sets it with UpdateWorkGroup
+    configuration = workgroup.pop("WorkGroupConfiguration")
+    request = {**workgroup, "Configuration": configuration}
+    validate_parameters(request, model.operation_model("CreateWorkGroup").input_shape)
+    results = request["Configuration"]["ResultConfiguration"]
+    assert results["OutputLocation"] == "s3://lake-bucket/artifacts/athena-results/"
+    assert results["EncryptionConfiguration"]["KmsKey"] == STACK["DataKey.Arn"]
+    assert request["Name"] == "icestream-lake"
+    for resource in resources.values():
+        query = resource["Properties"]
+        validate_parameters(query, model.operation_model("CreateNamedQuery").input_shape)
+        assert (query["Database"], query["WorkGroup"]) == ("analytics", "icestream-lake")
 
 
 def minimal_template() -> dict:
