@@ -5,12 +5,31 @@ from __future__ import annotations
 import re
 
 
-def resolve(node: object, values: dict[str, str]) -> object:
-    """The template fragment with every ``Fn::Sub`` replaced by its text for these stack values."""
+def resolve(node: object, values: dict[str, str], conditions: dict[str, bool] | None = None) -> object:
+    """The template fragment with its intrinsic functions replaced by their values for this stack.
+
+    Handles ``Fn::Sub`` (both forms), ``Ref`` and ``Fn::GetAtt`` (looked up in ``values`` as ``Name``
+    and ``Name.Attribute``) and ``Fn::If`` (by ``conditions``); a ``Ref`` to ``AWS::NoValue`` drops
+    the key or list item.
+    """
+    conditions = conditions or {}
     if isinstance(node, dict):
         if set(node) == {"Fn::Sub"}:
-            return re.sub(r"\$\{([\w:.]+)\}", lambda match: values[match.group(1)], node["Fn::Sub"])
-        return {key: resolve(value, values) for key, value in node.items()}
+            text, variables = (node["Fn::Sub"], {}) if isinstance(node["Fn::Sub"], str) else node["Fn::Sub"]
+            local = {**values, **{name: str(resolve(value, values, conditions)) for name, value in variables.items()}}
+            return re.sub(r"\$\{([\w:.]+)\}", lambda match: local[match.group(1)], text)
+        if set(node) == {"Ref"}:
+            return values[node["Ref"]]
+        if set(node) == {"Fn::GetAtt"}:
+            return values[".".join(node["Fn::GetAtt"])]
+        if set(node) == {"Fn::If"}:
+            name, when_true, when_false = node["Fn::If"]
+            return resolve(when_true if conditions[name] else when_false, values, conditions)
+        resolved = {key: resolve(value, values, conditions) for key, value in node.items()}
+        return {key: value for key, value in resolved.items() if value is not NO_VALUE}
     if isinstance(node, list):
-        return [resolve(value, values) for value in node]
+        return [item for item in (resolve(value, values, conditions) for value in node) if item is not NO_VALUE]
     return node
+
+
+NO_VALUE = object()  # what ``{"Ref": "AWS::NoValue"}`` resolves to: put it in ``values["AWS::NoValue"]``

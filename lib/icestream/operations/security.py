@@ -1,7 +1,7 @@
 """Least-privilege IAM policy for the ``aws`` profile, and what each thing the workbook does needs.
 
 ``policies/iam-policy.json`` is the one policy source. Its placeholders are CloudFormation ``Fn::Sub``
-variables (``${AWS::Region}``, ``${AWS::AccountId}``, ``${StreamName}``, ``${WarehouseBucket}``,
+variables (``${AWS::Partition}``, ``${AWS::Region}``, ``${AWS::AccountId}``, ``${StreamName}``, ``${WarehouseBucket}``,
 ``${WarehousePrefix}``, ``${Namespace}``, ``${StreamKeyArn}``, ``${WarehouseKeyArn}``), so the same
 file becomes the policy :func:`iam_policy` prints for a settings object and the role policy of the
 CloudFormation template (:mod:`icestream.operations.deploy`). It grants the stream's own Kinesis actions, the
@@ -29,7 +29,10 @@ from icestream.config import Settings
 from icestream.errors import ConfigError
 
 POLICY_FILE = "iam-policy.json"
+DUTIES_FILE = "duties.json"  # each role's share of the policy, and the code it runs
 PLACEHOLDER = re.compile(r"\$\{([A-Za-z:]+)\}")
+# Regions outside the ``aws`` partition, by prefix (AWS: "Identify AWS resources with Amazon Resource Names").
+PARTITIONS = {"cn-": "aws-cn", "us-gov-": "aws-us-gov", "us-iso-": "aws-iso", "us-isob-": "aws-iso-b"}
 
 # What an action acts on; tests/unit/operations/test_security.py turns each into the ARN the call names.
 STREAM, ACCOUNT, BUCKET, OBJECTS = "stream", "account", "bucket", "objects"
@@ -132,6 +135,37 @@ KINESIS_KEY_USE: dict[str, str] = {"PutRecords": "kms:GenerateDataKey", "PutReco
 KINESIS_ACCOUNT_ACTIONS = frozenset({"ListStreams"})  # AWS allows only Resource "*" for these
 
 
+# Glue and S3 calls the code makes itself (besides Iceberg's): what each names, by IAM action.
+GLUE_TARGETS: dict[str, str] = {"GetTable": CATALOG_TABLE, "UpdateTable": CATALOG_TABLE, "CreateTable": CATALOG_TABLE,
+                                "DeleteTable": CATALOG_TABLE, "GetDatabase": CATALOG_DATABASE,
+                                "GetDatabases": CATALOG_DATABASE, "GetTables": CATALOG_DATABASE,
+                                "CreateDatabase": CATALOG_DATABASE}  # fmt: skip
+S3_ACTIONS: dict[str, Grant] = {  # API operation -> (IAM action, target): IAM names some differently
+    "GetObject": ("s3:GetObject", OBJECTS),
+    "PutObject": ("s3:PutObject", OBJECTS),
+    "DeleteObject": ("s3:DeleteObject", OBJECTS),
+    "ListObjectsV2": ("s3:ListBucket", BUCKET),
+    "ListBuckets": ("s3:ListAllMyBuckets", ACCOUNT),
+    "CreateBucket": ("s3:CreateBucket", BUCKET),
+}
+API_SERVICES = frozenset({"kinesis", "glue", "s3"})  # the services whose client calls map to IAM grants here
+
+
+def api_grants(service: str, operation: str, encrypted: bool) -> set[Grant]:
+    """What a client call the code makes itself needs (``kinesis``, ``glue`` or ``s3``; boto3's API names).
+
+    Raises:
+        ConfigError: If the call is not mapped yet (add it to the tables above).
+    """
+    if service == "kinesis":
+        return kinesis_grants(operation, encrypted)
+    if service == "glue" and operation in GLUE_TARGETS:
+        return {(f"glue:{operation}", GLUE_TARGETS[operation])}
+    if service == "s3" and operation in S3_ACTIONS:
+        return {S3_ACTIONS[operation]}
+    raise ConfigError(f"{service}:{operation} is not mapped to IAM grants: add it to icestream.operations.security.")
+
+
 def statement_kinds(sql: str) -> set[str]:
     """The kinds of statement in ``sql`` (keys of :data:`STATEMENT_KINDS`), one per statement text."""
     for kind, pattern in STATEMENT_KINDS.items():
@@ -153,11 +187,41 @@ def policy_template() -> dict[str, Any]:
     return json.loads(resources.files("icestream.operations").joinpath("policies", POLICY_FILE).read_text())
 
 
+def partition(region: str) -> str:
+    """The ARN partition of a region (``aws``, ``aws-cn``, ``aws-us-gov``...)."""
+    prefixes = sorted(PARTITIONS, key=len, reverse=True)  # us-isob- before us-iso-
+    return next((PARTITIONS[prefix] for prefix in prefixes if region.startswith(prefix)), "aws")
+
+
+def duties() -> dict[str, Any]:
+    """Each duty (``ingest``, ``maintenance``, ``producer``, ``reader``): its code and its actions by statement."""
+    return json.loads(resources.files("icestream.operations").joinpath("policies", DUTIES_FILE).read_text())
+
+
+def duty_policy(policy: dict[str, Any], duty: str) -> dict[str, Any]:
+    """The statements of ``policy`` a duty needs, each cut to the duty's actions.
+
+    Args:
+        policy: The whole policy (:func:`policy_template` or :func:`iam_policy`'s answer).
+        duty: A key of :func:`duties`.
+
+    Returns:
+        A policy document of the same statements (same resources and conditions), fewer actions.
+    """
+    wanted = duties()[duty]["statements"]
+    statements = [
+        {**statement, "Action": [action for action in statement["Action"] if action in wanted[statement["Sid"]]]}
+        for statement in policy["Statement"]
+        if statement["Sid"] in wanted
+    ]
+    return {**policy, "Statement": statements}
+
+
 def key_arn(key: str, region: str, account_id: str) -> str:
     """A KMS key ARN from a key ARN, a key id or an ``alias/...`` name."""
     if key.startswith("arn:"):
         return key
-    return f"arn:aws:kms:{region}:{account_id}:{key if key.startswith('alias/') else f'key/{key}'}"
+    return f"arn:{partition(region)}:kms:{region}:{account_id}:{key if key.startswith('alias/') else f'key/{key}'}"
 
 
 def substitute(policy: dict[str, Any], values: dict[str, str]) -> dict[str, Any]:
@@ -211,6 +275,7 @@ def iam_policy(
     warehouse_key = stream_key if warehouse_kms_key_id is None else warehouse_kms_key_id
     keys = {"StreamKeyArn": stream_key, "WarehouseKeyArn": warehouse_key}
     values = {
+        "AWS::Partition": partition(settings.region),
         "AWS::AccountId": account_id,
         "AWS::Region": settings.region,
         "StreamName": settings.stream_name,

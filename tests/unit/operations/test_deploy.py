@@ -1,8 +1,10 @@
-"""The CloudFormation template: generated from the policy source, committed unchanged, and cfn-lint clean."""
+"""The CloudFormation template: generated from the policy source, committed unchanged, cfn-lint clean (with the
+informational checks), its roles the library's policy by duty, its job runs valid EMR Serverless requests."""
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,14 +16,16 @@ from botocore.validate import validate_parameters
 
 from icestream.config import load_settings
 from icestream.operations import deploy
-from icestream.operations.security import iam_policy
-from tests.helpers.cloudformation import resolve
+from icestream.operations.security import duty_policy, iam_policy
+from icestream.operations.stack.jobs import api_names
+from tests.helpers.cloudformation import NO_VALUE, resolve
 
 ROOT = Path(__file__).resolve().parents[3]
 COMMITTED = ROOT / deploy.TEMPLATE_PATH
 ACCOUNT_ID, REGION = "123456789012", "eu-west-1"
 KEY_ARN = f"arn:aws:kms:{REGION}:{ACCOUNT_ID}:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 ROLE_ARN = f"arn:aws:iam::{ACCOUNT_ID}:role/jobs"
+MAINTENANCE_ROLE_ARN = f"arn:aws:iam::{ACCOUNT_ID}:role/maintenance"
 # Stack values for resolving Fn::Sub the way CloudFormation would.
 STACK = {
     "AWS::Region": REGION,
@@ -31,11 +35,18 @@ STACK = {
     "WarehouseBucket": "lake-bucket",
     "WarehousePrefix": "icestream",
     "Namespace": "analytics",
+    "AWS::StackName": "icestream",
+    "AWS::NoValue": NO_VALUE,
     "DataKey.Arn": KEY_ARN,
-    "JobRole.Arn": ROLE_ARN,
+    "IngestJobRole.Arn": ROLE_ARN,
+    "MaintenanceJobRole.Arn": MAINTENANCE_ROLE_ARN,
     "ArtifactsPrefix": "artifacts",
     "EmrServerlessApplicationId": "00abc123def456",
+    "Application.ApplicationId": "00created0000",
+    "StreamingTrigger": "30s",
+    "StreamingTimeoutMinutes": "1430",
 }
+CONDITIONS = {"CreateApplication": False}  # the application given as a parameter
 
 
 def test_the_committed_template_is_the_generated_one() -> None:
@@ -44,34 +55,38 @@ def test_the_committed_template_is_the_generated_one() -> None:
 
 def test_cfn_lint_passes() -> None:
     cfn_lint = Path(sys.executable).with_name("cfn-lint")
-    result = subprocess.run([str(cfn_lint), str(COMMITTED)], capture_output=True, text=True, check=False)
+    command = [str(cfn_lint), "--include-checks", "I", "--", str(COMMITTED)]  # I: informational (I3042: arn:aws)
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_the_role_policy_is_the_library_policy() -> None:
-    """Resolved for the same names, the stack's role policy is what ``iam_policy`` prints, plus the entry points."""
-    role = yaml.safe_load(COMMITTED.read_text())["Resources"]["JobRole"]["Properties"]
-    document = resolve(role["Policies"][0]["PolicyDocument"], STACK)
-    settings = load_settings(
-        profile="aws",
-        region=REGION,
-        warehouse="s3://lake-bucket/icestream",
-        stream_name="ev",
-        namespace="analytics",
-        kms_key_id=KEY_ARN,
-    )
-    library = iam_policy(settings, account_id=ACCOUNT_ID)
-    artifacts = [statement for statement in document["Statement"] if statement["Sid"] == "JobArtifacts"]
+SETTINGS = load_settings(profile="aws", region=REGION, warehouse="s3://lake-bucket/icestream", stream_name="ev",
+                         namespace="analytics", kms_key_id=KEY_ARN)  # fmt: skip
+
+
+def _policy(logical_id: str) -> dict:
+    properties = yaml.safe_load(COMMITTED.read_text())["Resources"][logical_id]["Properties"]
+    return resolve(properties["Policies"][0]["PolicyDocument"], STACK, CONDITIONS)
+
+
+@pytest.mark.parametrize(("logical_id", "duty"), [("IngestJobRole", "ingest"), ("MaintenanceJobRole", "maintenance")])
+def test_the_job_roles_hold_their_duty_of_the_library_policy(logical_id: str, duty: str) -> None:
+    """Resolved for the same names, a job role's policy is its duty's share of ``iam_policy``, plus the entry points."""
+    document = _policy(logical_id)
+    library = duty_policy(iam_policy(SETTINGS, account_id=ACCOUNT_ID), duty)
     assert [s for s in document["Statement"] if s["Sid"] != "JobArtifacts"] == library["Statement"]
-    assert artifacts == [
-        {
-            "Sid": "JobArtifacts",
-            "Effect": "Allow",
-            "Action": ["s3:GetObject"],
-            "Resource": "arn:aws:s3:::lake-bucket/artifacts/*",
-        }
-    ]
+    artifacts = [statement for statement in document["Statement"] if statement["Sid"] == "JobArtifacts"]
+    assert artifacts == [{"Sid": "JobArtifacts", "Effect": "Allow", "Action": ["s3:GetObject"],
+                          "Resource": "arn:aws:s3:::lake-bucket/artifacts/*"}]  # fmt: skip
     assert "${" not in json.dumps(document)
+
+
+def test_the_producer_and_operator_policies_are_the_library_policy() -> None:
+    assert (
+        _policy("ProducerRole")["Statement"] == duty_policy(iam_policy(SETTINGS, ACCOUNT_ID), "producer")["Statement"]
+    )
+    operator = yaml.safe_load(COMMITTED.read_text())["Resources"]["OperatorPolicy"]["Properties"]["PolicyDocument"]
+    assert resolve(operator, STACK) == iam_policy(SETTINGS, account_id=ACCOUNT_ID)
 
 
 def test_everything_at_rest_is_encrypted_with_the_stack_key_and_private() -> None:
@@ -89,39 +104,35 @@ def test_everything_at_rest_is_encrypted_with_the_stack_key_and_private() -> Non
 
 
 @pytest.mark.parametrize(
-    ("schedule", "arguments"), [("IngestSchedule", ["--available-now"]), ("MaintenanceSchedule", ["maintain"])]
+    ("schedule", "arguments", "role"),
+    [
+        ("IngestSchedule", ["--available-now"], ROLE_ARN),
+        ("StreamingIngestSchedule", ["--trigger", "30s"], ROLE_ARN),
+        ("MaintenanceSchedule", ["maintain"], MAINTENANCE_ROLE_ARN),
+    ],
 )
-def test_schedules_send_a_valid_start_job_run(schedule: str, arguments: list[str]) -> None:
-    """The schedule's Input, resolved, is a request botocore's EMR Serverless model accepts."""
+def test_schedules_send_a_valid_start_job_run(schedule: str, arguments: list[str], role: str) -> None:
+    """The schedule's Input, resolved, is a request botocore's EMR Serverless model accepts, run in the packed env."""
     target = deploy.template()["Resources"][schedule]["Properties"]["Target"]
-    assert target["Arn"] == "arn:aws:scheduler:::aws-sdk:emrserverless:startJobRun"
-    request = json.loads(resolve(target["Input"], STACK))
-
-    def api_names(node: object) -> object:  # universal targets take the API's members in PascalCase
-        if isinstance(node, dict):
-            return {key[0].lower() + key[1:]: api_names(value) for key, value in node.items()}
-        return [api_names(value) for value in node] if isinstance(node, list) else node
-
+    assert resolve(target["Arn"], STACK) == "arn:aws:scheduler:::aws-sdk:emrserverless:startJobRun"
+    request = json.loads(resolve(target["Input"], STACK, CONDITIONS))
     model = botocore.session.get_session().get_service_model("emr-serverless")
     validate_parameters(api_names(request), model.operation_model("StartJobRun").input_shape)
     driver = request["JobDriver"]["SparkSubmit"]
     assert driver["EntryPointArguments"] == arguments
     assert driver["EntryPoint"].startswith("s3://lake-bucket/artifacts/")
-    assert request["ExecutionRoleArn"] == ROLE_ARN
-    assert (
-        "spark.emr-serverless.driverEnv.ICESTREAM_WAREHOUSE=s3://lake-bucket/icestream"
-        in (driver["SparkSubmitParameters"])
-    )
-
-
-def test_the_scheduler_may_pass_only_the_job_role_to_emr_serverless() -> None:
-    role = resolve(deploy.template()["Resources"]["SchedulerRole"]["Properties"], STACK)
-    statements = {statement["Sid"]: statement for statement in role["Policies"][0]["PolicyDocument"]["Statement"]}
-    assert statements["PassJobRole"]["Resource"] == ROLE_ARN
-    assert statements["PassJobRole"]["Condition"] == {
-        "StringEquals": {"iam:PassedToService": "emr-serverless.amazonaws.com"}
-    }
-    assert statements["StartJobRuns"]["Resource"].endswith(":/applications/00abc123def456")
+    assert (request["ApplicationId"], request["ExecutionRoleArn"]) == ("00abc123def456", role)
+    conf = dict(re.findall(r"--conf ([^=\s]+)=(\S*)", driver["SparkSubmitParameters"]))
+    assert conf["spark.archives"] == "s3://lake-bucket/artifacts/icestream_env.tar.gz#icestream_env"
+    for key in ("spark.emr-serverless.driverEnv.PYSPARK_DRIVER_PYTHON", "spark.emr-serverless.driverEnv.PYSPARK_PYTHON",
+                "spark.executorEnv.PYSPARK_PYTHON"):  # fmt: skip
+        assert conf[key] == "./icestream_env/bin/python"
+    assert conf["spark.emr-serverless.driverEnv.ICESTREAM_WAREHOUSE"] == "s3://lake-bucket/icestream"
+    assert conf["spark.emr-serverless.driverEnv.ICESTREAM_SHIP"] == "none"  # icestream is inside the archive
+    if schedule == "StreamingIngestSchedule":
+        assert (request["Mode"], request["ExecutionTimeoutMinutes"]) == ("STREAMING", 1430)
+    else:
+        assert "Mode" not in request
 
 
 def test_main_writes_the_template(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

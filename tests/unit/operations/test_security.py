@@ -29,7 +29,7 @@ from icestream.config import load_settings
 from icestream.errors import ConfigError
 from icestream.operations import security
 from icestream.operations.security import iam_policy
-from tests.helpers.security import leaks
+from tests.helpers.security import client_calls, client_factories, leaks, unit_of
 
 ROOT = Path(__file__).resolve().parents[3]
 PACKAGE = ROOT / "lib" / "icestream"
@@ -42,6 +42,13 @@ NOT_SCANNED = {
     "moto_kinesis.py": "patches moto's in-process Kinesis backend, whose methods are named like the API",
     "security.py": "holds the statement patterns this test applies; it runs no SQL",
 }
+# Code units (``path::top-level name``) left out, with the reason.
+NOT_SCANNED_UNITS = {
+    "lib/icestream/runtime/aws.py::ensure_bucket": "creates the bucket on an emulator only (runtime/spark.py calls it "
+    "for the localstack profile); on AWS the stack makes the bucket",
+}
+# Units whose text matches a statement pattern without running SQL, for the duty checks (a message, not a query).
+NOT_SQL = {"lib/icestream/producer/plan.py::write_limit": "'Could not describe stream' in an error message"}
 CALL_PROCEDURE = re.compile(r"\bCALL\s+[\w{}`]+\.system\.(\w+)", re.IGNORECASE)
 
 ACCOUNT_ID, REGION, KEY = "123456789012", "eu-west-1", "1234abcd-12ab-34cd-56ef-1234567890ab"
@@ -87,8 +94,8 @@ def _sources() -> dict[str, ast.Module]:
     return trees
 
 
-def _texts(tree: ast.Module) -> list[str]:
-    """String literals that are not docstrings; an f-string as one text with ``{}`` for its fields."""
+def _texts(tree: ast.Module, units: dict[int, str]) -> list[tuple[str, str]]:
+    """String literals that are not docstrings, with their unit; an f-string as one text with ``{}`` for its fields."""
     skipped: set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
@@ -100,9 +107,10 @@ def _texts(tree: ast.Module) -> list[str]:
     texts = []
     for node in ast.walk(tree):
         if isinstance(node, ast.JoinedStr):
-            texts.append("".join(part.value if isinstance(part, ast.Constant) else "{}" for part in node.values))
+            text = "".join(part.value if isinstance(part, ast.Constant) else "{}" for part in node.values)
+            texts.append((text, units[id(node)]))
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skipped:
-            texts.append(node.value)
+            texts.append((node.value, units[id(node)]))
     return texts
 
 
@@ -113,47 +121,54 @@ def _operations(service: str) -> dict[str, str]:
     return {xform_name(name): name for name in model.operation_names}
 
 
-def _api_operations(tree: ast.Module, services: set[str]) -> set[tuple[str, str]]:
-    """(service, operation) of method calls named like an operation of a service the code has clients for."""
-    names = {service: _operations(service) for service in services}
-    return {
-        (service, names[service][node.func.attr])
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-        for service in services
-        if node.func.attr in names[service]
+def _created(trees: dict[str, ast.Module]) -> dict[str, set[str]]:
+    """Service -> the code units (``path::name``) that create a client of it, however they create it."""
+    factories = client_factories(trees)
+    created: dict[str, set[str]] = {}
+    for where, tree in trees.items():
+        for unit, service in client_calls(tree, factories, {})[1]:
+            created.setdefault(service, set()).add(f"{where}::{unit}")
+    return created
+
+
+def _check_clients(trees: dict[str, ast.Module]) -> None:
+    """Fail on a client of a service whose calls no role's grants are derived for."""
+    unmapped = {
+        service: sorted(units) for service, units in _created(trees).items() if service not in security.API_SERVICES
     }
+    assert not unmapped, f"AWS clients of services no role maps (security.API_SERVICES): {unmapped}"
 
 
 @functools.cache
 def derived_needs(encrypted: bool = True) -> tuple[dict[security.Grant, set[str]], dict[str, set[str]]]:
     """Every grant the code needs, with where each comes from, and what was found (for the checks)."""
     trees = _sources()
+    _check_clients(trees)
     found: dict[str, set[str]] = {key: set() for key in ("kinds", "procedures", "services", "operations", "pyiceberg")}
-    uses: dict[str, set[str]] = {}  # a need ("kind:read", "procedure:x", "kinesis:GetRecords") -> where
-    for tree in trees.values():
-        for node in ast.walk(tree):
-            is_call = isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-            first = node.args[0] if is_call and node.args else None
-            if is_call and node.func.attr == "client" and isinstance(first, ast.Constant):
-                found["services"].add(first.value)
+    uses: dict[str, set[str]] = {}  # a need ("kind:read", "procedure:x", "kinesis:GetRecords") -> "path::unit"
+    factories = client_factories(trees)
+    found["services"] = set(_created(trees))
+    operations = {service: _operations(service) for service in found["services"]}
     for where, tree in trees.items():
-        for text in _texts(tree):
-            for kind in security.statement_kinds(text):
-                uses.setdefault(f"kind:{kind}", set()).add(where)
+        units = unit_of(tree)
+        for text, unit in _texts(tree, units):
+            for kind in security.statement_kinds(text) if f"{where}::{unit}" not in NOT_SQL else ():
+                uses.setdefault(f"kind:{kind}", set()).add(f"{where}::{unit}")
             for name in CALL_PROCEDURE.findall(text):
-                uses.setdefault(f"procedure:{name}", set()).add(where)
+                uses.setdefault(f"procedure:{name}", set()).add(f"{where}::{unit}")
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                at = f"{where}::{units[id(node)]}"
                 first = node.args[0] if node.args else None
                 if node.func.attr == "procedure" and isinstance(first, ast.Constant):
-                    uses.setdefault(f"procedure:{first.value}", set()).add(where)
+                    uses.setdefault(f"procedure:{first.value}", set()).add(at)
                 if node.func.attr == "writeTo":
-                    uses.setdefault("kind:dataframe write", set()).add(where)
+                    uses.setdefault("kind:dataframe write", set()).add(at)
                 if node.func.attr in security.PYICEBERG_CATALOG_GRANTS:
-                    uses.setdefault(f"pyiceberg:{node.func.attr}", set()).add(where)
-        for service, operation in _api_operations(tree, found["services"]):
-            uses.setdefault(f"{service}:{operation}", set()).add(where)
+                    uses.setdefault(f"pyiceberg:{node.func.attr}", set()).add(at)
+        for unit, service, operation in client_calls(tree, factories, operations)[0]:
+            uses.setdefault(f"{service}:{operation}", set()).add(f"{where}::{unit}")
+    uses = {need: where - set(NOT_SCANNED_UNITS) for need, where in uses.items() if where - set(NOT_SCANNED_UNITS)}
     grants: dict[security.Grant, set[str]] = {}
     for need, where in uses.items():
         family, name = need.split(":", 1)
@@ -168,9 +183,9 @@ def derived_needs(encrypted: bool = True) -> tuple[dict[security.Grant, set[str]
         elif family == "pyiceberg":
             needed = set(security.PYICEBERG_CATALOG_GRANTS[name])
             found["pyiceberg"].add(name)
-        elif family == "kinesis":
-            needed = security.kinesis_grants(name, encrypted)
-            found["operations"].add(name)
+        elif family in security.API_SERVICES:
+            needed = security.api_grants(family, name, encrypted)
+            found["operations"].add(f"{family}:{name}")
         else:
             raise AssertionError(f"{need} ({sorted(where)}): icestream.operations.security maps no {family} calls yet")
         for grant in needed:
@@ -221,8 +236,13 @@ def missing_grants(policy: dict, grants: dict[security.Grant, set[str]]) -> dict
 
 def test_the_scan_sees_what_the_notebooks_run() -> None:
     grants, found = derived_needs()
-    assert found["services"] == {"kinesis"}
-    assert {"PutRecords", "GetRecords", "GetShardIterator", "ListShards"} <= found["operations"]
+    # Every way the code makes a client is seen: session.client("kinesis") inside KinesisConnection.client,
+    # aws.client(settings, "glue") in the catalog and pyiceberg engine, aws.client(settings, "s3") for emulators.
+    assert found["services"] == {"kinesis", "glue", "s3"}
+    assert {"kinesis:PutRecords", "kinesis:GetRecords", "kinesis:GetShardIterator", "kinesis:ListShards"} <= (
+        found["operations"]
+    )
+    assert "glue:GetTable" in found["operations"]  # runtime/catalog.py: glue = aws.client(settings, "glue")
     assert {"drop table purge", "create table", "create namespace", "alter table", "read", "dataframe write"} <= (
         found["kinds"]
     )
@@ -231,8 +251,81 @@ def test_the_scan_sees_what_the_notebooks_run() -> None:
     )
     assert "load_table" in found["pyiceberg"]  # the third engine (lib/icestream/queries/pyiceberg_engine.py)
     # Notebook 04 re-creates its copy table with DROP TABLE ... PURGE (lake/table.py: recreate_events_copy).
-    assert "lib/icestream/lake/table.py" in grants[("glue:DeleteTable", security.CATALOG_TABLE)]
+    assert "lib/icestream/lake/table.py::recreate_events_copy" in grants[("glue:DeleteTable", security.CATALOG_TABLE)]
     assert ("kms:GenerateDataKey", security.WAREHOUSE_KEY) in grants
+
+
+def test_every_way_of_making_a_client_is_found() -> None:
+    """boto3.client, session.client, aws.client(settings, ...), wrappers of those, and methods returning one."""
+    code = """
+import boto3
+def direct():
+    return boto3.client("sqs").send_message(QueueUrl="q", MessageBody="b")
+def from_session(session):
+    session.client("glue").get_table(DatabaseName="d", Name="t")
+def wrapped(settings):
+    return aws.client(settings, "s3")
+def uses_wrapper(settings):
+    s3 = wrapped(settings)
+    s3.get_object(Bucket="b", Key="k")
+class Connection:
+    def client(self):
+        return self.session.client("kinesis")
+def uses_method(connection):
+    connection.client().put_records(StreamName="s", Records=[])
+"""
+    trees = {"x.py": ast.parse(code)}
+    operations = {service: _operations(service) for service in ("sqs", "glue", "s3", "kinesis")}
+    calls, created = client_calls(trees["x.py"], client_factories(trees), operations)
+    assert calls == {
+        ("direct", "sqs", "SendMessage"),
+        ("from_session", "glue", "GetTable"),
+        ("uses_wrapper", "s3", "GetObject"),
+        ("uses_method", "kinesis", "PutRecords"),
+    }
+    assert {service for _, service in created} == {"sqs", "glue", "s3", "kinesis"}
+    with pytest.raises(AssertionError, match="sqs"):  # a client of a service no role maps fails the scan
+        _check_clients(trees)
+
+
+def _duty_needs(duty: str) -> dict[security.Grant, set[str]]:
+    """What the code a duty runs needs (``policies/duties.json``: its code units)."""
+    grants, _ = derived_needs()
+    patterns = security.duties()[duty]["code"]
+    needs = {grant: {w for w in where if any(fnmatchcase(w, p) for p in patterns)} for grant, where in grants.items()}
+    return {grant: where for grant, where in needs.items() if where}
+
+
+@pytest.mark.parametrize("duty", sorted(security.duties()))
+def test_each_role_allows_what_its_code_calls(duty: str) -> None:
+    policy = security.duty_policy(iam_policy(SETTINGS, account_id=ACCOUNT_ID), duty)
+    assert missing_grants(policy, _duty_needs(duty)) == {}
+
+
+@pytest.mark.parametrize("duty", sorted(security.duties()))
+def test_each_role_grants_nothing_its_code_does_not_call(duty: str) -> None:
+    needed = {action for action, _ in _duty_needs(duty)}
+    policy = security.duty_policy(iam_policy(SETTINGS, account_id=ACCOUNT_ID), duty)
+    granted = {action for statement in policy["Statement"] for action in _listed(statement["Action"])}
+    assert granted - needed == set()
+
+
+def test_each_role_names_code_that_exists() -> None:
+    units = {where for wheres in derived_needs()[0].values() for where in wheres}
+    for duty, spec in security.duties().items():
+        for pattern in spec["code"]:
+            assert any(fnmatchcase(unit, pattern) for unit in units), (
+                f"{duty}: {pattern} matches no code that calls AWS"
+            )
+
+
+def test_the_job_roles_cannot_set_up_or_tear_down() -> None:
+    """Issue 26: the jobs' roles may not create streams, write records, encrypt streams, create databases, drop."""
+    forbidden = {"kinesis:CreateStream", "kinesis:PutRecords", "kinesis:StartStreamEncryption", "glue:CreateDatabase",
+                 "glue:DeleteTable"}  # fmt: skip
+    for duty in ("ingest", "maintenance"):
+        policy = security.duty_policy(iam_policy(SETTINGS, account_id=ACCOUNT_ID), duty)
+        assert forbidden.isdisjoint(action for statement in policy["Statement"] for action in statement["Action"])
 
 
 def test_policy_allows_every_action_the_code_runs() -> None:
@@ -257,7 +350,7 @@ def test_the_check_catches_a_missing_action() -> None:
         statement["Action"] = [action for action in statement["Action"] if action != "glue:DeleteTable"]
     missing = missing_grants(policy, grants)
     drop = f"glue:DeleteTable on {GLUE}:table/analytics/user_events_time_travel"
-    assert "lib/icestream/lake/table.py" in missing[drop]
+    assert "lib/icestream/lake/table.py::recreate_events_copy" in missing[drop]
 
 
 def test_keys_are_used_only_through_their_service_and_the_warehouse() -> None:

@@ -1,0 +1,211 @@
+"""The stack's parts (issue 26): partition-neutral ARNs, retained state, network, roles' trust, failures visible.
+
+Each request-shaped property (the scheduler's target input, the printed ``start-job-run`` lines) is
+checked against botocore's service model; the rest against what AWS documents for the property.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+
+import botocore.session
+import pytest
+from botocore.validate import validate_parameters
+
+from icestream.operations import deploy
+from icestream.operations.stack import jobs
+from icestream.operations.stack.jobs import api_names
+from tests.helpers.cloudformation import NO_VALUE, resolve
+
+ACCOUNT_ID = "123456789012"
+STACK = {
+    "AWS::Region": "cn-north-1",
+    "AWS::AccountId": ACCOUNT_ID,
+    "AWS::Partition": "aws-cn",
+    "AWS::StackName": "icestream",
+    "AWS::NoValue": NO_VALUE,
+    "StreamName": "ev",
+    "Stream": "ev",
+    "WarehouseBucket": "lake-bucket",
+    "WarehousePrefix": "icestream",
+    "Namespace": "analytics",
+    "ArtifactsPrefix": "artifacts",
+    "EmrServerlessApplicationId": "",
+    "Application.ApplicationId": "00created0000",
+    "DataKey.Arn": f"arn:aws-cn:kms:cn-north-1:{ACCOUNT_ID}:key/k",
+    "IngestJobRole.Arn": f"arn:aws-cn:iam::{ACCOUNT_ID}:role/ingest",
+    "MaintenanceJobRole.Arn": f"arn:aws-cn:iam::{ACCOUNT_ID}:role/maintenance",
+    "DeadLetterQueue.Arn": f"arn:aws-cn:sqs:cn-north-1:{ACCOUNT_ID}:dlq",
+    "FailedJobRunRule.Arn": f"arn:aws-cn:events:cn-north-1:{ACCOUNT_ID}:rule/failed",
+    "AlarmTopic": f"arn:aws-cn:sns:cn-north-1:{ACCOUNT_ID}:alarms",
+    "StreamingTrigger": "30s",
+    "StreamingTimeoutMinutes": "1430",
+}
+CONDITIONS = {"CreateApplication": True}
+SCHEDULES = ("IngestSchedule", "StreamingIngestSchedule", "MaintenanceSchedule")
+
+
+@pytest.fixture(scope="module")
+def resources() -> dict:
+    return deploy.template()["Resources"]
+
+
+def test_no_arn_names_a_partition() -> None:
+    """Every ARN is written with ${AWS::Partition} (aws-cn, aws-us-gov), the scheduler's targets too."""
+    assert re.findall(r"arn:aws[-a-z]*:", deploy.render()) == []
+    for name in SCHEDULES:
+        target = deploy.template()["Resources"][name]["Properties"]["Target"]
+        assert resolve(target["Arn"], STACK) == "arn:aws-cn:scheduler:::aws-sdk:emrserverless:startJobRun"
+
+
+@pytest.mark.parametrize("logical_id", ["Stream", "GlueDatabase", "WarehouseBucket", "DataKey"])
+def test_state_outlives_the_stack(resources: dict, logical_id: str) -> None:
+    assert (resources[logical_id]["DeletionPolicy"], resources[logical_id]["UpdateReplacePolicy"]) == (
+        "Retain",
+        "Retain",
+    )
+
+
+def test_the_jobs_network(resources: dict) -> None:
+    kinesis = resources["KinesisEndpoint"]["Properties"]
+    assert (kinesis["VpcEndpointType"], kinesis["PrivateDnsEnabled"]) == ("Interface", True)
+    assert resolve(kinesis["ServiceName"], STACK) == "com.amazonaws.cn-north-1.kinesis-streams"
+    s3 = resources["S3Endpoint"]
+    assert (s3["Condition"], s3["Properties"]["VpcEndpointType"]) == ("HasGatewayEndpoint", "Gateway")
+    assert resolve(s3["Properties"]["ServiceName"], STACK) == "com.amazonaws.cn-north-1.s3"
+    application = resources["Application"]
+    assert application["Condition"] == "CreateApplication"
+    network = application["Properties"]["NetworkConfiguration"]
+    assert network == {"SubnetIds": {"Ref": "PrivateSubnetIds"}, "SecurityGroupIds": [{"Ref": "JobSecurityGroup"}]}
+    assert deploy.template()["Parameters"]["ReleaseLabel"]["Default"] == "emr-7.12.0"  # Iceberg 1.10.0
+    # The endpoint admits the jobs' group only.
+    ingress = resources["EndpointSecurityGroup"]["Properties"]["SecurityGroupIngress"]
+    assert [rule["SourceSecurityGroupId"] for rule in ingress] == [{"Ref": "JobSecurityGroup"}]
+    model = botocore.session.get_session().get_service_model("emr-serverless")
+    shape = model.operation_model("CreateApplication").input_shape.members["networkConfiguration"]
+    given = {"PrivateSubnetIds": ["subnet-0a1b2c3d"], "JobSecurityGroup": "sg-0a1b2c3d"}
+    validate_parameters(api_names(resolve(network, given)), shape)
+
+
+@pytest.mark.parametrize("logical_id", ["IngestJobRole", "MaintenanceJobRole"])
+def test_job_roles_trust_this_accounts_services_only(resources: dict, logical_id: str) -> None:
+    trust = resolve(resources[logical_id]["Properties"]["AssumeRolePolicyDocument"], STACK)
+    (statement,) = trust["Statement"]
+    assert statement["Condition"]["StringEquals"] == {"aws:SourceAccount": ACCOUNT_ID}
+    assert statement["Condition"]["ArnLike"]["aws:SourceArn"] == [
+        f"arn:aws-cn:emr-serverless:cn-north-1:{ACCOUNT_ID}:/applications/*",
+        f"arn:aws-cn:glue:cn-north-1:{ACCOUNT_ID}:job/*",
+    ]
+
+
+def test_the_scheduler_starts_only_these_runs(resources: dict) -> None:
+    role = resources["SchedulerRole"]["Properties"]
+    trust = resolve(role["AssumeRolePolicyDocument"], STACK)["Statement"][0]["Condition"]
+    assert (
+        trust["ArnLike"]["aws:SourceArn"]
+        == f"arn:aws-cn:scheduler:cn-north-1:{ACCOUNT_ID}:schedule/default/icestream-*"
+    )
+    policy = json.loads(resolve(role["Policies"][0]["PolicyDocument"], STACK, CONDITIONS))
+    statements = {statement["Sid"]: statement for statement in policy["Statement"]}
+    assert statements["StartJobRuns"]["Resource"].endswith(":/applications/00created0000")
+    assert statements["PassJobRoles"]["Resource"] == [STACK["IngestJobRole.Arn"], STACK["MaintenanceJobRole.Arn"]]
+    assert statements["PassJobRoles"]["Condition"] == {
+        "StringEquals": {"iam:PassedToService": "emr-serverless.amazonaws.com"}
+    }
+    assert statements["DeadLetters"]["Resource"] == STACK["DeadLetterQueue.Arn"]
+    for name in SCHEDULES:  # the schedules' names are what the trust condition admits
+        assert resolve(resources[name]["Properties"]["Name"], STACK).startswith("icestream-")
+
+
+def test_the_reader_can_use_athena_and_decrypt(resources: dict) -> None:
+    policy = resolve(resources["ReaderRole"]["Properties"]["Policies"][0]["PolicyDocument"], STACK)
+    statements = {statement["Sid"]: statement for statement in policy["Statement"]}
+    assert statements["AthenaWorkGroup"]["Resource"] == (
+        f"arn:aws-cn:athena:cn-north-1:{ACCOUNT_ID}:workgroup/icestream-icestream"
+    )
+    assert "athena:StartQueryExecution" in statements["AthenaWorkGroup"]["Action"]
+    assert statements["AthenaResults"]["Resource"] == "arn:aws-cn:s3:::lake-bucket/artifacts/athena-results/*"
+    assert statements["KmsForWarehouse"]["Action"] == ["kms:Decrypt"]
+    assert set(statements["AthenaResultsKey"]["Action"]) == {"kms:Decrypt", "kms:GenerateDataKey"}
+    assert "s3:PutObject" not in statements["WarehouseObjects"]["Action"]  # the tables are read only
+
+
+def test_every_schedule_dead_letters_to_an_encrypted_queue(resources: dict) -> None:
+    queue = resources["DeadLetterQueue"]["Properties"]
+    assert queue["KmsMasterKeyId"] == {"Fn::GetAtt": ["DataKey", "Arn"]}
+    scheduler = botocore.session.get_session().get_service_model("scheduler")
+    for name in SCHEDULES:
+        target = resolve(resources[name]["Properties"]["Target"], {**STACK, "SchedulerRole.Arn": "arn:r"}, CONDITIONS)
+        assert (
+            target["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": ["DeadLetterQueue", "Arn"]}}
+            or target["DeadLetterConfig"]["Arn"] == STACK["DeadLetterQueue.Arn"]
+        )
+        validate_parameters(
+            {
+                "Name": name,
+                "ScheduleExpression": "rate(15 minutes)",
+                "FlexibleTimeWindow": {"Mode": "OFF"},
+                "Target": target,
+            },
+            scheduler.operation_model("CreateSchedule").input_shape,
+        )
+
+
+def test_the_client_token_is_a_valid_token_on_every_attempt() -> None:
+    """The token, as the scheduler fills it in (AWS's documented examples), matches StartJobRun's clientToken.
+
+    ``<aws.scheduler.scheduled-time>`` would be the same on each retry, but its colons break the pattern.
+    """
+    shape = botocore.session.get_session().get_service_model("emr-serverless").operation_model("StartJobRun")
+    token = shape.input_shape.members["clientToken"].metadata
+    examples = {
+        "<aws.scheduler.execution-id>": "d32c5kddcf5bb8c3",
+        "<aws.scheduler.scheduled-time>": "2022-03-22T18:59:43Z",
+    }
+    filled = examples.get(jobs.CLIENT_TOKEN, jobs.CLIENT_TOKEN)
+    assert re.fullmatch(token["pattern"], filled)
+    assert token["min"] <= len(filled) <= token["max"]
+    assert not re.fullmatch(token["pattern"], "icestream-ingest-" + examples["<aws.scheduler.scheduled-time>"])
+
+
+def test_failed_runs_and_a_lagging_ingest_alarm(resources: dict) -> None:
+    rule = resolve(resources["FailedJobRunRule"]["Properties"], STACK, CONDITIONS)
+    assert rule["EventPattern"] == {
+        "source": ["aws.emr-serverless"],
+        "detail-type": ["EMR Serverless Job Run State Change"],
+        "detail": {"state": ["FAILED"], "applicationId": ["00created0000"]},
+    }
+    assert rule["Targets"][0]["Arn"] == {"Ref": "AlarmTopic"} or rule["Targets"][0]["Arn"] == STACK["AlarmTopic"]
+    lag = resources["IteratorAgeAlarm"]["Properties"]
+    assert (lag["Namespace"], lag["MetricName"]) == ("AWS/Kinesis", "GetRecords.IteratorAgeMilliseconds")
+    assert lag["Threshold"] == {"Ref": "IteratorAgeAlarmMilliseconds"}
+    assert resources["AlarmTopic"]["Properties"]["KmsMasterKeyId"] == {"Fn::GetAtt": ["DataKey", "Arn"]}
+    assert resources["AlarmSubscription"]["Condition"] == "HasAlarmEmail"
+
+
+def test_the_printed_commands_are_valid_requests() -> None:
+    """The outputs' start-job-run lines parse as the CLI would read them and validate against botocore."""
+    values = {**STACK, "OperatorPolicy": "arn:p", "Stream.Arn": "arn:s", "DataKey": "k", "DeadLetterQueue": "q"}
+    values |= {f"{role}.Arn": "arn:r" for role in ("ProducerRole", "ReaderRole")}
+    outputs = resolve(deploy.template()["Outputs"], values, CONDITIONS)
+    model = botocore.session.get_session().get_service_model("emr-serverless").operation_model("StartJobRun")
+    for name in ("StartIngestCommand", "StartMaintenanceCommand"):
+        words = shlex.split(outputs[name]["Value"])
+        assert words[:3] == ["aws", "emr-serverless", "start-job-run"]
+        request = json.loads(words[words.index("--cli-input-json") + 1])
+        # The CLI fills an idempotency token itself (botocore: members marked idempotencyToken).
+        tokens = [name for name, member in model.input_shape.members.items() if member.metadata.get("idempotencyToken")]
+        assert tokens == ["clientToken"]
+        assert "clientToken" not in request
+        validate_parameters({**request, "clientToken": "cli-made"}, model.input_shape)
+        assert request["applicationId"] == "00created0000"
+    upload = outputs["UploadCommand"]["Value"]
+    assert "s3://lake-bucket/artifacts/icestream_env.tar.gz" in upload
+
+
+def test_extra_resources_are_merged(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The place for optional parts (the Athena workgroup): a maker's resources join the template."""
+    monkeypatch.setattr(deploy, "EXTRA_RESOURCES", [lambda: {"Extra": {"Type": "AWS::SNS::Topic"}}])
+    assert deploy.template()["Resources"]["Extra"] == {"Type": "AWS::SNS::Topic"}
