@@ -1,10 +1,12 @@
-"""The CloudFormation template deployed on moto's CloudFormation (moto 5.2.5, in process).
+"""The CloudFormation template deployed on moto's CloudFormation (moto 5.x, in process).
 
 moto creates the resource types it models and skips the others with a warning; the test lists the
 skipped types (``MOTO_UNSUPPORTED``), fails if moto skips anything else, and applies each skipped
 resource's properties, resolved from the stack, through moto's own API for that service, so each is
-at least a well-formed request. Properties moto accepts without applying are listed too
-(``MOTO_IGNORED``); the template's unit tests check those instead.
+at least a well-formed request. What moto created is read back through the services' APIs and
+compared with the parameters the stack was given (not with names written here). Properties moto
+accepts without applying are listed (``MOTO_IGNORED``) and checked to be indeed not applied; the
+template's unit tests check those instead.
 """
 
 from __future__ import annotations
@@ -15,22 +17,31 @@ import re
 import warnings
 
 import boto3
+import botocore.session
 import pytest
+from botocore.validate import validate_parameters
 from moto import mock_aws
 from moto.cloudformation.parsing import get_model_map
 
 from icestream.config import load_settings
 from icestream.operations import deploy
-from icestream.operations.security import iam_policy
-from tests.helpers.cloudformation import resolve
+from icestream.operations.security import duty_policy, iam_policy
+from icestream.operations.stack.common import sub
+from icestream.operations.stack.jobs import api_names
+from icestream.operations.stack.roles import artifacts_statement, athena_statements
+from tests.helpers.cloudformation import NO_VALUE, resolve
 
 REGION = "us-east-1"
-APPLICATION = "icestream-jobs"
 MOTO_UNSUPPORTED = {
     "AWS::Glue::Database": "created here with glue.create_database from the resolved DatabaseInput",
     "AWS::S3::BucketPolicy": "applied here with s3.put_bucket_policy",
-    "AWS::Scheduler::Schedule": "created here with scheduler.create_schedule; its Input is sent to moto's "
-    "EMR Serverless StartJobRun",
+    "AWS::Scheduler::Schedule": "created here with scheduler.create_schedule; its Input, filled in as the "
+    "scheduler does, is sent to moto's EMR Serverless StartJobRun",
+    "AWS::CloudWatch::Alarm": "created here with cloudwatch.put_metric_alarm",
+    "AWS::SNS::Subscription": "created here with sns.subscribe",
+    "AWS::SNS::TopicPolicy": "applied here with sns.set_topic_attributes",
+    "AWS::EMRServerless::Application": "created here with emr-serverless.create_application (the stack is given "
+    "an application id, so CloudFormation would not create it either)",
 }
 MOTO_IGNORED = {
     "AWS::Kinesis::Stream": ["StreamEncryption", "StreamModeDetails"],  # moto creates an unencrypted stream
@@ -40,6 +51,11 @@ MOTO_IGNORED = {
         "OwnershipControls",
         "LifecycleConfiguration",
     ],
+}
+# The scheduler's context attributes, as AWS's documentation shows them filled in.
+SCHEDULER_FILLS = {
+    "<aws.scheduler.execution-id>": "d32c5kddcf5bb8c3",
+    "<aws.scheduler.scheduled-time>": "2022-03-22T18:59:43Z",
 }
 
 
@@ -67,43 +83,62 @@ def aws(monkeypatch: pytest.MonkeyPatch):
         yield client
 
 
-def _api_names(node: object) -> object:
-    """A universal target's PascalCase members as the API's camelCase ones."""
-    if isinstance(node, dict):
-        return {key[0].lower() + key[1:]: _api_names(value) for key, value in node.items()}
-    return [_api_names(value) for value in node] if isinstance(node, list) else node
+def _deploy(aws, **chosen: str) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    """Deploy with a VPC, subnets and route table made in moto, plus ``chosen`` parameters.
+
+    Returns:
+        The parameters in force (defaults and given), the outputs, and logical id -> physical id.
+    """
+    ec2 = aws("ec2")
+    vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+    subnets = [ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.0.{i}.0/24")["Subnet"]["SubnetId"] for i in (1, 2)]
+    route_table = ec2.create_route_table(VpcId=vpc)["RouteTable"]["RouteTableId"]
+    given = {"VpcId": vpc, "PrivateSubnetIds": ",".join(subnets), "PrivateRouteTableIds": route_table, **chosen}
+    defaults = {name: str(spec.get("Default", "")) for name, spec in deploy.template()["Parameters"].items()}
+    cloudformation = aws("cloudformation")
+    cloudformation.create_stack(
+        StackName="icestream",
+        TemplateBody=deploy.render(),
+        Parameters=[{"ParameterKey": key, "ParameterValue": value} for key, value in given.items()],
+        Capabilities=["CAPABILITY_IAM"],
+    )
+    stack = cloudformation.describe_stacks(StackName="icestream")["Stacks"][0]
+    assert stack["StackStatus"] == "CREATE_COMPLETE"
+    outputs = {output["OutputKey"]: output["OutputValue"] for output in stack["Outputs"]}
+    # moto lists a skipped resource too, without ids: each is applied through its API instead.
+    physical = {
+        resource["LogicalResourceId"]: resource["PhysicalResourceId"]
+        for resource in cloudformation.describe_stack_resources(StackName="icestream")["StackResources"]
+        if "LogicalResourceId" in resource and "PhysicalResourceId" in resource
+    }
+    return {**defaults, **given}, outputs, physical
+
+
+def _inline_policy(aws, role: str) -> dict:
+    document = aws("iam").get_role_policy(RoleName=role, PolicyName="icestream")["PolicyDocument"]
+    # moto stores a CloudFormation inline policy as the Python repr of its dictionary, not JSON.
+    return ast.literal_eval(document) if isinstance(document, str) else document
 
 
 def test_the_stack_deploys_on_moto(aws) -> None:
     template = deploy.template()
     types = {resource["Type"] for resource in template["Resources"].values()}
-    assert types - set(get_model_map()) == set(MOTO_UNSUPPORTED), "update MOTO_UNSUPPORTED and the README"
-
-    application = aws("emr-serverless").create_application(name=APPLICATION, releaseLabel="emr-7.5.0", type="SPARK")
-    cloudformation = aws("cloudformation")
-    cloudformation.create_stack(
-        StackName="icestream",
-        TemplateBody=deploy.render(),
-        Parameters=[{"ParameterKey": "EmrServerlessApplicationId", "ParameterValue": application["applicationId"]}],
-        Capabilities=["CAPABILITY_IAM"],
-    )
-
-    stack = cloudformation.describe_stacks(StackName="icestream")["Stacks"][0]
-    assert stack["StackStatus"] == "CREATE_COMPLETE"
-    outputs = {output["OutputKey"]: output["OutputValue"] for output in stack["Outputs"]}
-    # moto lists a skipped resource too, without ids and as CREATE_COMPLETE: each is checked below instead.
-    physical = {
-        resource["LogicalResourceId"]: resource["PhysicalResourceId"]
-        for resource in cloudformation.describe_stack_resources(StackName="icestream")["StackResources"]
-        if "LogicalResourceId" in resource
-    }
-    bucket = outputs["WarehouseUri"].removeprefix("s3://").split("/")[0]
-    key_arn = outputs["KeyArn"]
+    assert types - set(get_model_map()) == set(MOTO_UNSUPPORTED), "update MOTO_UNSUPPORTED and docs/aws.md"
+    application = aws("emr-serverless").create_application(name="existing", releaseLabel="emr-7.12.0", type="SPARK")
+    chosen = {"StreamName": "clicks", "ShardCount": "2", "Namespace": "moto_lake", "WarehousePrefix": "lake",
+              "EmrServerlessApplicationId": application["applicationId"], "AlarmEmail": "ops@example.com",
+              "IteratorAgeAlarmMilliseconds": "120000"}  # fmt: skip
+    parameters, outputs, physical = _deploy(aws, **chosen)
     account = aws("sts").get_caller_identity()["Account"]
+    key_arn = outputs["KeyArn"]
+    bucket = outputs["WarehouseUri"].removeprefix("s3://").split("/")[0]
+    assert outputs["WarehouseUri"] == f"s3://{bucket}/{parameters['WarehousePrefix']}"
 
-    # The stream, the key, the bucket's SSE-KMS default encryption with a Bucket Key.
-    stream = aws("kinesis").describe_stream_summary(StreamName="user-events")["StreamDescriptionSummary"]
-    assert (stream["StreamStatus"], stream["OpenShardCount"]) == ("ACTIVE", 4)
+    # The stream, the key, the bucket's SSE-KMS default encryption.
+    stream = aws("kinesis").describe_stream_summary(StreamName=parameters["StreamName"])["StreamDescriptionSummary"]
+    assert (stream["StreamStatus"], stream["OpenShardCount"]) == ("ACTIVE", int(parameters["ShardCount"]))
+    assert stream["RetentionPeriodHours"] == int(parameters["RetentionHours"])
+    assert stream["StreamARN"] == outputs["StreamArn"]
     # moto keeps a CloudFormation KeyPolicy object unserialised, and DescribeKey then fails parsing it:
     # the key is checked through ListKeys, ListAliases and GetKeyRotationStatus instead.
     assert key_arn in {key["KeyArn"] for key in aws("kms").list_keys()["Keys"]}
@@ -113,89 +148,119 @@ def test_the_stack_deploys_on_moto(aws) -> None:
     rule = aws("s3").get_bucket_encryption(Bucket=bucket)["ServerSideEncryptionConfiguration"]["Rules"][0]
     assert rule["ApplyServerSideEncryptionByDefault"] == {"SSEAlgorithm": "aws:kms", "KMSMasterKeyID": key_arn}
 
-    # The job role's policy, resolved by moto's CloudFormation, is the library's policy for these names.
+    # Each role's policy, as moto's CloudFormation resolved it, is its duty of the library's policy.
+    settings = load_settings(profile="aws", region=REGION, warehouse=outputs["WarehouseUri"],
+                             stream_name=parameters["StreamName"], namespace=parameters["Namespace"],
+                             kms_key_id=key_arn)  # fmt: skip
+    library = iam_policy(settings, account_id=account)
+    values = {**parameters, "AWS::Region": REGION, "AWS::AccountId": account, "AWS::Partition": "aws",
+              "AWS::StackName": "icestream", "AWS::NoValue": NO_VALUE, "WarehouseBucket": bucket,
+              "DataKey.Arn": key_arn, "ApplicationId": application["applicationId"]}  # fmt: skip
     iam = aws("iam")
-    role_policy = iam.get_role_policy(RoleName=physical["JobRole"], PolicyName="icestream")["PolicyDocument"]
-    settings = load_settings(
-        profile="aws",
-        region=REGION,
-        warehouse=outputs["WarehouseUri"],
-        stream_name="user-events",
-        namespace="streaming_analytics",
-        kms_key_id=key_arn,
-    )
-    expected = iam_policy(settings, account_id=account)["Statement"]
-    # moto stores a CloudFormation inline policy as the Python repr of its dictionary, not JSON.
-    role_policy = ast.literal_eval(role_policy) if isinstance(role_policy, str) else role_policy
-    assert [s for s in role_policy["Statement"] if s["Sid"] != "JobArtifacts"] == expected
-    job_role_arn = iam.get_role(RoleName=physical["JobRole"])["Role"]["Arn"]
-    scheduler_role_arn = iam.get_role(RoleName=physical["SchedulerRole"])["Role"]["Arn"]
+    for logical_id, duty in {"IngestJobRole": "ingest", "MaintenanceJobRole": "maintenance", "ProducerRole": "producer",
+                             "ReaderRole": "reader"}.items():  # fmt: skip
+        role = iam.get_role(RoleName=physical[logical_id])["Role"]
+        assert role["Arn"] == outputs[f"{logical_id}Arn"]
+        values[f"{logical_id}.Arn"] = role["Arn"]
+        extra = {"ReaderRole": athena_statements(), "ProducerRole": []}.get(logical_id, [artifacts_statement()])
+        expected = duty_policy(library, duty)["Statement"] + [resolve(sub(s), values) for s in extra]
+        assert _inline_policy(aws, physical[logical_id])["Statement"] == expected
+    ingest_trust = iam.get_role(RoleName=physical["IngestJobRole"])["Role"]["AssumeRolePolicyDocument"]
+    ingest_trust = ast.literal_eval(ingest_trust) if isinstance(ingest_trust, str) else ingest_trust
+    assert ingest_trust["Statement"][0]["Condition"]["StringEquals"] == {"aws:SourceAccount": account}
+
+    # The network: a Kinesis interface endpoint with private DNS, an S3 gateway on the given route table.
+    endpoints = {e["ServiceName"]: e for e in aws("ec2").describe_vpc_endpoints()["VpcEndpoints"]}
+    kinesis = endpoints[f"com.amazonaws.{REGION}.kinesis-streams"]
+    assert (kinesis["VpcEndpointType"], kinesis["PrivateDnsEnabled"], kinesis["VpcId"]) == (
+        "Interface", True, parameters["VpcId"])  # fmt: skip
+    assert sorted(kinesis["SubnetIds"]) == sorted(parameters["PrivateSubnetIds"].split(","))
+    assert endpoints[f"com.amazonaws.{REGION}.s3"]["RouteTableIds"] == [parameters["PrivateRouteTableIds"]]
+
+    # Failures: the dead-letter queue (KMS), the topic (KMS), the failed-run rule on this application.
+    queue = aws("sqs").get_queue_attributes(QueueUrl=outputs["DeadLetterQueueUrl"], AttributeNames=["All"])
+    assert queue["Attributes"]["KmsMasterKeyId"] == key_arn
+    values["DeadLetterQueue.Arn"] = queue["Attributes"]["QueueArn"]
+    topic = aws("sns").get_topic_attributes(TopicArn=outputs["AlarmTopicArn"])["Attributes"]
+    assert topic["KmsMasterKeyId"] == key_arn
+    rule = aws("events").describe_rule(Name=physical["FailedJobRunRule"])
+    assert json.loads(rule["EventPattern"])["detail"] == {
+        "state": ["FAILED"],
+        "applicationId": [application["applicationId"]],
+    }
+    values |= {
+        "AlarmTopic": outputs["AlarmTopicArn"],
+        "FailedJobRunRule.Arn": rule["Arn"],
+        "Stream": parameters["StreamName"],
+    }
+    values["DeadLetterQueue.QueueName"] = values["DeadLetterQueue.Arn"].rsplit(":", 1)[1]
 
     # What moto skipped, applied through its APIs from the stack's own values.
-    values = {
-        "AWS::Region": REGION,
-        "AWS::AccountId": account,
-        "AWS::Partition": "aws",
-        "AWS::StackName": "icestream",
-        "StreamName": "user-events",
-        "WarehouseBucket": bucket,
-        "WarehousePrefix": "icestream",
-        "Namespace": "streaming_analytics",
-        "ArtifactsPrefix": "artifacts",
-        "DataKey.Arn": key_arn,
-        "JobRole.Arn": job_role_arn,
-        "EmrServerlessApplicationId": application["applicationId"],
-    }
     resources = template["Resources"]
-    database = resolve(resources["GlueDatabase"]["Properties"]["DatabaseInput"], values)
-    database["Name"] = "streaming_analytics"  # a Ref to a parameter: its default
+    conditions = {"CreateApplication": False}
+    database = resolve(resources["GlueDatabase"]["Properties"]["DatabaseInput"], values, conditions)
     aws("glue").create_database(CatalogId=account, DatabaseInput=database)
-    created = aws("glue").get_database(Name="streaming_analytics")["Database"]
-    assert created["LocationUri"] == f"s3://{bucket}/icestream/streaming_analytics.db"
-    aws("s3").put_bucket_policy(
-        Bucket=bucket,
-        Policy=json.dumps(resolve(resources["WarehouseBucketPolicy"]["Properties"]["PolicyDocument"], values)),
-    )
-    assert json.loads(aws("s3").get_bucket_policy(Bucket=bucket)["Policy"])["Statement"][0]["Sid"] == "TlsOnly"
-    for name in ("IngestSchedule", "MaintenanceSchedule"):
-        properties = resources[name]["Properties"]
-        request = json.loads(resolve(properties["Target"]["Input"], values))
-        aws("scheduler").create_schedule(
-            Name=name,
-            ScheduleExpression="rate(15 minutes)",
-            FlexibleTimeWindow=properties["FlexibleTimeWindow"],
-            Target={"Arn": properties["Target"]["Arn"], "RoleArn": scheduler_role_arn, "Input": json.dumps(request)},
-        )
-        # What the schedule would send, as EMR Serverless (moto's) receives it; the token is the scheduler's.
-        request["ClientToken"] = f"{name}-execution"
-        run = aws("emr-serverless").start_job_run(**_api_names(request))
-        assert run["applicationId"] == application["applicationId"]
-    assert aws.skipped() == set(MOTO_UNSUPPORTED)
-    assert {schedule["Name"] for schedule in aws("scheduler").list_schedules()["Schedules"]} == {
-        "IngestSchedule",
-        "MaintenanceSchedule",
+    created = aws("glue").get_database(Name=parameters["Namespace"])["Database"]
+    assert created["LocationUri"] == f"{outputs['WarehouseUri']}/{parameters['Namespace']}.db"
+    policy = resolve(resources["WarehouseBucketPolicy"]["Properties"]["PolicyDocument"], values)
+    aws("s3").put_bucket_policy(Bucket=bucket, Policy=json.dumps(policy))
+    assert json.loads(aws("s3").get_bucket_policy(Bucket=bucket)["Policy"]) == policy
+    topic_policy = resolve(resources["AlarmTopicPolicy"]["Properties"]["PolicyDocument"], values, conditions)
+    aws("sns").set_topic_attributes(TopicArn=outputs["AlarmTopicArn"], AttributeName="Policy",
+                                    AttributeValue=json.dumps(topic_policy))  # fmt: skip
+    subscription = resolve(resources["AlarmSubscription"]["Properties"], values)
+    aws("sns").subscribe(**subscription)
+    listed = aws("sns").list_subscriptions_by_topic(TopicArn=outputs["AlarmTopicArn"])["Subscriptions"]
+    assert [(s["Protocol"], s["Endpoint"]) for s in listed] == [("email", parameters["AlarmEmail"])]
+    for name in ("IteratorAgeAlarm", "DeadLetterAlarm"):
+        alarm = resolve(resources[name]["Properties"], values)
+        alarm["Threshold"] = float(alarm["Threshold"])  # a Number parameter: CloudFormation passes a number
+        aws("cloudwatch").put_metric_alarm(AlarmName=name, **alarm)
+    (lag,) = aws("cloudwatch").describe_alarms(AlarmNames=["IteratorAgeAlarm"])["MetricAlarms"]
+    assert lag["Threshold"] == float(parameters["IteratorAgeAlarmMilliseconds"])
+    assert lag["Dimensions"] == [{"Name": "StreamName", "Value": parameters["StreamName"]}]
+    network = {
+        "JobSecurityGroup": physical["JobSecurityGroup"],
+        "PrivateSubnetIds": parameters["PrivateSubnetIds"].split(","),
     }
+    app = api_names(resolve(resources["Application"]["Properties"], {**values, **network}))
+    made = aws("emr-serverless").create_application(**app)
+    described = aws("emr-serverless").get_application(applicationId=made["applicationId"])["application"]
+    assert described["releaseLabel"] == parameters["ReleaseLabel"]
+
+    scheduler_role_arn = iam.get_role(RoleName=physical["SchedulerRole"])["Role"]["Arn"]
+    values["SchedulerRole.Arn"] = scheduler_role_arn
+    model = botocore.session.get_session().get_service_model("emr-serverless").operation_model("StartJobRun")
+    expected_schedules = set()
+    for name in ("IngestSchedule", "MaintenanceSchedule"):  # the streaming job's schedule: only with StreamingJob
+        properties = resolve(resources[name]["Properties"], values, conditions)
+        expected_schedules.add(properties["Name"])
+        aws("scheduler").create_schedule(**properties)
+        target = aws("scheduler").get_schedule(Name=properties["Name"])["Target"]
+        assert target["DeadLetterConfig"]["Arn"] == values["DeadLetterQueue.Arn"]
+        # What the schedule sends, filled in as the scheduler does, as EMR Serverless (moto's) receives it.
+        text = target["Input"]
+        for keyword, value in SCHEDULER_FILLS.items():
+            text = text.replace(keyword, value)
+        request = api_names(json.loads(text))
+        validate_parameters(request, model.input_shape)
+        run = aws("emr-serverless").start_job_run(**request)
+        job = aws("emr-serverless").get_job_run(applicationId=run["applicationId"], jobRunId=run["jobRunId"])["jobRun"]
+        assert job["executionRole"] in (values["IngestJobRole.Arn"], values["MaintenanceJobRole.Arn"])
+        assert "spark.archives=s3://" in job["jobDriver"]["sparkSubmit"]["sparkSubmitParameters"]
+    # The application's condition is false here (an id is given), so moto never reads it.
+    assert aws.skipped() == set(MOTO_UNSUPPORTED) - {"AWS::EMRServerless::Application"}
+    assert {schedule["Name"] for schedule in aws("scheduler").list_schedules()["Schedules"]} == expected_schedules
 
 
 def test_moto_ignores_the_properties_listed(aws) -> None:
     """The listed properties really are not applied by moto (if this fails, moto learned them: check them there)."""
-    cloudformation = aws("cloudformation")
-    cloudformation.create_stack(StackName="icestream", TemplateBody=deploy.render(), Capabilities=["CAPABILITY_IAM"])
+    application = aws("emr-serverless").create_application(name="existing", releaseLabel="emr-7.12.0", type="SPARK")
+    _, outputs, _ = _deploy(aws, EmrServerlessApplicationId=application["applicationId"])
     summary = aws("kinesis").describe_stream_summary(StreamName="user-events")["StreamDescriptionSummary"]
-    assert summary.get("EncryptionType", "NONE") == "NONE"
-    assert "StreamEncryption" in MOTO_IGNORED["AWS::Kinesis::Stream"]
-    outputs = {
-        o["OutputKey"]: o["OutputValue"]
-        for o in cloudformation.describe_stacks(StackName="icestream")["Stacks"][0]["Outputs"]
-    }
+    assert summary.get("EncryptionType", "NONE") == "NONE"  # StreamEncryption
     bucket = outputs["WarehouseUri"].removeprefix("s3://").split("/")[0]
     rule = aws("s3").get_bucket_encryption(Bucket=bucket)["ServerSideEncryptionConfiguration"]["Rules"][0]
     assert rule.get("BucketKeyEnabled", False) is False
     with pytest.raises(aws("s3").exceptions.ClientError, match="NoSuchPublicAccessBlockConfiguration"):
         aws("s3").get_public_access_block(Bucket=bucket)
-    # Without an application id the schedules and their role are not created.
-    logical = {
-        r.get("LogicalResourceId")
-        for r in cloudformation.describe_stack_resources(StackName="icestream")["StackResources"]
-    }
-    assert "SchedulerRole" not in logical
