@@ -24,7 +24,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 NOTEBOOK = "02_stream_ingest.ipynb"
 # A copy of 02 with its run bounded as a scheduled run would bound it (papermill's injected parameters).
-PARAMETERS = {"run_seconds": 30.0, "trigger_seconds": 1.0}
+PARAMETERS = {"run_seconds": 20.0, "trigger_seconds": 1.0}
 ERROR_OUTPUT = '[data-mime-type="application/vnd.jupyter.error"]'
 
 # The prompt of every code cell ("[3]:", "[*]:" while it runs, "[ ]:" before), and for the cell
