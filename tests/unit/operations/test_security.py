@@ -374,6 +374,15 @@ def test_warehouse_key_follows_the_setting() -> None:
     assert "${" not in json.dumps(sse_s3)
 
 
+@pytest.mark.parametrize(("region", "partition"), [("eu-west-1", "aws"), ("cn-north-1", "aws-cn"),
+                                                   ("us-gov-west-1", "aws-us-gov")])  # fmt: skip
+def test_the_policy_names_the_regions_partition(region: str, partition: str) -> None:
+    policy = iam_policy(dataclasses.replace(SETTINGS, region=region), account_id=ACCOUNT_ID)
+    arns = re.findall(r'"(arn:[^:"]*):', json.dumps(policy))
+    assert arns
+    assert set(arns) == {f"arn:{partition}"}
+
+
 def test_a_placeholder_without_a_value_is_refused() -> None:
     with pytest.raises(ConfigError, match="Unknown"):
         security.substitute({"Resource": "arn:${Unknown}"}, {})

@@ -14,6 +14,7 @@ import botocore.session
 import pytest
 from botocore.validate import validate_parameters
 
+from icestream.errors import ConfigError
 from icestream.operations import deploy
 from icestream.operations.stack import jobs
 from icestream.operations.stack.jobs import api_names
@@ -209,3 +210,15 @@ def test_extra_resources_are_merged(monkeypatch: pytest.MonkeyPatch) -> None:
     """The place for optional parts (the Athena workgroup): a maker's resources join the template."""
     monkeypatch.setattr(deploy, "EXTRA_RESOURCES", [lambda: {"Extra": {"Type": "AWS::SNS::Topic"}}])
     assert deploy.template()["Resources"]["Extra"] == {"Type": "AWS::SNS::Topic"}
+
+
+def test_a_deployed_stacks_run_request_is_ready_to_send() -> None:
+    """``start_job_run_request``: the run with the stack's values, a valid StartJobRun (the CLI fills the token)."""
+    values = {**STACK, "ApplicationId": "00abc123def456"}
+    request = jobs.start_job_run_request("ingest.py", ["--available-now"], "icestream-ingest", values)
+    model = botocore.session.get_session().get_service_model("emr-serverless").operation_model("StartJobRun")
+    validate_parameters({**request, "clientToken": "t"}, model.input_shape)
+    assert request["executionRoleArn"] == STACK["IngestJobRole.Arn"]
+    assert "${" not in json.dumps(request)
+    with pytest.raises(ConfigError, match="ApplicationId"):
+        jobs.start_job_run_request("ingest.py", [], "x", STACK)

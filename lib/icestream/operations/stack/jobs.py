@@ -11,8 +11,10 @@ to the dead-letter queue (``alarms``).
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
+from icestream.errors import ConfigError
 from icestream.operations.stack.common import ARN
 from icestream.operations.stack.parameters import application_id
 
@@ -31,6 +33,7 @@ JOB_ENVIRONMENT = {
     "ICESTREAM_JAR_SOURCE": "provided",  # EMR's Iceberg, not jars from Maven
     "ICESTREAM_SHIP": "none",  # icestream is in the packed environment Spark unpacks (spark.archives)
 }
+VARIABLE = re.compile(r"\$\{([\w:.]+)\}")  # an Fn::Sub variable
 SCHEDULER_TARGET = f"{ARN}:scheduler:::aws-sdk:emrserverless:startJobRun"
 # EMR Serverless's clientToken must match [A-Za-z0-9._-]+ (botocore's model, StartJobRun): the
 # scheduled time (2022-03-22T18:59:43Z) has colons, so the token cannot carry it; the execution id
@@ -159,6 +162,34 @@ def api_names(node: Any) -> Any:
     if isinstance(node, dict):
         return {key[0].lower() + key[1:]: api_names(value) for key, value in node.items()}
     return [api_names(value) for value in node] if isinstance(node, list) else node
+
+
+def start_job_run_request(
+    entry_point: str, arguments: list[str], name: str, values: dict[str, str], role: str = "IngestJobRole"
+) -> dict[str, Any]:
+    """The same run as a ready ``StartJobRun`` request (camelCase, no client token), for a deployed stack.
+
+    Args:
+        entry_point: The script's file name under the artifacts folder.
+        arguments: Its command-line arguments.
+        name: The job run's name.
+        values: The stack's values for the request's variables (``ApplicationId``, ``<role>.Arn``,
+            ``WarehouseBucket``, ``ArtifactsPrefix``, ``WarehousePrefix``, ``StreamName``, ``Namespace``,
+            ``DataKey.Arn``, ``AWS::Region``), e.g. from the stack's outputs.
+
+    Returns:
+        The request, for ``boto3.client("emr-serverless").start_job_run(**request)`` or ``--cli-input-json``.
+
+    Raises:
+        ConfigError: If a variable has no value.
+    """
+    text = json.loads(job_run_input(entry_point, arguments, name, role))
+    del text["ClientToken"]
+    text["Name"] = name
+    missing = sorted(set(VARIABLE.findall(json.dumps(text))) - set(values))
+    if missing:
+        raise ConfigError(f"no value for {', '.join(missing)}: pass the stack's outputs (docs/aws.md).")
+    return api_names(json.loads(VARIABLE.sub(lambda match: values[match.group(1)], json.dumps(text))))
 
 
 def start_job_run_command(entry_point: str, arguments: list[str], name: str, role: str = "IngestJobRole") -> str:
