@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from icestream.errors import ConfigError
 from icestream.lake.statement import Outcome, Statement, timestamp_literal
 from icestream.lake.summary import POSITIONS_KEY, STREAM_KEY
+from icestream.runtime.platforms import at_least, iceberg_version
 from icestream.validation import validate_identifier
 
 _TIME_TRANSFORM = re.compile(r"(?:hours|days|months|years)\((\w+)\)")  # a time partition field
@@ -36,6 +37,25 @@ MIN_ORPHAN_AGE = timedelta(hours=24)
 # The procedure's own default age (older_than: 3 days ago), the margin Iceberg's docs recommend.
 DEFAULT_ORPHAN_AGE = timedelta(days=3)
 STRATEGIES = ("binpack", "sort")
+
+# The Iceberg version each procedure argument used here first shipped in (None: the procedure itself).
+# Every platform in icestream.runtime.platforms has 1.6.1 or newer, so only prefix_listing (1.10.0,
+# apache/iceberg#12254) varies between them; the older entries follow Iceberg's release notes
+# (procedures from 0.11/0.13) and were not re-checked per argument here.
+REQUIRES: dict[str, dict[str | None, str]] = {
+    "rewrite_data_files": {None: "0.13.0", "strategy": "0.13.0", "sort_order": "0.13.0", "options": "0.13.0",
+                           "where": "0.13.0"},
+    "rewrite_manifests": {None: "0.11.0"},
+    "expire_snapshots": {None: "0.11.0", "older_than": "0.11.0", "retain_last": "0.11.0"},
+    "remove_orphan_files": {None: "0.11.0", "older_than": "0.11.0", "dry_run": "0.11.0", "prefix_listing": "1.10.0"},
+}  # fmt: skip
+# Arguments that may be left out on an older Iceberg, with what that changes (the others are refused).
+FALLBACKS = {
+    (
+        "remove_orphan_files",
+        "prefix_listing",
+    ): "files are listed through Hadoop's FileSystem (EMR and Glue provide s3://)",
+}
 
 _OPTION_KEY = re.compile(r"^[a-z][a-z0-9.-]{0,99}$")
 _OPTION_VALUE = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
@@ -87,8 +107,44 @@ def options_literal(options: Mapping[str, str | int]) -> str:
 class Maintenance:
     """Iceberg's maintenance procedures on one table (``table.maintenance``)."""
 
-    def __init__(self, table: LakeTable) -> None:
+    def __init__(self, table: LakeTable, iceberg_version: str | None = None) -> None:
+        """Procedures on ``table``.
+
+        Args:
+            table: The table.
+            iceberg_version: The Iceberg version to write the calls for; None reads it from the
+                table's session at the first call (unknown, as in a dry run without one: the newest).
+        """
         self._table = table
+        self._version = iceberg_version
+        self._version_read = iceberg_version is not None
+
+    @property
+    def iceberg_version(self) -> str | None:
+        """The Iceberg version the calls are written for (None: unknown, every argument is used)."""
+        if not self._version_read:
+            self._version = iceberg_version(self._table.spark)
+            self._version_read = True
+        return self._version
+
+    def _call(self, procedure: str, **arguments: str) -> Outcome:
+        """Run ``procedure`` with the arguments this Iceberg knows: older ones drop a fallback argument.
+
+        Raises:
+            ConfigError: In one line, if the procedure or an argument without fallback needs a newer Iceberg.
+        """
+        version, needs = self.iceberg_version, REQUIRES[procedure]
+        if not at_least(version, needs[None]):
+            raise ConfigError(f"{procedure} needs Iceberg {needs[None]}; this session has Iceberg {version}.")
+        usable = {}
+        for name, value in arguments.items():
+            if at_least(version, needs[name]):
+                usable[name] = value
+            elif (procedure, name) not in FALLBACKS:
+                raise ConfigError(
+                    f"{procedure}({name} => ...) needs Iceberg {needs[name]}; this session has Iceberg {version}."
+                )
+        return self._table.apply(self._table.procedure(procedure, **usable))
 
     def rewrite_data_files(
         self,
@@ -128,7 +184,7 @@ class Maintenance:
             # The predicate is a string argument parsed by Spark; double quotes delimit it.
             column = validate_identifier(time_column, "time column")
             arguments["where"] = f'"{column} < {timestamp_literal(before)}"'
-        return self._table.apply(self._table.procedure("rewrite_data_files", **arguments))
+        return self._call("rewrite_data_files", **arguments)
 
     def time_partition_column(self) -> str | None:
         """The column the table is partitioned by in time, or None.
@@ -149,7 +205,7 @@ class Maintenance:
         Returns:
             The outcome; its counts: ``rewritten_manifests_count``, ``added_manifests_count``.
         """
-        return self._table.apply(self._table.procedure("rewrite_manifests"))
+        return self._call("rewrite_manifests")
 
     def retain_for_positions(self, stream_name: str) -> int:
         """How many of the newest ancestors to keep so that the one carrying the stream's positions survives.
@@ -194,10 +250,7 @@ class Maintenance:
             raise ConfigError(f"retain_last {retain_last!r}: keep at least 1 snapshot.")
         if keep_positions_of is not None:
             retain_last = max(retain_last, self.retain_for_positions(keep_positions_of))
-        statement = self._table.procedure(
-            "expire_snapshots", older_than=timestamp_literal(older_than), retain_last=str(retain_last)
-        )
-        return self._table.apply(statement)
+        return self._call("expire_snapshots", older_than=timestamp_literal(older_than), retain_last=str(retain_last))
 
     def remove_orphan_files(self, older_than: datetime, delete: bool = False) -> Outcome:
         """List (and with ``delete``, delete) files under the table that no metadata references.
@@ -205,7 +258,8 @@ class Maintenance:
         Files are listed through the table's FileIO (``prefix_listing => true``), not Hadoop's
         FileSystem: on an ``s3://`` warehouse off EMR Hadoop has no FileSystem for the scheme
         ("No FileSystem for scheme s3", apache/iceberg#11541), while S3FileIO lists it; locally
-        HadoopFileIO lists the same files.
+        HadoopFileIO lists the same files. Before Iceberg 1.10.0 the argument does not exist and is
+        left out (:data:`FALLBACKS`): Hadoop's FileSystem lists, which EMR's and Glue's provide for s3://.
 
         Args:
             older_than: Only files last modified before this; at most now minus
@@ -225,7 +279,6 @@ class Maintenance:
                 f"older_than {older_than.isoformat()}: orphan removal must only touch files older than "
                 f"{MIN_ORPHAN_AGE}; a running writer's files are not referenced until it commits."
             )
-        statement = self._table.procedure(
+        return self._call(
             "remove_orphan_files", older_than=moment, dry_run=str(not delete).lower(), prefix_listing="true"
         )
-        return self._table.apply(statement)

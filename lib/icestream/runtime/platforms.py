@@ -1,0 +1,168 @@
+"""The AWS platforms a job may run on, with the Spark, Iceberg and Python each provides.
+
+One row per release (EMR on EC2 and EMR Serverless share release labels and versions). The
+versions come from AWS's release notes, named in each row's ``source``; where a number was not
+confirmed here against such a page, the source says so. The table drives the version checks:
+:func:`platform_warnings` (what ``icestream doctor`` prints) and the Iceberg procedure arguments
+:mod:`icestream.lake.maintenance` may use (:func:`at_least`).
+
+Spark 4 (EMR 8.x) is listed and refused: this project pins pyspark 3.5 and the Iceberg runtime
+for Spark 3.5 (Scala 2.12); no Spark 4 Iceberg runtime is installable here, so nothing was tested
+on Spark 4.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+# The Python the library needs (datetime.UTC and the pins are 3.11's); a platform's own Python may differ.
+REQUIRED_PYTHON = "3.11"
+SUPPORTED_SPARK_MAJOR = 3
+SPARK_4_REASON = (
+    "Spark 4 is not supported: icestream pins pyspark 3.5 and the Iceberg runtime for Spark 3.5 (Scala 2.12); "
+    "no Spark 4 Iceberg runtime is installable on the machines this project is tested on, so nothing ran on Spark 4."
+)
+
+_EMR_NOTES = "https://docs.aws.amazon.com/emr/latest/ReleaseGuide/emr-{label}-release.html"
+_GLUE_NOTES = "https://docs.aws.amazon.com/glue/latest/dg/release-notes.html"
+_UNCONFIRMED = " (Spark version not confirmed here against that page)"
+
+
+@dataclass(frozen=True)
+class Platform:
+    """One release of a platform and the versions it provides.
+
+    Attributes:
+        service: ``emr-ec2``, ``emr-serverless`` or ``glue``.
+        release: The release label (``emr-7.12.0``, ``glue-5.1``).
+        spark: Spark's version.
+        iceberg: Iceberg's version (the platform's own jars).
+        python: The Pythons the image carries, the one icestream needs last if present.
+        source: The release notes page the numbers come from, and what was not confirmed.
+    """
+
+    service: str
+    release: str
+    spark: str
+    iceberg: str
+    python: tuple[str, ...]
+    source: str
+
+    @property
+    def supported(self) -> bool:
+        """Whether icestream runs on it (Spark 3 only, see :data:`SPARK_4_REASON`)."""
+        return version_tuple(self.spark)[0] == SUPPORTED_SPARK_MAJOR
+
+
+def _emr(release: str, spark: str, iceberg: str, python: tuple[str, ...], note: str = "") -> list[Platform]:
+    label = release.removeprefix("emr-").replace(".", "")
+    source = _EMR_NOTES.format(label=label) + note
+    return [Platform(service, release, spark, iceberg, python, source) for service in ("emr-ec2", "emr-serverless")]
+
+
+# EMR 7.1+ images carry Python 3.9 (the default) and 3.11 (issue 26, AWS release notes).
+_EMR7_PYTHON = ("3.9", "3.11")
+PLATFORMS: tuple[Platform, ...] = (
+    *_emr("emr-7.5.0", "3.5.2", "1.6.1", _EMR7_PYTHON, _UNCONFIRMED),
+    *_emr("emr-7.8.0", "3.5.4", "1.7.1", _EMR7_PYTHON, _UNCONFIRMED),
+    *_emr("emr-7.10.0", "3.5.5", "1.8.1", _EMR7_PYTHON, _UNCONFIRMED),
+    *_emr("emr-7.11.0", "3.5.5", "1.9.1", _EMR7_PYTHON, _UNCONFIRMED),
+    *_emr("emr-7.12.0", "3.5.6", "1.10.0", _EMR7_PYTHON, _UNCONFIRMED),
+    Platform("glue", "glue-5.0", "3.5.4", "1.7.1", ("3.11",), _GLUE_NOTES),
+    Platform("glue", "glue-5.1", "3.5.6", "1.10.0", ("3.11",), _GLUE_NOTES),
+    *_emr("emr-8.0.0", "4.0.2", "1.10.1", ("3.11",), " (Python version not confirmed here)"),
+    *_emr("emr-8.1.0", "4.1.1", "1.11.0", ("3.11",), " (Python version not confirmed here)"),
+)
+
+_NUMBERS = re.compile(r"\d+(?:\.\d+)*")
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    """``"1.10.0"`` (or ``"1.10.0-amzn-0"``) → ``(1, 10, 0)``; no number → ``()``."""
+    found = _NUMBERS.search(version or "")
+    return tuple(int(part) for part in found.group(0).split(".")) if found else ()
+
+
+def at_least(version: str | None, needed: str) -> bool:
+    """Whether ``version`` is ``needed`` or newer; an unknown version (None) counts as new enough."""
+    return version is None or version_tuple(version) >= version_tuple(needed)
+
+
+def find_platform(service: str, release: str) -> Platform:
+    """The row of ``release`` on ``service`` (``find_platform("glue", "glue-5.0")``).
+
+    Raises:
+        KeyError: If the table has no such row.
+    """
+    for platform in PLATFORMS:
+        if platform.service == service and platform.release == release:
+            return platform
+    raise KeyError(f"{service} {release}: not in the platform table (icestream.runtime.platforms.PLATFORMS)")
+
+
+def matching_platforms(spark: str, iceberg: str) -> list[Platform]:
+    """The rows whose Spark and Iceberg (major.minor.patch) match a running session's."""
+    return [
+        platform
+        for platform in PLATFORMS
+        if version_tuple(platform.spark)[:3] == version_tuple(spark)[:3]
+        and version_tuple(platform.iceberg)[:3] == version_tuple(iceberg)[:3]
+    ]
+
+
+def platform_warnings(spark: str, iceberg: str | None, python: str) -> list[str]:
+    """What a session with these versions cannot do, one line each (empty: nothing missing).
+
+    Args:
+        spark: Spark's version (``spark.version``).
+        iceberg: Iceberg's version (:func:`iceberg_version`), None if no Iceberg runtime loaded.
+        python: The Python version the job runs (driver or executors).
+    """
+    warnings = []
+    if version_tuple(spark)[:1] != (SUPPORTED_SPARK_MAJOR,):
+        warnings.append(f"Spark {spark}: {SPARK_4_REASON}")
+    if iceberg is None:
+        warnings.append("no Iceberg runtime in the session: add the platform's Iceberg (EMR, Glue) or spark.jars")
+    elif not at_least(iceberg, "1.10.0"):
+        warnings.append(
+            f"Iceberg {iceberg}: remove_orphan_files lists through Hadoop's FileSystem "
+            "(prefix_listing needs 1.10.0, apache/iceberg#12254); EMR and Glue provide s3:// there"
+        )
+    if version_tuple(python)[:2] != version_tuple(REQUIRED_PYTHON):
+        warnings.append(
+            f"Python {python}: icestream needs {REQUIRED_PYTHON} (datetime.UTC); ship the packed environment "
+            "(icestream ship) and set PYSPARK_PYTHON=./icestream_env/bin/python"
+        )
+    return warnings
+
+
+def iceberg_version(spark: SparkSession | None) -> str | None:
+    """The Iceberg version the session's JVM loaded (``org.apache.iceberg.IcebergBuild.version()``), or None.
+
+    One py4j call, no job: it answers in milliseconds once the session runs. None when there is no
+    session (a dry run), no JVM (Spark Connect) or no Iceberg on the classpath.
+    """
+    context = getattr(spark, "sparkContext", None) if spark is not None else None
+    jvm = getattr(context, "_jvm", None)
+    if jvm is None:
+        return None
+    try:
+        return str(jvm.org.apache.iceberg.IcebergBuild.version())
+    except Exception:  # noqa: BLE001 - py4j raises its own errors when the class is missing
+        return None
+
+
+def class_loads(spark: SparkSession, class_name: str) -> bool:
+    """Whether the driver's JVM finds ``class_name`` (``Class.forName`` without initialising it)."""
+    jvm = spark.sparkContext._jvm
+    try:
+        loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+        jvm.java.lang.Class.forName(class_name, False, loader)
+    except Exception:  # noqa: BLE001 - py4j wraps ClassNotFoundException in its own error
+        return False
+    return True

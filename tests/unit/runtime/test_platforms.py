@@ -1,0 +1,62 @@
+"""The platform table and the warnings it drives."""
+
+from __future__ import annotations
+
+import pytest
+
+from icestream.runtime.platforms import (
+    PLATFORMS,
+    SPARK_4_REASON,
+    at_least,
+    find_platform,
+    iceberg_version,
+    matching_platforms,
+    platform_warnings,
+    version_tuple,
+)
+
+
+def test_versions_compare_as_numbers() -> None:
+    assert version_tuple("1.10.0-amzn-0") == (1, 10, 0)
+    assert at_least("1.10.0", "1.10.0")
+    assert at_least("1.11.0", "1.10.0")
+    assert not at_least("1.9.1", "1.10.0")
+    assert at_least(None, "1.10.0")  # unknown: the newest
+
+
+def test_each_release_has_one_row_per_service_and_a_source() -> None:
+    keys = [(row.service, row.release) for row in PLATFORMS]
+    assert len(keys) == len(set(keys))
+    assert all(row.source.startswith("https://docs.aws.amazon.com/") for row in PLATFORMS)
+    emr = {row.release for row in PLATFORMS if row.service == "emr-ec2"}
+    assert emr == {row.release for row in PLATFORMS if row.service == "emr-serverless"}
+
+
+def test_spark_4_platforms_are_not_supported_and_say_why() -> None:
+    for row in PLATFORMS:
+        warnings = platform_warnings(row.spark, row.iceberg, row.python[-1])
+        assert row.supported is (version_tuple(row.spark)[0] == 3)
+        assert any(SPARK_4_REASON in line for line in warnings) is (not row.supported)
+
+
+def test_old_iceberg_and_old_python_are_named() -> None:
+    emr = find_platform("emr-serverless", "emr-7.5.0")
+    warnings = platform_warnings(emr.spark, emr.iceberg, emr.python[0])
+    assert len(warnings) == 2
+    assert warnings[0].startswith(f"Iceberg {emr.iceberg}: remove_orphan_files")
+    assert warnings[1].startswith(f"Python {emr.python[0]}: icestream needs 3.11")
+    glue = find_platform("glue", "glue-5.1")
+    assert platform_warnings(glue.spark, glue.iceberg, glue.python[-1]) == []
+    assert platform_warnings("3.5.8", None, "3.11.7")[0].startswith("no Iceberg runtime")
+
+
+def test_a_session_matches_its_platform_rows() -> None:
+    glue = find_platform("glue", "glue-5.0")
+    assert glue in matching_platforms(glue.spark, glue.iceberg)
+    assert matching_platforms("3.5.8", "1.10.2") == []  # this project's local pins match no platform
+    with pytest.raises(KeyError, match="not in the platform table"):
+        find_platform("glue", "glue-9.9")
+
+
+def test_no_session_means_an_unknown_iceberg() -> None:
+    assert iceberg_version(None) is None
