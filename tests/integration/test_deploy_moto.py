@@ -40,6 +40,9 @@ MOTO_UNSUPPORTED = {
     "AWS::CloudWatch::Alarm": "created here with cloudwatch.put_metric_alarm",
     "AWS::SNS::Subscription": "created here with sns.subscribe",
     "AWS::SNS::TopicPolicy": "applied here with sns.set_topic_attributes",
+    "AWS::Athena::WorkGroup": "created here with athena.create_work_group (WorkGroupConfiguration is the API's "
+    "Configuration; State is CloudFormation's)",
+    "AWS::Athena::NamedQuery": "created here with athena.create_named_query, in the workgroup",
     "AWS::EMRServerless::Application": "created here with emr-serverless.create_application (the stack is given "
     "an application id, so CloudFormation would not create it either)",
 }
@@ -227,6 +230,22 @@ def test_the_stack_deploys_on_moto(aws) -> None:
     made = aws("emr-serverless").create_application(**app)
     described = aws("emr-serverless").get_application(applicationId=made["applicationId"])["application"]
     assert described["releaseLabel"] == parameters["ReleaseLabel"]
+
+    workgroup = resolve(resources["AthenaWorkGroup"]["Properties"], values)
+    workgroup["Configuration"] = workgroup.pop("WorkGroupConfiguration")
+    assert workgroup.pop("State") == "ENABLED"
+    aws("athena").create_work_group(**workgroup)
+    made_group = aws("athena").get_work_group(WorkGroup=workgroup["Name"])["WorkGroup"]
+    results = made_group["Configuration"]["ResultConfiguration"]
+    assert results["OutputLocation"] == f"s3://{bucket}/{parameters['ArtifactsPrefix']}/athena-results/"
+    values["AthenaWorkGroup"] = workgroup["Name"]
+    queries = {id_: r for id_, r in resources.items() if r["Type"] == "AWS::Athena::NamedQuery"}
+    for resource in queries.values():
+        aws("athena").create_named_query(**resolve(resource["Properties"], values))
+    ids = aws("athena").list_named_queries(WorkGroup=workgroup["Name"])["NamedQueryIds"]
+    named = [aws("athena").get_named_query(NamedQueryId=id_)["NamedQuery"] for id_ in ids]
+    assert len(named) == len(queries) > 0
+    assert {query["Database"] for query in named} == {parameters["Namespace"]}
 
     scheduler_role_arn = iam.get_role(RoleName=physical["SchedulerRole"])["Role"]["Arn"]
     values["SchedulerRole.Arn"] = scheduler_role_arn

@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 
 from icestream.config import project_home
+from icestream.operations.athena import athena_resources
 from icestream.operations.stack.alarms import alarms
 from icestream.operations.stack.common import ARN, document, sub
 from icestream.operations.stack.jobs import job_run_input, schedules, start_job_run_command
@@ -38,8 +39,8 @@ HEADER = (
     "# lib/icestream/operations/stack/ and lib/icestream/operations/policies/: edit those, not this file\n"
     "# (tests/unit/operations/test_deploy.py compares).\n"
 )
-# Makers of further resources merged into the template (the Athena workgroup and named queries, for one).
-EXTRA_RESOURCES: list[Callable[[], dict[str, Any]]] = []
+# Makers of further resources merged into the template: the Athena workgroup and named queries (docs/athena.md).
+EXTRA_RESOURCES: list[Callable[[], dict[str, Any]]] = [athena_resources]
 
 
 def _storage() -> dict[str, Any]:
