@@ -1,0 +1,68 @@
+"""The job core alone: a venv from ``pip install icestream`` (no extras) runs the job entry points.
+
+The venv gets the package without extras (pyproject's ``dependencies``) plus, standing in for what
+EMR or Glue provide, ``pyspark`` and the Iceberg runtime jars at the versions in constraints.txt.
+No moto, DuckDB, pyiceberg, matplotlib, papermill or jupyter: the job must not need them.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from icestream.config import Settings, project_home
+from tests.helpers.ingest import refresh_tables, table_state
+from tests.helpers.streams import event_payload, put
+
+# What the platform provides, not icestream's own dependencies (docs/platforms.md).
+PLATFORM_PACKAGES = ("pyspark", "snowpark-connect-deps-iceberg")
+WORKBOOK_ONLY = ("moto", "duckdb", "pyiceberg", "matplotlib", "papermill", "ipykernel", "tqdm")
+
+
+@pytest.fixture(scope="module")
+def slim_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A venv with the slim install and the platform's Spark; returns its python."""
+    uv = Path(sys.executable).parent / "uv"
+    venv = tmp_path_factory.mktemp("slim") / "venv"
+    constraints = str(project_home() / "constraints.txt")
+    subprocess.run([str(uv), "venv", "-q", "--python", sys.executable, str(venv)], check=True)
+    python = venv / "bin" / "python"
+    install = [str(uv), "pip", "install", "-q", "--python", str(python), "-c", constraints]
+    subprocess.run([*install, str(project_home())], check=True)
+    probe = "import importlib.util, sys; print(*[n for n in sys.argv[1:] if importlib.util.find_spec(n)])"
+    imported = subprocess.run(
+        [str(python), "-c", probe, *WORKBOOK_ONLY],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert imported.stdout.split() == [], "the slim install pulled in workbook packages"
+    subprocess.run([*install, *PLATFORM_PACKAGES], check=True)
+    return python
+
+
+def test_the_job_entry_points_import_from_the_slim_install(slim_python: Path) -> None:
+    modules = "icestream.jobs.ingest", "icestream.cli", "icestream.cli.maintain"
+    result = subprocess.run(
+        [str(slim_python), "-c", f"import {', '.join(modules)}; import sys; print(sorted(sys.modules))"],
+        capture_output=True, text=True, cwd="/",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    loaded = {name.strip("'[],") for name in result.stdout.split()}
+    assert loaded.isdisjoint(WORKBOOK_ONLY)
+
+
+def test_the_slim_install_ingests_from_the_emulator(fresh, spark, slim_python: Path, tmp_path: Path) -> None:
+    made: Settings = fresh(shards=1, prefix="slim")
+    put(made, [(event_payload(number, f"u{number % 3}"), f"u{number % 3}") for number in range(40)])
+    env = {**os.environ, "ICESTREAM_STREAM_NAME": made.stream_name, "ICESTREAM_TABLE": made.table}
+    result = subprocess.run(
+        [str(slim_python), "-m", "icestream.jobs.ingest", "--available-now"],
+        env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    refresh_tables(spark, made)
+    events, _rejects = table_state(spark, made)
+    assert events == {f"ev-{number}": 1 for number in range(40)}
