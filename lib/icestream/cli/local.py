@@ -47,6 +47,7 @@ def cmd_setup(args: argparse.Namespace) -> int:
 def _doctor_checks(settings: Settings, start_spark: bool) -> list[tuple[str, Callable[[], str]]]:
     from icestream.runtime.catalog import describe_catalog
     from icestream.runtime.jars import iceberg_plan, sqlite_jdbc_driver
+    from icestream.runtime.platforms import AWS_CLASSES, SPARK_4_REASON, session_versions, version_tuple
     from icestream.runtime.shipping import check_executors
     from icestream.runtime.spark import check_java, get_spark
     from icestream.stream.clients import check_kinesis
@@ -59,7 +60,14 @@ def _doctor_checks(settings: Settings, start_spark: bool) -> list[tuple[str, Cal
         return f"Python {platform.python_version()} at {sys.executable}"
 
     def spark_version() -> str:
-        version = importlib.metadata.version("pyspark")
+        try:
+            version = importlib.metadata.version("pyspark")
+        except importlib.metadata.PackageNotFoundError:  # EMR and Glue put pyspark on the path, not pip
+            import pyspark
+
+            version = pyspark.__version__
+        if version_tuple(version)[:1] != (3,):
+            raise IcestreamError(f"pyspark {version}: {SPARK_4_REASON}")
         if not version.startswith("3.5."):
             raise IcestreamError(f"pyspark {version}; this project needs 3.5.x. Run `make clean run`.")
         return f"pyspark {version}"
@@ -89,6 +97,28 @@ def _doctor_checks(settings: Settings, start_spark: bool) -> list[tuple[str, Cal
     def executors() -> str:
         return check_executors(get_spark(settings, app_name="icestream-doctor"), settings)
 
+    def platform_row() -> str:
+        found = session_versions(get_spark(settings, app_name="icestream-doctor"))
+        problems = [line for line in found.warnings() if not line.startswith("Iceberg ")]  # that one falls back
+        if problems:
+            raise IcestreamError(f"{found.line()}; " + "; ".join(problems))
+        notes = [line for line in found.warnings() if line.startswith("Iceberg ")]
+        return "; ".join([found.line(), *notes])
+
+    def aws_classes() -> str:
+        found = session_versions(get_spark(settings, app_name="icestream-doctor"))
+        needed = settings.catalog_type == "glue" or settings.warehouse_uri.startswith("s3")
+        if found.missing_classes and needed:
+            raise IcestreamError(
+                f"the driver cannot load {', '.join(found.missing_classes)}: add the platform's Iceberg AWS "
+                "bundle (EMR, Glue provide it) or iceberg-aws-bundle to spark.jars"
+            )
+        loaded = [name.rsplit(".", 1)[1] for name in AWS_CLASSES if name not in found.missing_classes]
+        missing = [name.rsplit(".", 1)[1] for name in found.missing_classes]
+        return f"loads {', '.join(loaded) or 'none'}" + (
+            f"; not {', '.join(missing)} (not needed by the {settings.profile} profile)" if missing else ""
+        )
+
     checks = [
         ("python", python),
         ("java", check_java),
@@ -99,7 +129,7 @@ def _doctor_checks(settings: Settings, start_spark: bool) -> list[tuple[str, Cal
         ("kinesis", lambda: check_kinesis(settings)),
     ]
     if start_spark:
-        checks += [("session", spark), ("executors", executors)]
+        checks += [("session", spark), ("platform", platform_row), ("aws", aws_classes), ("executors", executors)]
     return checks
 
 

@@ -166,3 +166,48 @@ def class_loads(spark: SparkSession, class_name: str) -> bool:
     except Exception:  # noqa: BLE001 - py4j wraps ClassNotFoundException in its own error
         return False
     return True
+
+
+# What the AWS profile loads by name (GlueCatalog, S3FileIO) and the AWS SDK classes they need at run time:
+# the Iceberg runtime jar carries the first two without the SDK, so both kinds are checked.
+AWS_CLASSES = (
+    "org.apache.iceberg.aws.glue.GlueCatalog",
+    "org.apache.iceberg.aws.s3.S3FileIO",
+    "software.amazon.awssdk.services.glue.GlueClient",
+    "software.amazon.awssdk.services.s3.S3Client",
+)
+
+
+@dataclass(frozen=True)
+class SessionVersions:
+    """What a running session provides (``icestream doctor`` on a cluster or platform).
+
+    Attributes:
+        spark: Spark's version.
+        iceberg: Iceberg's version, None if no Iceberg runtime loaded.
+        python: The driver's Python.
+        missing_classes: Those of :data:`AWS_CLASSES` the driver's JVM does not find.
+    """
+
+    spark: str
+    iceberg: str | None
+    python: str
+    missing_classes: tuple[str, ...]
+
+    def line(self) -> str:
+        """``Spark 3.5.4, Iceberg 1.7.1, Python 3.11.9 (driver); matches glue glue-5.0``."""
+        rows = matching_platforms(self.spark, self.iceberg or "")
+        where = ", ".join(f"{row.service} {row.release}" for row in rows) or "no row of the platform table"
+        return f"Spark {self.spark}, Iceberg {self.iceberg or 'none'}, Python {self.python} (driver); matches {where}"
+
+    def warnings(self) -> list[str]:
+        """:func:`platform_warnings` for this session."""
+        return platform_warnings(self.spark, self.iceberg, self.python)
+
+
+def session_versions(spark: SparkSession) -> SessionVersions:
+    """Read the running session's versions and which AWS classes its driver loads."""
+    import platform
+
+    missing = tuple(name for name in AWS_CLASSES if not class_loads(spark, name))
+    return SessionVersions(spark.version, iceberg_version(spark), platform.python_version(), missing)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 
 from icestream.runtime.platforms import (
+    AWS_CLASSES,
     PLATFORMS,
     SPARK_4_REASON,
+    SessionVersions,
     at_least,
     find_platform,
     iceberg_version,
@@ -60,3 +62,18 @@ def test_a_session_matches_its_platform_rows() -> None:
 
 def test_no_session_means_an_unknown_iceberg() -> None:
     assert iceberg_version(None) is None
+
+
+def test_a_session_on_glue_5_0_reads_as_its_row_with_the_orphans_note() -> None:
+    glue = find_platform("glue", "glue-5.0")
+    found = SessionVersions(glue.spark, glue.iceberg, "3.11.9", ())
+    line = found.line()
+    assert line.startswith(f"Spark {glue.spark}, Iceberg {glue.iceberg}, Python 3.11.9 (driver); matches ")
+    assert line.endswith("glue glue-5.0")  # EMR 7.8 has the same Spark and Iceberg, so it matches too
+    assert [line.split(":")[0] for line in found.warnings()] == [f"Iceberg {glue.iceberg}"]
+
+
+def test_an_emr_7_5_session_matches_both_emr_services() -> None:
+    emr = find_platform("emr-ec2", "emr-7.5.0")
+    line = SessionVersions(emr.spark, emr.iceberg, emr.python[0], AWS_CLASSES[2:]).line()
+    assert line.endswith("matches emr-ec2 emr-7.5.0, emr-serverless emr-7.5.0")
