@@ -13,7 +13,8 @@ As a Glue job it takes what Glue hands every script: Glue's own arguments (``--J
 ``--JOB_RUN_ID``, ``--TempDir``, ... :data:`GLUE_ARGUMENTS`) are accepted and ignored, as Glue's own
 ``getResolvedOptions`` does, and settings come as job arguments, ``--ICESTREAM_WAREHOUSE
 s3://...``, which set the ``ICESTREAM_*`` variables icestream reads (a job has no other way to set
-its environment). Any other unknown argument is still an error.
+its environment). Any other unknown argument is still an error. The copy ``icestream ship --target ...``
+uploads refuses to start in one line when the job's icestream is another build (:mod:`icestream.jobs.build`).
 Under ``spark-submit`` the session keeps the master, jars and Java options given there and adds
 the Iceberg catalog and extensions (see :mod:`icestream.runtime.cluster`).
 """
@@ -27,6 +28,10 @@ import sys
 
 from icestream.cli.common import add_common_options, run_handler
 from icestream.cli.ingest import add_ingest_options, cmd_ingest
+from icestream.jobs.build import refuse_other_build
+
+# Set by `icestream ship --target ...` in the uploaded copy: the build it was shipped with.
+SHIPPED_BUILD: str | None = None
 
 # Glue's special job parameters: Glue passes them (with a value each) to the job's script.
 GLUE_ARGUMENTS = frozenset((
@@ -88,6 +93,10 @@ def main(argv: list[str] | None = None) -> int:
     Returns:
         The exit status.
     """
+    refused = refuse_other_build(SHIPPED_BUILD)
+    if refused:
+        print(refused, file=sys.stderr)
+        return 2
     ours, settings = split_job_arguments(sys.argv[1:] if argv is None else argv)
     os.environ.update(settings)  # before anything reads settings: the job's environment, as given
     return run_handler(cmd_ingest, build_parser().parse_args(ours))
