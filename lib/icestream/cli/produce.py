@@ -24,6 +24,7 @@ def cmd_produce(args: argparse.Namespace) -> int:
     from icestream.producer.put import producer_client
     from icestream.producer.run import run_production, run_summary_path
     from icestream.stream.clients import kinesis_client, list_shards
+    from icestream.synthetic.second_kind import as_options, tables_truth_path
 
     overrides = {"stream_name": args.stream} if args.stream else {}
     if args.profile:
@@ -40,8 +41,16 @@ def cmd_produce(args: argparse.Namespace) -> int:
         return 0
     seed = args.seed if args.seed is not None else secrets.randbits(31)
     mix = {"bad_rate": args.bad_rate, "duplicate_rate": args.duplicate_rate, "late_rate": args.late_rate}
+    second_kind = as_options(args.orders, args.new_field_after)
+    if second_kind and args.from_file:
+        raise ConfigError("--orders and --new-field-after shape generated records; leave them out with --from-file.")
+    mix.update(second_kind)
     packing = args.aggregate is not None or args.compress is not None
     if args.background:
+        if second_kind:
+            raise ConfigError(
+                "--orders and --new-field-after are for foreground runs; leave them out with --background"
+            )
         if packing:
             raise ConfigError("--aggregate and --compress are for foreground runs; leave them out with --background.")
         if args.from_file or args.backfill_hours:
@@ -84,6 +93,8 @@ def cmd_produce(args: argparse.Namespace) -> int:
               f"(up to {aggregator.per_aggregate} each), compression {aggregator.compression or 'none'}")  # fmt: skip
     if summary.ground_truth is not None:
         print(f"seed {summary.seed}; ground truth of {len(summary.anomalies)} anomalies in {summary.ground_truth}")
+    if second_kind:
+        print(f"truth per table (events, orders, the new field's rows) in {tables_truth_path(settings)}")
     return 1 if summary.producer.failed else 0
 
 
@@ -106,6 +117,14 @@ def register(commands: argparse._SubParsersAction) -> None:
     produce.add_argument("--bad-rate", type=float, default=0.005, help="malformed records per event (default 0.005)")
     produce.add_argument("--duplicate-rate", type=float, default=0.01, help="share of events sent twice (default 0.01)")
     produce.add_argument("--late-rate", type=float, default=0.02, help="share of events sent late (default 0.02)")
+    produce.add_argument(
+        "--orders", type=float, metavar="R",
+        help="also send order events (event_type 'order') at R per second, on top of --count (default none)",
+    )  # fmt: skip
+    produce.add_argument(
+        "--new-field-after", type=float, metavar="S",
+        help="user events carry a top-level app_version from S seconds after the window start (default never)",
+    )  # fmt: skip
     produce.add_argument("--seed", type=int, help="generator seed (default: random; printed for reproduction)")
     produce.add_argument("--stream", help="stream name (default: settings)")
     produce.add_argument(

@@ -109,7 +109,7 @@ def plan_production(
     Args:
         settings: Names the stream.
         seed: The generator's seed.
-        mix: ``bad_rate``, ``duplicate_rate`` and ``late_rate``.
+        mix: ``bad_rate``, ``duplicate_rate``, ``late_rate`` (and ``order_rate``, ``new_field_after`` when set).
         count: Records to send, exactly.
         rate: Records per second (see the table).
         duration: Live: seconds to run; backfill and file: stop sending after this long.

@@ -28,6 +28,7 @@ from icestream.producer.put import Producer, producer_client
 from icestream.producer.summary import ProduceSummary
 from icestream.synthetic.generator import EventGenerator
 from icestream.synthetic.ground_truth import Anomaly, ground_truth_path, write_ground_truth
+from icestream.synthetic.second_kind import tables_truth_path, write_tables_truth
 from icestream.synthetic.wire import Record
 
 MODES = ("backfill", "live", "file")
@@ -139,7 +140,7 @@ def run_production(
     aggregator: Aggregator | None = None,
     **options: Any,
 ) -> RunSummary:
-    """Send records, write the anomaly ground truth and the run's summary, and return that summary.
+    """Send records, write the anomaly ground truth (and the truth per table) and the run's summary; return it.
 
     Args:
         settings: Names the stream, endpoint and run folder.
@@ -181,6 +182,8 @@ def run_production(
             "anomalies": tuple(generator.ground_truth),
             "generator": generator.summary(),
         }
+    if generator is not None and generator.tables is not None:  # a second record kind or a new field was on
+        write_tables_truth(generator.tables.truths(), tables_truth_path(settings), append=append_truth)
     summary = RunSummary(mode=mode, stream=settings.stream_name, finished_at=time.time(), producer=sent, **generated)
     write_run_summary(summary, summary_path)
     if summary_file is not None:

@@ -6,6 +6,8 @@
 - :mod:`~icestream.synthetic.schedule`: units happen in event-time order and leave in send order, within
   an exact record count.
 - :mod:`~icestream.synthetic.ground_truth`: the anomalies to inject and the ground-truth file.
+- :mod:`~icestream.synthetic.second_kind`: opt-in order events on the same stream, a field added mid-run,
+  and the truth per table.
 - :mod:`~icestream.synthetic.malformed`: the malformed kinds and their payloads.
 - :mod:`~icestream.synthetic.wire`: records, the timestamp format, encoding and reading payload files.
 - :mod:`~icestream.synthetic.samples`: the committed samples in ``data/samples/``.
@@ -15,6 +17,15 @@ from icestream.synthetic.generator import RUN_ID_PROPERTY, EventGenerator, Gener
 from icestream.synthetic.ground_truth import parse_anomalies, read_ground_truth
 from icestream.synthetic.malformed import BREAK_MARK, MALFORMED_DESCRIPTIONS, MALFORMED_KINDS, show_malformed
 from icestream.synthetic.model import EVENT_TYPES, PROPERTY_FIELDS, expected_type_shares
+from icestream.synthetic.second_kind import (
+    NEW_FIELD,
+    ORDER_EVENT_TYPE,
+    TableTruth,
+    id_checksum,
+    read_tables_truth,
+    table_of,
+    tables_truth_path,
+)
 from icestream.synthetic.wire import decode_events
 
 __all__ = [
@@ -22,15 +33,22 @@ __all__ = [
     "EVENT_TYPES",
     "MALFORMED_DESCRIPTIONS",
     "MALFORMED_KINDS",
+    "NEW_FIELD",
+    "ORDER_EVENT_TYPE",
     "PROPERTY_FIELDS",
     "RUN_ID_PROPERTY",
     "EventGenerator",
     "GeneratorConfig",
+    "TableTruth",
     "backfill_config",
     "decode_events",
     "expected_type_shares",
     "generate",
+    "id_checksum",
     "parse_anomalies",
     "read_ground_truth",
+    "read_tables_truth",
     "show_malformed",
+    "table_of",
+    "tables_truth_path",
 ]

@@ -22,7 +22,7 @@ import math
 import random
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -41,10 +41,11 @@ from icestream.synthetic.model import (
     session_events,
 )
 from icestream.synthetic.schedule import Schedule, thinning_plan
+from icestream.synthetic.second_kind import TableTally, check_second_kind, mix_second_kind, order_records
 from icestream.synthetic.wire import Record, encode_event, format_ts, parse_ts, uuid4_text
 
 VALID_KINDS = ("event", "duplicate")
-RECORD_KINDS = (*VALID_KINDS, *MALFORMED_KINDS, KINESIS_OVERSIZED)
+RECORD_KINDS = (*VALID_KINDS, *MALFORMED_KINDS, KINESIS_OVERSIZED, "order")
 RUN_ID_PROPERTY = "run_id"  # the key in every event's properties that names its production run
 
 
@@ -70,7 +71,10 @@ class GeneratorConfig:
         max_event_bytes: The ingest's size limit; an ``oversized`` record is above it.
         kinesis_oversized: Records above Kinesis's 1 MiB limit to include (the producer reports them).
         records: Exactly this many records of every kind (None: as many as the rate gives); see
-            :mod:`icestream.synthetic.schedule`.
+            :mod:`icestream.synthetic.schedule`. Order events come on top of them.
+        order_rate: Order events per second beside the user events (0: none); and
+        new_field_after: From this many seconds after ``start`` on, user events carry ``app_version``
+            at the top level (None: never); both in :mod:`icestream.synthetic.second_kind`.
         open_end: With ``records``: generation goes on past ``end`` if the records are not reached by
             then and stops as soon as they are (live); otherwise the window is thinned to them (backfill).
     """
@@ -92,6 +96,8 @@ class GeneratorConfig:
     kinesis_oversized: int = 0
     records: int | None = None
     open_end: bool = False
+    order_rate: float = field(default=0.0, repr=False)  # off by default; out of repr, so run ids stay
+    new_field_after: float | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.start.tzinfo is None or self.end.tzinfo is None:
@@ -117,6 +123,7 @@ class GeneratorConfig:
             raise ConfigError(f"records: {self.records}; at least 1 and all kinesis_oversized (open_end needs it).")
         for spec in self.anomalies:
             check_spec(spec)
+        check_second_kind(self.order_rate, self.new_field_after)
 
     @property
     def seconds(self) -> float:
@@ -131,7 +138,18 @@ class GeneratorConfig:
     @property
     def run_id(self) -> str:
         """The run's id, carried by every event (``properties["run_id"]``): a digest of this configuration."""
-        return "run-" + hashlib.blake2b(repr(self).encode(), digest_size=6).hexdigest()
+        second = f"{self.order_rate}:{self.new_field_after}" if self.second_kind else ""
+        return "run-" + hashlib.blake2b((repr(self) + second).encode(), digest_size=6).hexdigest()
+
+    @property
+    def second_kind(self) -> bool:
+        """Whether order events or the mid-run field are on (:mod:`icestream.synthetic.second_kind`)."""
+        return bool(self.order_rate) or self.new_field_after is not None
+
+    @property
+    def new_field_since(self) -> float | None:
+        """Time T (epoch seconds) from which user events carry the new field, or None."""
+        return None if self.new_field_after is None else self.start.timestamp() + self.new_field_after
 
 
 def _with_record_rate(config: GeneratorConfig, records_per_second: float) -> GeneratorConfig:
@@ -253,6 +271,7 @@ class EventGenerator:
         self._schedule = Schedule(config.records, dropped, tags=self.counts)
         self._sequence = 0
         self._iterated = False
+        self.tables = TableTally(self.run_id, config.new_field_since) if config.second_kind else None
 
     # -- set-up -------------------------------------------------------------------------------
     def _unit_sizes(self, density: float) -> list[int]:
@@ -356,12 +375,23 @@ class EventGenerator:
             self.type_counts[record.event_type or ""] += 1
             self.counts["late"] += record.late
             self.counts["extra_fields"] += record.extra_fields
+        if self.tables is not None:
+            self.tables.add(record)
         return record
 
     def __iter__(self) -> Iterator[Record]:
         if self._iterated:
             raise RuntimeError("An EventGenerator is iterated once; make a new one for another pass.")
         self._iterated = True
+        records, config = self._user_records(), self.config
+        if config.second_kind and self._dry is None:
+            orders = order_records(self._seed_text, self._start, self._limit, config.order_rate, config.users)
+            records = mix_second_kind(records, orders if config.order_rate else None, config.new_field_since,
+                                      lambda: self.window_end.timestamp())  # fmt: skip
+        for record in records:
+            yield self._yield(record)
+
+    def _user_records(self) -> Iterator[Record]:
         schedule = self._schedule
         self._anomaly_extras()  # made ahead, they wait in the schedule for their time
         self._oversized_for_kinesis()
@@ -373,17 +403,15 @@ class EventGenerator:
                 schedule.admit(before=ts)
                 if schedule.full:
                     break  # what is still due leaves at the instant the budget was spent (drain)
-                for record in schedule.release(before=ts):
-                    yield self._yield(record)
+                yield from schedule.release(before=ts)
             if self._dropped(event_type, ts):
                 continue
             ready = self._emit(self._event(user, session_id, event_type, ts, gap), ts)
             if ready is not None:
-                yield self._yield(ready)
+                yield ready
             if schedule.full:
                 break
-        for record in schedule.drain():
-            yield self._yield(record)
+        yield from schedule.drain()
 
     @property
     def window_end(self) -> datetime:
