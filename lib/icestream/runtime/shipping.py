@@ -207,11 +207,15 @@ def installer(python: Path) -> list[str]:
     return [str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-input", "--disable-pip-version-check"]
 
 
-def packed_environment(settings: Settings) -> Path:
+def packed_environment(settings: Settings, with_package: bool = False, python_prefix: str | None = None) -> Path:
     """The executors' environment packed with venv-pack (a ``.tar.gz`` for ``spark.archives``), built once.
 
     Args:
         settings: Supplies ``ship_cache_dir``.
+        with_package: Put icestream itself inside (a platform's job has no ``--py-files``: the driver
+            and executors import icestream from the archive).
+        python_prefix: Where the target's Python lives (e.g. ``/usr`` for an EMR image's
+            ``/usr/bin/python3.11``): the environment's ``bin/python*`` link there; None keeps this machine's.
 
     Returns:
         The archive, named by the Python version and a hash of the interpreter and the pins.
@@ -221,9 +225,12 @@ def packed_environment(settings: Settings) -> Path:
     """
     requirements = pinned_requirements()
     interpreter = [sys.version, base_python(), platform.machine(), VENV_PACK, *requirements]
+    if with_package or python_prefix:  # the package by its zip's name, which hashes its files
+        interpreter += [package_zip(settings).name if with_package else "", python_prefix or ""]
     key = _digest(json.dumps(interpreter).encode())
     cache = settings.path("ship_cache_dir")
-    target = cache / f"executor-env-py{sys.version_info.major}{sys.version_info.minor}-{key}.tar.gz"
+    kind = "job" if with_package else "executor"
+    target = cache / f"{kind}-env-py{sys.version_info.major}{sys.version_info.minor}-{key}.tar.gz"
     if target.is_file():
         return target
     with _locked(cache):
@@ -232,6 +239,16 @@ def packed_environment(settings: Settings) -> Path:
         with tempfile.TemporaryDirectory(dir=cache) as scratch:
             environment = Path(scratch) / "env"
             make_venv(environment, (*requirements, VENV_PACK))
+            if with_package:
+                version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+                site = environment / "lib" / version / "site-packages" / PACKAGE.name
+                shutil.copytree(PACKAGE, site, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            if python_prefix:  # the interpreter link, to where the target has it (venv-pack keeps absolute links)
+                interpreter_name = f"python{sys.version_info.major}.{sys.version_info.minor}"
+                for link in (environment / "bin").glob("python*"):
+                    if link.is_symlink() and Path(os.readlink(link)).is_absolute():
+                        link.unlink()
+                        link.symlink_to(Path(python_prefix) / "bin" / interpreter_name)
             partial = Path(scratch) / target.name
             # Level 1: the archive is built once but unpacked by every executor of every application.
             _run(
