@@ -1,4 +1,4 @@
-"""``icestream ingest`` and ``ship``: the streaming ingest, here or on a cluster."""
+"""``icestream ingest`` and ``ship`` to a standalone cluster: the streaming ingest, here or on a cluster."""
 
 from __future__ import annotations
 
@@ -22,8 +22,6 @@ def cmd_ship(args: argparse.Namespace) -> int:
         print("\n".join(shipping.pinned_requirements()))
         return 0
     settings = settings_from(args)
-    if args.target != "cluster":
-        return _ship_to_platform(args, settings)
     master = "spark://HOST:7077" if settings.local_master else settings.spark_master
     plan = shipping.ship_plan(dataclasses.replace(settings, spark_master=master))
     for artifact in plan.artifacts:
@@ -34,35 +32,6 @@ def cmd_ship(args: argparse.Namespace) -> int:
     job = Path(shipping.PACKAGE) / "jobs" / "ingest.py"
     command = ["spark-submit", "--master", master, *iceberg, *shipping.submit_arguments(plan), str(job)]
     print(f"ICESTREAM_SHIP={settings.ship}; submit the ingest job with:\n  " + " ".join([*command, "--available-now"]))
-    return 0
-
-
-def _ship_to_platform(args: argparse.Namespace, settings: Any) -> int:
-    """``ship --target emr-serverless|glue``: the upload folder, then the upload and job lines."""
-    import json
-
-    from icestream.errors import ConfigError
-    from icestream.jobs import upload
-    from icestream.runtime import shipping
-
-    values = upload.stack_values(json.loads(Path(args.stack_json).read_text())) if args.stack_json else {}
-    for pair in args.value or []:
-        name, equals, value = pair.partition("=")
-        if not equals:
-            raise ConfigError(f"--value {pair!r}: write NAME=VALUE, e.g. IngestJobRole.Arn=arn:aws:iam::...")
-        values[name] = value
-    folder = Path(args.out) if args.out else settings.path("output_dir") / "ship" / args.target
-    files = upload.write_entry_points(folder)
-    if args.target == "emr-serverless":
-        # The image's Python 3.11 is /usr/bin/python3.11 (EMR 7.1+), so the archive links python there.
-        archive = shipping.packed_environment(settings, with_package=True, python_prefix="/usr")
-        files.append(upload.copy_into(folder, archive, upload.ENV_ARCHIVE))
-        jobs = upload.emr_serverless_lines(values)
-    else:
-        files.append(upload.copy_into(folder, shipping.package_zip(settings), upload.GLUE_ZIP))
-        jobs = upload.glue_lines(values)
-    print(f"# {args.target}: upload {folder} (icestream {upload.build_id()}), then start the jobs")
-    print("\n".join([*upload.upload_lines(files, values), *jobs]))
     return 0
 
 
@@ -172,18 +141,7 @@ def add_ingest_options(ingest: argparse.ArgumentParser) -> None:
 
 def register(commands: argparse._SubParsersAction) -> None:
     """Add this module's commands to the ``icestream`` parser."""
-    ship = commands.add_parser("ship", help="build what cluster executors need; print the spark-submit line")
-    ship.add_argument("--requirements", action="store_true", help="print the executors' pinned requirements")
-    ship.add_argument(
-        "--target", choices=("cluster", "emr-serverless", "glue"), default="cluster",
-        help="cluster: spark-submit to a standalone cluster; emr-serverless, glue: upload and job lines for the stack",
-    )  # fmt: skip
-    ship.add_argument("--stack-json", help="`aws cloudformation describe-stacks --stack-name ...` saved as JSON")
-    ship.add_argument(
-        "--value", action="append", help="NAME=VALUE of a stack value (IngestJobRole.Arn=...); repeatable"
-    )
-    ship.add_argument("--out", help="the upload folder (default: <output_dir>/ship/<target>)")
-    ship.set_defaults(handler=cmd_ship)
+    # `ship` (cmd_ship above for a standalone cluster) is registered by icestream.cli.ship with its platform targets.
 
     ingest = commands.add_parser("ingest", help="stream Kinesis into the Iceberg tables, exactly once")
     add_ingest_options(ingest)

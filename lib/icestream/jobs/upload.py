@@ -15,13 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from icestream.errors import ConfigError
-from icestream.jobs import cli as job_cli
-from icestream.jobs import ingest as job_ingest
-from icestream.jobs.build import build_id, stamp
+from icestream.jobs.build import PACKAGE, build_id, stamp
 from icestream.operations.stack.jobs import ENV_ARCHIVE, JOB_ENVIRONMENT, VARIABLE, start_job_run_request
 
 TARGETS = ("emr-serverless", "glue")
-ENTRY_POINTS = {"ingest.py": Path(job_ingest.__file__), "icestream_cli.py": Path(job_cli.__file__)}
+# By path, not by import: the command line that ships them must not import them (nor they it).
+ENTRY_POINTS = {"ingest.py": PACKAGE / "jobs" / "ingest.py", "icestream_cli.py": PACKAGE / "jobs" / "cli.py"}
 # name, entry point, arguments, execution role's logical id: the stack's two jobs.
 JOBS = (
     ("icestream-ingest", "ingest.py", ["--available-now"], "IngestJobRole"),
