@@ -8,6 +8,7 @@ No moto, DuckDB, pyiceberg, matplotlib, papermill or jupyter: the job must not n
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -32,7 +33,12 @@ def slim_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     subprocess.run([str(uv), "venv", "-q", "--python", sys.executable, str(venv)], check=True)
     python = venv / "bin" / "python"
     install = [str(uv), "pip", "install", "-q", "--python", str(python), "-c", constraints]
-    subprocess.run([*install, str(project_home())], check=True)
+    # Built from a copy, so the build leaves nothing (build/, egg-info) in the checkout.
+    source = venv.parent / "source"
+    shutil.copytree(project_home() / "lib", source / "lib", ignore=shutil.ignore_patterns("*.egg-info", "__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(project_home() / name, source / name)
+    subprocess.run([*install, str(source)], check=True)
     probe = "import importlib.util, sys; print(*[n for n in sys.argv[1:] if importlib.util.find_spec(n)])"
     imported = subprocess.run(
         [str(python), "-c", probe, *WORKBOOK_ONLY],
