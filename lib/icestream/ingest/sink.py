@@ -192,14 +192,15 @@ class TableSink:
                 _furthest(new_positions, self.archive.committed), read.batch_id, arrivals,
             )  # fmt: skip
             fault("after_archive", read.batch_id)
-        reject_rows = read.kept("reject").select(*REJECT_COLUMNS)
-        routed_count = 0
-        if routed is not None:
-            routed_count = routed.count()  # runs the transform once more; it is over kept rows
-            reject_rows = reject_rows.unionByName(routed) if routed_count else reject_rows
-        rejects = self._append(
-            self.rejects, reject_rows, new_rejects + routed_count, new_positions, read.batch_id, arrivals
-        )
+        routed_count = routed.count() if routed is not None else 0  # runs the transform once more, over kept rows
+        rejects = None
+        if self._commit_due(self.rejects, new_rejects + routed_count, new_positions):
+            # Built only for a commit: a clean batch's rejects frame cost a DataFrame's analysis for nothing.
+            reject_rows = read.kept("reject").select(*REJECT_COLUMNS)
+            reject_rows = reject_rows.unionByName(routed) if routed is not None and routed_count else reject_rows
+            rejects = self._append(
+                self.rejects, reject_rows, new_rejects + routed_count, new_positions, read.batch_id, arrivals
+            )
         progress.durations.write_rejects = time.monotonic() - mark
         fault("between_commits", read.batch_id)
         mark = time.monotonic()
@@ -233,8 +234,7 @@ class TableSink:
         positions every ``position_commit_seconds``, so a restart does not re-read far back; such a
         commit carries no ``arrivals`` (its snapshot holds no batch to measure the lag of).
         """
-        due = time.monotonic() - table.last_commit >= self.options.position_commit_seconds
-        if new_rows <= 0 and not (due and positions != table.committed):
+        if not self._commit_due(table, new_rows, positions):
             return None
         properties = {
             f"snapshot-property.{POSITIONS_KEY}": pos.encode_positions(positions),
@@ -254,6 +254,11 @@ class TableSink:
         table.last_commit = time.monotonic()
         table.committed = dict(positions)
         return self._committed_snapshot(table.name, batch_id)
+
+    def _commit_due(self, table: _Table, new_rows: int, positions: dict[str, str]) -> bool:
+        """Whether ``table`` commits in this batch: it gets rows, or its positions moved and are due."""
+        due = time.monotonic() - table.last_commit >= self.options.position_commit_seconds
+        return new_rows > 0 or (due and positions != table.committed)
 
     def _committed_snapshot(self, table: str, batch_id: int) -> Appended:
         """Our snapshot's id and added-records (another writer may have committed after us)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from icestream.config import load_settings
@@ -61,3 +62,16 @@ def test_a_commit_with_rows_carries_the_arrivals_and_a_position_only_commit_does
     assert with_rows[f"snapshot-property.{LAST_ARRIVAL_KEY}"] == "1800000004500"
     assert not any(key.endswith(("first-arrival-ms", "last-arrival-ms")) for key in position_only)
     assert position_only["snapshot-property.icestream.batch-id"] == "8", "the position commit itself happened"
+
+
+def test_a_table_without_new_rows_commits_only_moved_positions_once_they_are_due() -> None:
+    # The rejects of a clean batch: its frame is not even built unless a commit is due.
+    sink = sink_of()
+    sink.options = IngestOptions(position_commit_seconds=3600.0)
+    table = _Table("lake.db.rejects", committed={"shardId-000000000000": "AFTER:3"}, last_commit=time.monotonic())
+    moved = {"shardId-000000000000": "AFTER:9"}
+    assert sink._commit_due(table, 1, dict(table.committed)), "new rows always commit"
+    assert not sink._commit_due(table, 0, moved), "moved positions wait until they are due"
+    table.last_commit -= 3600.0
+    assert sink._commit_due(table, 0, moved), "then they commit, without rows"
+    assert not sink._commit_due(table, 0, dict(table.committed)), "unmoved positions never commit on their own"
