@@ -370,6 +370,27 @@ def test_a_column_added_while_streaming_is_filled_from_the_new_field(spark, fres
     assert files_before <= files_after, "adding a column rewrote no data file"
 
 
+def test_a_running_query_writes_a_column_added_while_it_runs(spark, fresh) -> None:
+    # The sink keeps the table's columns between batches and converts them again only when the
+    # table's schema id changes: the batch after an ALTER TABLE must write the new column.
+    settings = fresh(shards=1)
+    query = start_ingest(spark, settings, trigger_seconds=0.2)
+    try:
+        put(settings, [(event_payload(i, "u1"), "u1") for i in range(5)])
+        wait_until(lambda: spark.table(settings.table_name).count() == 5, 120, 0.5, "the first 5 events")
+        spark.sql(f"ALTER TABLE {settings.table_name} ADD COLUMNS (coupon STRING)")
+        newer = [json.loads(event_payload(i, "u1")) | {"coupon": f"SAVE{i}"} for i in range(5, 8)]
+        put(settings, [(json.dumps(document).encode(), "u1") for document in newer])
+        wait_until(lambda: spark.table(settings.table_name).count() == 8, 120, 0.5, "the 3 events after the ALTER")
+        assert query.is_active
+    finally:
+        query.stop()
+    query.await_termination()
+    coupons = {row.event_id: row.coupon for row in spark.table(settings.table_name).collect()}
+    assert coupons["ev-6"] == "SAVE6"
+    assert coupons["ev-0"] is None
+
+
 def test_at_timestamp_starts_at_the_first_record_that_arrived_then(spark, fresh) -> None:
     from datetime import UTC, datetime
 

@@ -13,11 +13,12 @@ crash hits.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -30,7 +31,7 @@ from icestream.ingest.progress import BatchProgress, IndexStats, ReadStats
 from icestream.ingest.source import ReadBatch, TablePositions
 from icestream.ingest.transform import REJECT_COLUMNS, after_committed, run_transform
 from icestream.lake.evolution import align_columns
-from icestream.lake.inspect import ancestry
+from icestream.lake.inspect import ancestry, load_iceberg_table
 from icestream.lake.schema import table_columns
 from icestream.lake.summary import (
     BATCH_KEY,
@@ -44,6 +45,7 @@ from icestream.lake.summary import (
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructField
 
 ARCHIVE_SELECT = ("raw_data AS data", "shard_id", "sequence_number", "partition_key", "arrival_ts", "ingest_ts",
                   "batch_id")  # fmt: skip
@@ -118,6 +120,7 @@ class TableSink:
                 )
         lookback = options.dedupe_lookback // timedelta(microseconds=1)
         self.index = dedupe.CommittedIndex(settings.table_name, query_id, lookback)
+        self._fields: tuple[int, list[StructField]] | None = None  # the events table's schema id and columns
 
     @property
     def tables(self) -> tuple[_Table, ...]:
@@ -302,8 +305,24 @@ class TableSink:
         return events, routed
 
     def _aligned(self, events: DataFrame) -> DataFrame:
-        """Match the table's current columns: schema evolution while streaming (see lake.evolution)."""
-        return align_columns(events, self.spark.table(self.events.name).schema.fields)  # one catalog lookup
+        """Match the table's current columns: schema evolution while streaming (see lake.evolution).
+
+        The table is refreshed every batch (another process may have evolved it), but its Spark
+        columns are converted only when its schema id changed: ``spark.table(name).schema`` analysed
+        a new DataFrame every batch.
+        """
+        schema = load_iceberg_table(self.spark, self.events.name).schema()
+        if self._fields is None or self._fields[0] != schema.schemaId():
+            self._fields = (schema.schemaId(), spark_fields(self.spark, schema))
+        return align_columns(events, self._fields[1])
+
+
+def spark_fields(spark: SparkSession, schema: Any) -> list[StructField]:
+    """The Spark columns of an Iceberg ``Schema`` (Java), converted the way Iceberg's Spark tables do."""
+    from pyspark.sql.types import StructType
+
+    converted = spark._jvm.org.apache.iceberg.spark.SparkSchemaUtil.convert(schema)  # type: ignore[union-attr]
+    return list(StructType.fromJson(json.loads(converted.json())).fields)
 
 
 def arrival_properties(shards: list[ReadStats]) -> dict[str, str]:
