@@ -50,7 +50,7 @@ def slim_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_job_entry_points_import_from_the_slim_install(slim_python: Path) -> None:
-    modules = "icestream.jobs.ingest", "icestream.cli", "icestream.cli.maintain"
+    modules = "icestream.jobs.ingest", "icestream.jobs.cli", "icestream.cli", "icestream.cli.maintain"
     result = subprocess.run(
         [str(slim_python), "-c", f"import {', '.join(modules)}; import sys; print(sorted(sys.modules))"],
         capture_output=True, text=True, cwd="/",
