@@ -30,13 +30,15 @@ the exact call as text, beside the statements.
 
 The summary keys the ingest writes into its snapshots live in :mod:`icestream.lake.summary`; the rule
 that fills a column added to the table from ``properties`` is
-:func:`icestream.lake.evolution.align_columns`.
+:func:`icestream.lake.evolution.align_columns`; partition evolution, renames and type promotions made by
+hand are :class:`icestream.lake.evolution.Evolution` (notebook 04).
 """
 
 from __future__ import annotations
 
 from icestream.lake.archive import expire_archive
 from icestream.lake.ddl import readable_property, setup_tables, show_create_table, table_properties
+from icestream.lake.evolution import Evolution, partition_transform, promoted_type
 from icestream.lake.layout import create_layout_demo, table_layout
 from icestream.lake.routine import MaintenancePlan, results_frame, run_maintenance
 from icestream.lake.statement import DataFrameCall, Outcome, Statement
@@ -45,6 +47,7 @@ from icestream.lake.window import Window, event_time_slices
 
 __all__ = [
     "DataFrameCall",
+    "Evolution",
     "LakeTable",
     "MaintenancePlan",
     "Outcome",
@@ -53,6 +56,8 @@ __all__ = [
     "create_layout_demo",
     "event_time_slices",
     "expire_archive",
+    "partition_transform",
+    "promoted_type",
     "readable_property",
     "recreate_events_copy",
     "results_frame",
