@@ -231,7 +231,8 @@ class EventGenerator:
 
     Iterate it once; afterwards ``counts`` holds what was yielded of each kind and ``type_counts``
     the clean events by type. ``ground_truth`` is known before iterating. With ``config.records`` it
-    yields exactly that many records, nothing held back (:mod:`icestream.synthetic.schedule`).
+    yields exactly that many user records, nothing held back (:mod:`icestream.synthetic.schedule`);
+    order events come on top, and ``tables`` then counts the rows per table (``tables.truths()``).
 
     Args:
         config: What to generate.
