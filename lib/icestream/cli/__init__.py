@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import argparse
 
-from icestream.cli import ingest, load, local, maintain, notebooks, produce, reset
+from icestream.cli import ingest, load, local, maintain, notebooks, produce, reset, ship
 from icestream.cli.common import add_common_options, run_handler
 
-COMMAND_MODULES = (local, notebooks, produce, ingest, load, maintain, reset)
+COMMAND_MODULES = (local, notebooks, produce, ingest, ship, load, maintain, reset)
 
 
 def build_parser() -> argparse.ArgumentParser:

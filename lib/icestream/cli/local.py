@@ -186,11 +186,6 @@ def register(commands: argparse._SubParsersAction) -> None:
     doctor.add_argument("--quick", action="store_true", help="skip starting a Spark session")
     doctor.set_defaults(handler=cmd_doctor)
 
-    # `ship` has its own module; registered here until icestream.cli.COMMAND_MODULES lists it.
-    from icestream.cli import ship
-
-    ship.register(commands)
-
     lab = commands.add_parser("lab", help="JupyterLab on 127.0.0.1, opening on notebooks/ (root or not)")
     lab.add_argument("--port", type=int, help="loopback port (default: 8888 or the next free one)")
     lab.set_defaults(handler=cmd_lab)

@@ -127,7 +127,7 @@ class Maintenance:
             self._version_read = True
         return self._version
 
-    def _call(self, procedure: str, **arguments: str) -> Outcome:
+    def _call_procedure(self, procedure: str, **arguments: str) -> Outcome:
         """Run ``procedure`` with the arguments this Iceberg knows: older ones drop a fallback argument.
 
         Raises:
@@ -184,7 +184,7 @@ class Maintenance:
             # The predicate is a string argument parsed by Spark; double quotes delimit it.
             column = validate_identifier(time_column, "time column")
             arguments["where"] = f'"{column} < {timestamp_literal(before)}"'
-        return self._call("rewrite_data_files", **arguments)
+        return self._call_procedure("rewrite_data_files", **arguments)
 
     def time_partition_column(self) -> str | None:
         """The column the table is partitioned by in time, or None.
@@ -205,7 +205,7 @@ class Maintenance:
         Returns:
             The outcome; its counts: ``rewritten_manifests_count``, ``added_manifests_count``.
         """
-        return self._call("rewrite_manifests")
+        return self._call_procedure("rewrite_manifests")
 
     def retain_for_positions(self, stream_name: str) -> int:
         """How many of the newest ancestors to keep so that the one carrying the stream's positions survives.
@@ -250,7 +250,9 @@ class Maintenance:
             raise ConfigError(f"retain_last {retain_last!r}: keep at least 1 snapshot.")
         if keep_positions_of is not None:
             retain_last = max(retain_last, self.retain_for_positions(keep_positions_of))
-        return self._call("expire_snapshots", older_than=timestamp_literal(older_than), retain_last=str(retain_last))
+        return self._call_procedure(
+            "expire_snapshots", older_than=timestamp_literal(older_than), retain_last=str(retain_last)
+        )
 
     def remove_orphan_files(self, older_than: datetime, delete: bool = False) -> Outcome:
         """List (and with ``delete``, delete) files under the table that no metadata references.
@@ -279,6 +281,6 @@ class Maintenance:
                 f"older_than {older_than.isoformat()}: orphan removal must only touch files older than "
                 f"{MIN_ORPHAN_AGE}; a running writer's files are not referenced until it commits."
             )
-        return self._call(
+        return self._call_procedure(
             "remove_orphan_files", older_than=moment, dry_run=str(not delete).lower(), prefix_listing="true"
         )

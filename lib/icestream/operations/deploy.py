@@ -173,7 +173,6 @@ def _resources() -> dict[str, Any]:
 
 def _outputs() -> dict[str, Any]:
     """What the next steps need, and the exact commands for them (docs/aws.md walks through them)."""
-    artifacts = "s3://${WarehouseBucket}/${ArtifactsPrefix}"
     with_app = {"ApplicationId": application_id()}
     outputs: dict[str, Any] = {
         "StreamArn": {"Value": {"Fn::GetAtt": ["Stream", "Arn"]}},
@@ -202,11 +201,11 @@ def _outputs() -> dict[str, Any]:
             ),
         },
         "UploadCommand": {
-            "Description": "2. the jobs' entry points and packed environment (from icestream ship) into the bucket",
+            "Description": "2. the jobs' stamped entry points and packed environment: icestream ship builds them "
+            "into output/ship/emr-serverless and prints the aws s3 cp lines (docs/platforms.md)",
             "Value": sub(
-                f"aws s3 cp lib/icestream/jobs/ingest.py {artifacts}/ingest.py && "
-                f"aws s3 cp lib/icestream/cli/__main__.py {artifacts}/icestream_cli.py && "
-                f"aws s3 cp icestream_env.tar.gz {artifacts}/icestream_env.tar.gz"
+                "aws cloudformation describe-stacks --stack-name ${AWS::StackName} > stack.json && "
+                "icestream ship --target emr-serverless --stack-json stack.json"
             ),
         },
         "ApplicationId": {"Value": application_id()},

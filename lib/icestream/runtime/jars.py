@@ -175,7 +175,7 @@ def pyspark_jar_folder() -> Path:
     """pyspark's ``jars`` folder (Spark's own jars: Jackson, Hadoop, Janino, py4j)."""
     spec = importlib.util.find_spec("pyspark")
     if spec is None or not spec.submodule_search_locations:
-        raise JarError("pyspark is not installed. Run `make run` or `pip install -e .`.")
+        raise JarError("pyspark is not installed. Run `make run` or `pip install -e '.[workbook]'`.")
     return Path(next(iter(spec.submodule_search_locations))) / "jars"
 
 

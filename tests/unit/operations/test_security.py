@@ -160,7 +160,8 @@ def derived_needs(encrypted: bool = True) -> tuple[dict[security.Grant, set[str]
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
                 at = f"{where}::{units[id(node)]}"
                 first = node.args[0] if node.args else None
-                if node.func.attr == "procedure" and isinstance(first, ast.Constant):
+                # LakeTable.procedure builds a CALL; Maintenance._call_procedure runs one (version-aware).
+                if node.func.attr in ("procedure", "_call_procedure") and isinstance(first, ast.Constant):
                     uses.setdefault(f"procedure:{first.value}", set()).add(at)
                 if node.func.attr == "writeTo":
                     uses.setdefault("kind:dataframe write", set()).add(at)

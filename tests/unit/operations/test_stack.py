@@ -14,6 +14,7 @@ import botocore.session
 import pytest
 from botocore.validate import validate_parameters
 
+from icestream.cli import build_parser
 from icestream.errors import ConfigError
 from icestream.operations import deploy
 from icestream.operations.stack import jobs
@@ -202,8 +203,12 @@ def test_the_printed_commands_are_valid_requests() -> None:
         assert "clientToken" not in request
         validate_parameters({**request, "clientToken": "cli-made"}, model.input_shape)
         assert request["applicationId"] == "00created0000"
-    upload = outputs["UploadCommand"]["Value"]
-    assert "s3://lake-bucket/artifacts/icestream_env.tar.gz" in upload
+    # The upload is icestream ship's (stamped entry points, packed environment): a command it accepts.
+    describe, ship = (shlex.split(part) for part in outputs["UploadCommand"]["Value"].split(" && "))
+    assert describe[:4] == ["aws", "cloudformation", "describe-stacks", "--stack-name"]
+    assert ship[0] == "icestream"
+    parsed = build_parser().parse_args(ship[1:])
+    assert (parsed.command, parsed.target, parsed.stack_json) == ("ship", "emr-serverless", describe[-1].split()[-1])
 
 
 def test_extra_resources_are_merged(monkeypatch: pytest.MonkeyPatch) -> None:
