@@ -153,6 +153,7 @@ def main() -> None:
             "machine": facts,
             "command": command_line(),
             "target_p95_s": TARGET_P95_S,
+            "target_point": list(TARGET_POINT),
             "points": runs,
             "median_p95_s": statistics.median(p95s) if (p95s := [run["p95"] for run in runs if "p95" in run]) else None,
         },

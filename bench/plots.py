@@ -117,7 +117,7 @@ def freshness(result: dict[str, Any], path: Path) -> Path:
     for offset, key, colour in ((-width, "p50", "#4c72b0"), (0.0, "p95", "#dd8452"), (width, "p99", "#c44e52")):
         axis.bar([i + offset for i in range(len(points))], [point[key] for point in points], width, label=key,
                  color=colour)  # fmt: skip
-    axis.axhline(result["target_p95_s"], color="black", linestyle="--", label="target p95 at 500 ev/s, 1 s")
+    axis.axhline(result["target_p95_s"], color="black", linestyle="--", label="target p95 at 500 ev/s, 0.5 s trigger")
     axis.set_xticks(range(len(points)), labels)
     axis.set_ylabel("seconds from Kinesis arrival to visible in a query")
     axis.set_title("Freshness by event rate and trigger")
