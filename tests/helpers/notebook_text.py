@@ -15,7 +15,7 @@ from pathlib import Path
 COUNT_WORDS = ("records", "events", "rows", "batches", "count", "files", "anomalies", "added", "rejected",
                "written", "read", "snapshots", "batch_id", "sessions", "users", "commits", "calls", "sent",
                "failed", "retried", "throttled", "deduplicated", "replayed", "manifests")  # fmt: skip
-NOT_COUNTS = ("per", "median", "avg", "mean", "rate", "ratio", "share", "%")  # measures, fractional by nature
+NOT_COUNTS = ("per", "/s", "median", "avg", "mean", "rate", "ratio", "share", "%")  # measures, fractional by nature
 TIME_SUFFIXES = ("_ts", "_at", " at", "time", "created", "arrival")
 FLOAT_COUNT = re.compile(r"^-?\d[\d,]*\.0+$")
 EPOCH = re.compile(r"^1[5-9]\d{8}(\d{3}|\d{6})?(\.\d+)?$")  # seconds, millis or micros since 2017

@@ -49,7 +49,8 @@ def test_output_defects_names_each_defect_with_its_cell(tmp_path) -> None:
         return new_output("execute_result", data={"text/html": frame.to_html(), "text/plain": repr(frame)})
 
     bad = pd.DataFrame({"records": [35019.0], "committed_at": [1795566433], "note": [float("nan")]})
-    good = pd.DataFrame({"records": [35019], "rows_per_s": [100.0], "committed_at": [pd.Timestamp("2026-11-25")]})
+    good = pd.DataFrame({"records": [35019], "rows_per_s": [100.0], "records/s": [5967.0],
+                         "committed_at": [pd.Timestamp("2026-11-25")]})  # fmt: skip
     cells = [new_code_cell("bad"), new_code_cell("empty"), new_code_cell("sql"), new_code_cell("good")]
     cells[0].outputs = [shown(bad)]
     cells[1].outputs = [new_output("execute_result", data={"text/plain": "Empty DataFrame\nColumns: []"})]

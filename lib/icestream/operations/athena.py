@@ -272,7 +272,7 @@ ORDER BY made_current_at""",
     ]
 
 
-def _health(table: str) -> list[AthenaQuery]:
+def _health(table: str, rejects: str) -> list[AthenaQuery]:
     lag = "(to_unixtime(committed_at) * 1000 - CAST(element_at(summary, '{key}') AS bigint)) / 1000.0"
     return [
         AthenaQuery(
@@ -349,7 +349,7 @@ ORDER BY committed_at, snapshot_id""",
             "06",
             "Records the ingest could not accept, by reason, with one example detail each.",
             f"""SELECT reason, count(*) AS records, min(detail) AS example_detail
-FROM {validate_identifier(f"{table}_{REJECTS_SUFFIX}", "table")}
+FROM {rejects}
 GROUP BY reason
 ORDER BY records DESC, reason""",
             (),
@@ -367,8 +367,10 @@ def named_queries(settings: Settings | None = None) -> tuple[AthenaQuery, ...]:
     Returns:
         The queries: dashboard (03), time travel (04), health (06).
     """
-    table = validate_identifier((settings or Settings()).table, "table")
-    return (*_dashboard(table), *_time_travel(table), *_health(table))
+    settings = settings or Settings()
+    table = validate_identifier(settings.table, "table")
+    rejects = settings.companion(REJECTS_SUFFIX).table  # validated by companion
+    return (*_dashboard(table), *_time_travel(table), *_health(table, rejects))
 
 
 def parameter_count(sql: str) -> int:
