@@ -12,7 +12,7 @@ trigger, each warmed up and then measured over the same window:
 CPU is the busy time of the process tree that runs the queries: this process (the Spark driver's
 Python side), its JVM and the JVM's Python workers, read from ``/proc/<pid>/stat``; the emulator
 and the producer (separate processes) are not counted. Reported: cores used (busy CPU seconds per
-wall second), batches, CPU seconds per batch, and the ratios to Spark's own. Targets (issue 25):
+wall second), batches, CPU seconds per batch, and the ratios to Spark's own. Targets:
 tip <= 1.5x Spark's own cores, empty <= 0.05 cores.
 
 The warm-up is long on purpose: an always-on query's JVM keeps compiling for minutes (a batch a

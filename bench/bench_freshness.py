@@ -11,7 +11,7 @@ boto3 clients) on a small stream; the first batch of each point (what arrived wh
 started) is left out. Reported: p50/p95/p99 over rows, the per-batch p95 spread, how many rows were measured
 against how many the producer sent, and the cores the query's process tree used while the producer
 sent (the driver, its JVM and Python workers; not the emulator or the producer: see
-``bench_batch_cost.tree_cpu``). Target (issue 25): p95 <= 1.0 s at 500 events/s with a 0.5 s trigger.
+``bench_batch_cost.tree_cpu``). Target: p95 <= 1.0 s at 500 events/s with a 0.5 s trigger.
 
 Default points: 500 ev/s with a 0.5 s trigger (the target), 500 ev/s with 1 s, 2,000 ev/s with 1 s
 and 100 ev/s with 5 s; ``--curve`` runs the freshness/cost curve, 500 ev/s at triggers 0.25, 0.5, 1

@@ -1,6 +1,6 @@
 """The ingest's own cost per record against Spark's native JSON load, and end to end against the ceiling.
 
-Two measurements, each alternating its two sides in one run (issue 17, item 1):
+Two measurements, each alternating its two sides in one run:
 
 1. **Pipeline vs native, per core-second.** The same generated payloads go (a) through the ingest's
    record pipeline after GetRecords -- decode, parse, validate, reject, dedupe, write, commit: the

@@ -4,7 +4,7 @@ For each mode (live, paced by event time; backfill, capped by a rate limit) and 
 measure the raw rate of a bare PutRecords loop (500 records per call, one client), run the producer
 at 0.8 of it for ``--seconds``, measure the raw rate again, and report the achieved rate (the run
 summary's records sent over its wall time) over the target. A run during which the raw rate moved by
-more than 10 % (other processes on the cores) is reported as noisy. Target: within 5 % (issue 16).
+more than 10 % (other processes on the cores) is reported as noisy. Target: within 5 %.
 The producer needs about 1.4x the CPU per record of the bare loop, so on a busy 2-core machine it
 falls behind first.
 

@@ -65,7 +65,7 @@ def _emr(release: str, spark: str, iceberg: str, python: tuple[str, ...], note: 
     return [Platform(service, release, spark, iceberg, python, source) for service in ("emr-ec2", "emr-serverless")]
 
 
-# EMR 7.1+ images carry Python 3.9 (the default) and 3.11 (issue 26, AWS release notes).
+# EMR 7.1+ images carry Python 3.9 (the default) and 3.11 (AWS release notes).
 _EMR7_PYTHON = ("3.9", "3.11")
 PLATFORMS: tuple[Platform, ...] = (
     *_emr("emr-7.5.0", "3.5.2", "1.6.1", _EMR7_PYTHON, _UNCONFIRMED),
