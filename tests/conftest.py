@@ -86,6 +86,10 @@ def test_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         "ICESTREAM_RUN_DIR": str(home / "run"),
         "ICESTREAM_OUTPUT_DIR": str(home / "output"),
         "ICESTREAM_JAR_CACHE_DIR": str(project_home() / ".cache" / "jars"),
+        # Spark's scratch folders (block manager, shuffle, unpacked archives, userFiles) of every
+        # driver and worker the tests start: a driver the crash tests SIGKILL leaves its own behind,
+        # hundreds of MB with the packed environment unpacked, and under /tmp nothing removes them.
+        "SPARK_LOCAL_DIRS": str(home / "spark-local"),
     }
     # Every driver JVM the tests start (this session's, notebook kernels', subprocess drivers',
     # spark-submit's) compiles with C1 only: they are many, short and handle little data, and C2's
