@@ -25,6 +25,7 @@ KERNEL_NAME = "icestream"
 # Set in the environment of the kernels the runner starts: nobody watches them, so what redraws for a
 # reader (the live dashboard of 02) draws its last frame only (icestream.plots.live_dashboard).
 HEADLESS_ENV = "ICESTREAM_HEADLESS"
+KERNEL_START_SECONDS = 300  # how long a kernel may take to start and answer before the run fails
 
 
 def headless() -> bool:
@@ -201,6 +202,9 @@ def _run(
                 progress_bar={"desc": path.stem, "leave": False} if progress else False,
                 report_mode=False,
                 kernel_manager_class=ipc_kernel_manager(),
+                # papermill gives a kernel 60 s to answer: on 2 busy cores (a test run beside a
+                # benchmark) one took longer and the run failed before its first cell.
+                start_timeout=KERNEL_START_SECONDS,
             )
         except PapermillExecutionError as error:
             raise NotebookFailedError(path.name, error.cell_index, error.ename, error.evalue, output) from None
