@@ -7,13 +7,22 @@ at least a well-formed request. What moto created is read back through the servi
 compared with the parameters the stack was given (not with names written here). Properties moto
 accepts without applying are listed (``MOTO_IGNORED``) and checked to be indeed not applied; the
 template's unit tests check those instead.
+
+The job starters (Step Functions state machines) moto's CloudFormation makes are read back; then
+each deployed definition runs in moto's States Language interpreter (its ``execute_state_machine``
+mode, which keeps state machines apart from the ones CloudFormation made). The interpreter has no
+EMR Serverless integration, so the Task becomes a Pass state with the same ``Parameters``, in a state
+machine of the same name (so the same ARN): the interpreter computes the request, client token
+included, for two attempts of one scheduled time, and the request is sent to moto's EMR Serverless.
 """
 
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import re
+import time
 import warnings
 
 import boto3
@@ -22,12 +31,13 @@ import pytest
 from botocore.validate import validate_parameters
 from moto import mock_aws
 from moto.cloudformation.parsing import get_model_map
+from moto.core.config import default_user_config
 
 from icestream.config import load_settings
 from icestream.operations import deploy
 from icestream.operations.security import duty_policy, iam_policy
 from icestream.operations.stack.common import sub
-from icestream.operations.stack.jobs import api_names
+from icestream.operations.stack.jobs import JOBS, api_names, starter_arns
 from icestream.operations.stack.roles import artifacts_statement, athena_statements
 from tests.helpers.cloudformation import NO_VALUE, resolve
 
@@ -36,7 +46,7 @@ MOTO_UNSUPPORTED = {
     "AWS::Glue::Database": "created here with glue.create_database from the resolved DatabaseInput",
     "AWS::S3::BucketPolicy": "applied here with s3.put_bucket_policy",
     "AWS::Scheduler::Schedule": "created here with scheduler.create_schedule; its Input, filled in as the "
-    "scheduler does, is sent to moto's EMR Serverless StartJobRun",
+    "scheduler does, starts its state machine in moto's Step Functions",
     "AWS::CloudWatch::Alarm": "created here with cloudwatch.put_metric_alarm",
     "AWS::SNS::Subscription": "created here with sns.subscribe",
     "AWS::SNS::TopicPolicy": "applied here with sns.set_topic_attributes",
@@ -55,11 +65,12 @@ MOTO_IGNORED = {
         "LifecycleConfiguration",
     ],
 }
-# The scheduler's context attributes, as AWS's documentation shows them filled in.
-SCHEDULER_FILLS = {
-    "<aws.scheduler.execution-id>": "d32c5kddcf5bb8c3",
-    "<aws.scheduler.scheduled-time>": "2022-03-22T18:59:43Z",
-}
+# The scheduler's context attributes for two attempts of one invocation (values as AWS's documentation shows).
+SCHEDULED = "2022-03-22T18:59:43Z"
+ATTEMPTS = [
+    {"<aws.scheduler.execution-id>": "d32c5kddcf5bb8c3", "<aws.scheduler.scheduled-time>": SCHEDULED},
+    {"<aws.scheduler.execution-id>": "7e51f0c2a9b4d8e6", "<aws.scheduler.scheduled-time>": SCHEDULED},
+]
 
 
 @pytest.fixture
@@ -117,13 +128,49 @@ def _deploy(aws, **chosen: str) -> tuple[dict[str, str], dict[str, str], dict[st
     return {**defaults, **given}, outputs, physical
 
 
-def _inline_policy(aws, role: str) -> dict:
-    document = aws("iam").get_role_policy(RoleName=role, PolicyName="icestream")["PolicyDocument"]
-    # moto stores a CloudFormation inline policy as the Python repr of its dictionary, not JSON.
-    return ast.literal_eval(document) if isinstance(document, str) else document
+def _inline_policy(aws, role: str, name: str = "icestream") -> dict:
+    document = aws("iam").get_role_policy(RoleName=role, PolicyName=name)["PolicyDocument"]
+    # moto stores a CloudFormation inline policy as the Python repr of its dictionary (or JSON text), not an object.
+    if isinstance(document, str):
+        return json.loads(document) if document.startswith('{"') else ast.literal_eval(document)
+    return document
 
 
-def test_the_stack_deploys_on_moto(aws) -> None:
+def _run(aws, state_machine: str, name: str, state_input: str) -> dict:
+    """One execution in moto's interpreter, to its end: its output."""
+    sfn = aws("stepfunctions")
+    execution = sfn.start_execution(stateMachineArn=state_machine, name=name, input=state_input)["executionArn"]
+    for _ in range(100):
+        described = sfn.describe_execution(executionArn=execution)
+        if described["status"] != "RUNNING":
+            break
+        time.sleep(0.05)
+    assert described["status"] == "SUCCEEDED", described
+    return json.loads(described["output"])
+
+
+def _computed_request(aws, monkeypatch: pytest.MonkeyPatch, machine: dict, schedule_input: str) -> dict:
+    """What a deployed state machine's Task would send, as moto's interpreter computes it, for two attempts."""
+    probe = json.loads(machine["definition"])
+    task = probe["States"]["StartJobRun"]
+    probe["States"]["StartJobRun"] = {"Type": "Pass", "Parameters": task["Parameters"], "End": True}
+    # moto's execute_state_machine setting (what mock_aws(config=...) sets), for this part only.
+    monkeypatch.setitem(default_user_config["stepfunctions"], "execute_state_machine", True)
+    sfn = aws("stepfunctions")
+    made = sfn.create_state_machine(name=machine["name"], definition=json.dumps(probe), roleArn=machine["roleArn"])
+    assert made["stateMachineArn"] == machine["stateMachineArn"]
+    sent = []
+    for number, attempt in enumerate(ATTEMPTS):
+        text = schedule_input
+        for keyword, value in attempt.items():
+            text = text.replace(keyword, value)
+        sent.append(_run(aws, made["stateMachineArn"], f"attempt-{number}", text))
+    monkeypatch.setitem(default_user_config["stepfunctions"], "execute_state_machine", False)
+    assert sent[0] == sent[1]  # a retry is the same start, token included
+    return sent[0]
+
+
+def test_the_stack_deploys_on_moto(aws, monkeypatch: pytest.MonkeyPatch) -> None:
     template = deploy.template()
     types = {resource["Type"] for resource in template["Resources"].values()}
     assert types - set(get_model_map()) == set(MOTO_UNSUPPORTED), "update MOTO_UNSUPPORTED and docs/aws.md"
@@ -194,6 +241,7 @@ def test_the_stack_deploys_on_moto(aws) -> None:
     values |= {
         "AlarmTopic": outputs["AlarmTopicArn"],
         "FailedJobRunRule.Arn": rule["Arn"],
+        "FailedStartRule.Arn": aws("events").describe_rule(Name=physical["FailedStartRule"])["Arn"],
         "Stream": parameters["StreamName"],
     }
     values["DeadLetterQueue.QueueName"] = values["DeadLetterQueue.Arn"].rsplit(":", 1)[1]
@@ -249,24 +297,49 @@ def test_the_stack_deploys_on_moto(aws) -> None:
 
     scheduler_role_arn = iam.get_role(RoleName=physical["SchedulerRole"])["Role"]["Arn"]
     values["SchedulerRole.Arn"] = scheduler_role_arn
+    starter_role = iam.get_role(RoleName=physical["JobStarterRole"])["Role"]
+    values["JobStarterRole.Arn"] = starter_role["Arn"]
+    trust = starter_role["AssumeRolePolicyDocument"]
+    trust = ast.literal_eval(trust) if isinstance(trust, str) else trust
+    assert trust["Statement"][0]["Principal"] == {"Service": "states.amazonaws.com"}
+    starter_policy = _inline_policy(aws, physical["JobStarterRole"], "start-icestream-job-runs")
+    assert [statement["Sid"] for statement in starter_policy["Statement"]] == ["StartJobRuns", "PassJobRoles"]
+    assert starter_policy["Statement"][0]["Resource"].endswith(f":/applications/{application['applicationId']}")
     model = botocore.session.get_session().get_service_model("emr-serverless").operation_model("StartJobRun")
     expected_schedules = set()
-    for name in ("IngestSchedule", "MaintenanceSchedule"):  # the streaming job's schedule: only with StreamingJob
-        properties = resolve(resources[name]["Properties"], values, conditions)
+    for job in JOBS:
+        if job.logical_id == "StreamingIngestSchedule":
+            assert job.starter not in physical  # the streaming job's starter and schedule: only with StreamingJob
+            continue
+        # The state machine moto made: its name, role and definition are the template's, resolved.
+        machine = aws("stepfunctions").describe_state_machine(stateMachineArn=physical[job.starter])
+        values[job.starter] = machine["stateMachineArn"]
+        assert machine["name"] == f"icestream-{job.suffix}"
+        assert machine["roleArn"] == values["JobStarterRole.Arn"]
+        template_definition = resolve(resources[job.starter]["Properties"]["DefinitionString"], values, conditions)
+        assert json.loads(machine["definition"]) == json.loads(template_definition)
+        properties = resolve(resources[job.logical_id]["Properties"], values, conditions)
         expected_schedules.add(properties["Name"])
         aws("scheduler").create_schedule(**properties)
         target = aws("scheduler").get_schedule(Name=properties["Name"])["Target"]
         assert target["DeadLetterConfig"]["Arn"] == values["DeadLetterQueue.Arn"]
-        # What the schedule sends, filled in as the scheduler does, as EMR Serverless (moto's) receives it.
-        text = target["Input"]
-        for keyword, value in SCHEDULER_FILLS.items():
-            text = text.replace(keyword, value)
-        request = api_names(json.loads(text))
+        assert target["Arn"] == machine["stateMachineArn"]
+        # What the Task sends on each attempt, as moto's interpreter computes it, as EMR Serverless receives it.
+        schedule_arn = aws("scheduler").get_schedule(Name=properties["Name"])["Arn"]
+        schedule_input = target["Input"].replace("<aws.scheduler.schedule-arn>", schedule_arn)
+        request = api_names(_computed_request(aws, monkeypatch, machine, schedule_input))
+        assert request["clientToken"] == hashlib.sha256(f"{schedule_arn}|{SCHEDULED}".encode()).hexdigest()
         validate_parameters(request, model.input_shape)
         run = aws("emr-serverless").start_job_run(**request)
-        job = aws("emr-serverless").get_job_run(applicationId=run["applicationId"], jobRunId=run["jobRunId"])["jobRun"]
-        assert job["executionRole"] in (values["IngestJobRole.Arn"], values["MaintenanceJobRole.Arn"])
-        assert "spark.archives=s3://" in job["jobDriver"]["sparkSubmit"]["sparkSubmitParameters"]
+        job_run = aws("emr-serverless").get_job_run(applicationId=run["applicationId"], jobRunId=run["jobRunId"])
+        assert job_run["jobRun"]["executionRole"] in (values["IngestJobRole.Arn"], values["MaintenanceJobRole.Arn"])
+        assert job_run["jobRun"]["name"] == f"{job.run.name} {SCHEDULED}"
+        assert "spark.archives=s3://" in job_run["jobRun"]["jobDriver"]["sparkSubmit"]["sparkSubmitParameters"]
+    starts = aws("events").describe_rule(Name=physical["FailedStartRule"])
+    assert json.loads(starts["EventPattern"])["detail"]["stateMachineArn"] == [
+        resolve(sub(arn), values) for arn in starter_arns()
+    ]
+    assert values["IngestStarter"] in json.loads(starts["EventPattern"])["detail"]["stateMachineArn"]
     # The application's condition is false here (an id is given), so moto never reads it.
     assert aws.skipped() == set(MOTO_UNSUPPORTED) - {"AWS::EMRServerless::Application"}
     assert {schedule["Name"] for schedule in aws("scheduler").list_schedules()["Schedules"]} == expected_schedules

@@ -5,7 +5,8 @@ the warehouse bucket (SSE-KMS with an S3 Bucket Key, public access blocked, TLS 
 database that is the Iceberg namespace (these two and the stream outlive the stack); IAM roles by
 duty (:mod:`icestream.operations.stack.roles`); the jobs' network and EMR Serverless application
 (:mod:`~icestream.operations.stack.network`); EventBridge Scheduler schedules that start the ingest
-and ``icestream maintain`` as EMR Serverless job runs (:mod:`~icestream.operations.stack.jobs`); and
+and ``icestream maintain`` as EMR Serverless job runs, each through a Step Functions state machine that
+makes the start idempotent (:mod:`~icestream.operations.stack.jobs`); and
 a dead-letter queue, alarms and a topic for failures (:mod:`~icestream.operations.stack.alarms`).
 
 ``deploy/cloudformation/icestream-stack.yaml`` is this module's output, committed so that
@@ -29,7 +30,7 @@ from icestream.operations.stack.common import ARN, document, sub
 from icestream.operations.stack.jobs import job_run_input, schedules, start_job_run_command
 from icestream.operations.stack.network import network
 from icestream.operations.stack.parameters import application_id, conditions, parameters
-from icestream.operations.stack.roles import roles, scheduler_role
+from icestream.operations.stack.roles import job_starter_role, roles, scheduler_role
 
 __all__ = ["EXTRA_RESOURCES", "TEMPLATE_PATH", "job_run_input", "main", "render", "template"]
 
@@ -165,7 +166,8 @@ def _storage() -> dict[str, Any]:
 
 def _resources() -> dict[str, Any]:
     """Every resource; :data:`EXTRA_RESOURCES` add theirs last."""
-    resources = {**_storage(), **roles(), "SchedulerRole": scheduler_role(), **schedules(), **network(), **alarms()}
+    resources = {**_storage(), **roles(), "SchedulerRole": scheduler_role(), "JobStarterRole": job_starter_role()}
+    resources |= {**schedules(), **network(), **alarms()}
     for extra in EXTRA_RESOURCES:
         resources |= extra()
     return resources

@@ -4,20 +4,16 @@ informational checks), its roles the library's policy by duty, its job runs vali
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 from pathlib import Path
 
-import botocore.session
 import pytest
 import yaml
-from botocore.validate import validate_parameters
 
 from icestream.config import load_settings
 from icestream.operations import deploy
 from icestream.operations.security import duty_policy, iam_policy
-from icestream.operations.stack.jobs import api_names
 from tests.helpers.cloudformation import NO_VALUE, resolve
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -101,38 +97,6 @@ def test_everything_at_rest_is_encrypted_with_the_stack_key_and_private() -> Non
     assert resources["WarehouseBucket"]["DeletionPolicy"] == "Retain"  # the tables outlive the stack
     assert not any("Expiration" in str(rule) for rule in bucket["LifecycleConfiguration"]["Rules"])
     assert resources["DataKey"]["Properties"]["EnableKeyRotation"] is True
-
-
-@pytest.mark.parametrize(
-    ("schedule", "arguments", "role"),
-    [
-        ("IngestSchedule", ["--available-now"], ROLE_ARN),
-        ("StreamingIngestSchedule", ["--trigger", "30s"], ROLE_ARN),
-        ("MaintenanceSchedule", ["maintain"], MAINTENANCE_ROLE_ARN),
-    ],
-)
-def test_schedules_send_a_valid_start_job_run(schedule: str, arguments: list[str], role: str) -> None:
-    """The schedule's Input, resolved, is a request botocore's EMR Serverless model accepts, run in the packed env."""
-    target = deploy.template()["Resources"][schedule]["Properties"]["Target"]
-    assert resolve(target["Arn"], STACK) == "arn:aws:scheduler:::aws-sdk:emrserverless:startJobRun"
-    request = json.loads(resolve(target["Input"], STACK, CONDITIONS))
-    model = botocore.session.get_session().get_service_model("emr-serverless")
-    validate_parameters(api_names(request), model.operation_model("StartJobRun").input_shape)
-    driver = request["JobDriver"]["SparkSubmit"]
-    assert driver["EntryPointArguments"] == arguments
-    assert driver["EntryPoint"].startswith("s3://lake-bucket/artifacts/")
-    assert (request["ApplicationId"], request["ExecutionRoleArn"]) == ("00abc123def456", role)
-    conf = dict(re.findall(r"--conf ([^=\s]+)=(\S*)", driver["SparkSubmitParameters"]))
-    assert conf["spark.archives"] == "s3://lake-bucket/artifacts/icestream_env.tar.gz#icestream_env"
-    for key in ("spark.emr-serverless.driverEnv.PYSPARK_DRIVER_PYTHON", "spark.emr-serverless.driverEnv.PYSPARK_PYTHON",
-                "spark.executorEnv.PYSPARK_PYTHON"):  # fmt: skip
-        assert conf[key] == "./icestream_env/bin/python"
-    assert conf["spark.emr-serverless.driverEnv.ICESTREAM_WAREHOUSE"] == "s3://lake-bucket/icestream"
-    assert conf["spark.emr-serverless.driverEnv.ICESTREAM_SHIP"] == "none"  # icestream is inside the archive
-    if schedule == "StreamingIngestSchedule":
-        assert (request["Mode"], request["ExecutionTimeoutMinutes"]) == ("STREAMING", 1430)
-    else:
-        assert "Mode" not in request
 
 
 def test_main_writes_the_template(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

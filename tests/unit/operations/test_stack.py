@@ -1,4 +1,4 @@
-"""The stack's parts (issue 26): partition-neutral ARNs, retained state, network, roles' trust, failures visible.
+"""The stack's parts: partition-neutral ARNs, retained state, network, roles' trust, failures visible.
 
 Each request-shaped property (the scheduler's target input, the printed ``start-job-run`` lines) is
 checked against botocore's service model; the rest against what AWS documents for the property.
@@ -41,10 +41,13 @@ STACK = {
     "MaintenanceJobRole.Arn": f"arn:aws-cn:iam::{ACCOUNT_ID}:role/maintenance",
     "DeadLetterQueue.Arn": f"arn:aws-cn:sqs:cn-north-1:{ACCOUNT_ID}:dlq",
     "FailedJobRunRule.Arn": f"arn:aws-cn:events:cn-north-1:{ACCOUNT_ID}:rule/failed",
+    "FailedStartRule.Arn": f"arn:aws-cn:events:cn-north-1:{ACCOUNT_ID}:rule/failed-starts",
     "AlarmTopic": f"arn:aws-cn:sns:cn-north-1:{ACCOUNT_ID}:alarms",
     "StreamingTrigger": "30s",
     "StreamingTimeoutMinutes": "1430",
 }
+STACK |= {job.starter: f"arn:aws-cn:states:cn-north-1:{ACCOUNT_ID}:stateMachine:icestream-{job.suffix}"
+          for job in jobs.JOBS}  # fmt: skip
 CONDITIONS = {"CreateApplication": True}
 SCHEDULES = ("IngestSchedule", "StreamingIngestSchedule", "MaintenanceSchedule")
 
@@ -55,11 +58,14 @@ def resources() -> dict:
 
 
 def test_no_arn_names_a_partition() -> None:
-    """Every ARN is written with ${AWS::Partition} (aws-cn, aws-us-gov), the scheduler's targets too."""
+    """Every ARN is written with ${AWS::Partition} (aws-cn, aws-us-gov), the state machines' tasks too."""
     assert re.findall(r"arn:aws[-a-z]*:", deploy.render()) == []
-    for name in SCHEDULES:
-        target = deploy.template()["Resources"][name]["Properties"]["Target"]
-        assert resolve(target["Arn"], STACK) == "arn:aws-cn:scheduler:::aws-sdk:emrserverless:startJobRun"
+    resources = deploy.template()["Resources"]
+    for job in jobs.JOBS:
+        assert resolve(resources[job.logical_id]["Properties"]["Target"]["Arn"], STACK) == STACK[job.starter]
+        definition = json.loads(resolve(resources[job.starter]["Properties"]["DefinitionString"], STACK, CONDITIONS))
+        (task,) = definition["States"].values()
+        assert task["Resource"] == "arn:aws-cn:states:::aws-sdk:emrserverless:startJobRun"
 
 
 @pytest.mark.parametrize("logical_id", ["Stream", "GlueDatabase", "WarehouseBucket", "DataKey"])
@@ -102,23 +108,25 @@ def test_job_roles_trust_this_accounts_services_only(resources: dict, logical_id
     ]
 
 
-def test_the_scheduler_starts_only_these_runs(resources: dict) -> None:
+def test_the_scheduler_starts_only_these_state_machines(resources: dict) -> None:
+    """The scheduler starts the job starters and dead-letters; it starts no job run and passes no role itself."""
     role = resources["SchedulerRole"]["Properties"]
     trust = resolve(role["AssumeRolePolicyDocument"], STACK)["Statement"][0]["Condition"]
     assert (
         trust["ArnLike"]["aws:SourceArn"]
         == f"arn:aws-cn:scheduler:cn-north-1:{ACCOUNT_ID}:schedule/default/icestream-*"
     )
-    policy = json.loads(resolve(role["Policies"][0]["PolicyDocument"], STACK, CONDITIONS))
+    policy = resolve(role["Policies"][0]["PolicyDocument"], STACK, CONDITIONS)
     statements = {statement["Sid"]: statement for statement in policy["Statement"]}
-    assert statements["StartJobRuns"]["Resource"].endswith(":/applications/00created0000")
-    assert statements["PassJobRoles"]["Resource"] == [STACK["IngestJobRole.Arn"], STACK["MaintenanceJobRole.Arn"]]
-    assert statements["PassJobRoles"]["Condition"] == {
-        "StringEquals": {"iam:PassedToService": "emr-serverless.amazonaws.com"}
-    }
+    assert set(statements) == {"StartJobStarters", "DeadLetters", "DeadLettersKey"}
+    assert statements["StartJobStarters"]["Action"] == ["states:StartExecution"]
+    assert statements["StartJobStarters"]["Resource"] == [STACK[job.starter] for job in jobs.JOBS]
     assert statements["DeadLetters"]["Resource"] == STACK["DeadLetterQueue.Arn"]
     for name in SCHEDULES:  # the schedules' names are what the trust condition admits
         assert resolve(resources[name]["Properties"]["Name"], STACK).startswith("icestream-")
+    for job in jobs.JOBS:  # the state machines' names are what the policy names
+        name = resolve(resources[job.starter]["Properties"]["StateMachineName"], STACK)
+        assert STACK[job.starter].endswith(f":stateMachine:{name}")
 
 
 def test_the_reader_can_use_athena_and_decrypt(resources: dict) -> None:
@@ -153,23 +161,6 @@ def test_every_schedule_dead_letters_to_an_encrypted_queue(resources: dict) -> N
             },
             scheduler.operation_model("CreateSchedule").input_shape,
         )
-
-
-def test_the_client_token_is_a_valid_token_on_every_attempt() -> None:
-    """The token, as the scheduler fills it in (AWS's documented examples), matches StartJobRun's clientToken.
-
-    ``<aws.scheduler.scheduled-time>`` would be the same on each retry, but its colons break the pattern.
-    """
-    shape = botocore.session.get_session().get_service_model("emr-serverless").operation_model("StartJobRun")
-    token = shape.input_shape.members["clientToken"].metadata
-    examples = {
-        "<aws.scheduler.execution-id>": "d32c5kddcf5bb8c3",
-        "<aws.scheduler.scheduled-time>": "2022-03-22T18:59:43Z",
-    }
-    filled = examples.get(jobs.CLIENT_TOKEN, jobs.CLIENT_TOKEN)
-    assert re.fullmatch(token["pattern"], filled)
-    assert token["min"] <= len(filled) <= token["max"]
-    assert not re.fullmatch(token["pattern"], "icestream-ingest-" + examples["<aws.scheduler.scheduled-time>"])
 
 
 def test_failed_runs_and_a_lagging_ingest_alarm(resources: dict) -> None:

@@ -1,7 +1,10 @@
 """Failures someone sees: a dead-letter queue for the schedules, alarms, and an SNS topic for them.
 
-- ``DeadLetterQueue`` (SQS, KMS-encrypted with the stack's key): a ``StartJobRun`` the scheduler
-  could not make after its retries; ``DeadLetterAlarm`` fires on the first message.
+- ``DeadLetterQueue`` (SQS, KMS-encrypted with the stack's key): a job starter (state machine) the
+  scheduler could not start after its retries; ``DeadLetterAlarm`` fires on the first message.
+- ``FailedStartRule``: a job starter's execution that ends ``FAILED``, ``TIMED_OUT`` or ``ABORTED``
+  (its ``StartJobRun`` failed after the Task's own retries) goes to the topic, as Step Functions'
+  "Step Functions Execution Status Change" event.
 - ``FailedJobRunRule``: EventBridge's "EMR Serverless Job Run State Change" events with state
   ``FAILED`` for the jobs' application go to the topic (AWS: "Automating EMR Serverless with Amazon
   EventBridge").
@@ -14,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from icestream.operations.stack.common import document, sub
+from icestream.operations.stack.jobs import starter_arns
 from icestream.operations.stack.parameters import application_id
 
 
@@ -25,7 +29,7 @@ def alarms() -> dict[str, Any]:
         "Principal": {"Service": "events.amazonaws.com"},
         "Action": "sns:Publish",
         "Resource": "${AlarmTopic}",
-        "Condition": {"ArnEquals": {"aws:SourceArn": "${FailedJobRunRule.Arn}"}},
+        "Condition": {"ArnEquals": {"aws:SourceArn": ["${FailedJobRunRule.Arn}", "${FailedStartRule.Arn}"]}},
     }
     topic_policy = document(
         failed_runs,
@@ -74,10 +78,22 @@ def alarms() -> dict[str, Any]:
                 "Targets": [{"Id": "alarm-topic", "Arn": {"Ref": "AlarmTopic"}}],
             },
         },
+        "FailedStartRule": {
+            "Type": "AWS::Events::Rule",
+            "Properties": {
+                "Description": "icestream job starts that failed after their retries",
+                "EventPattern": {
+                    "source": ["aws.states"],
+                    "detail-type": ["Step Functions Execution Status Change"],
+                    "detail": {"status": ["FAILED", "TIMED_OUT", "ABORTED"], "stateMachineArn": sub(starter_arns())},
+                },
+                "Targets": [{"Id": "alarm-topic", "Arn": {"Ref": "AlarmTopic"}}],
+            },
+        },
         "DeadLetterAlarm": {
             "Type": "AWS::CloudWatch::Alarm",
             "Properties": {
-                "AlarmDescription": "A scheduled StartJobRun failed after its retries (a dead letter)",
+                "AlarmDescription": "A scheduled job start failed after its retries (a dead letter)",
                 "Namespace": "AWS/SQS",
                 "MetricName": "ApproximateNumberOfMessagesVisible",
                 "Dimensions": [{"Name": "QueueName", "Value": {"Fn::GetAtt": ["DeadLetterQueue", "QueueName"]}}],

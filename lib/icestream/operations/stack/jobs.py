@@ -3,15 +3,21 @@
 Each job runs in the packed environment ``icestream ship`` uploads (``icestream_env.tar.gz`` under
 the artifacts folder: Python 3.11, icestream and its job dependencies), unpacked by Spark from
 ``spark.archives`` as ``./icestream_env`` on the driver and every executor, as AWS documents for
-Python dependencies on EMR Serverless ("Using Python libraries with EMR Serverless"). EventBridge
-Scheduler calls ``StartJobRun`` (a universal target); a call that still fails after its retries goes
-to the dead-letter queue (``alarms``).
+Python dependencies on EMR Serverless ("Using Python libraries with EMR Serverless").
+
+Each schedule starts a small Step Functions state machine (a templated target), whose one Task calls
+``StartJobRun`` with a client token hashed from the schedule's ARN and the scheduled time: the
+same on every retry of one scheduled time, so a retry after a start that timed out but succeeded
+gets the first run back instead of a second one (docs/aws.md, "Failures"). A start the scheduler
+cannot make after its retries goes to the dead-letter queue; an execution that fails, to the
+alarm topic (``alarms``).
 """
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from icestream.errors import ConfigError
@@ -34,12 +40,21 @@ JOB_ENVIRONMENT = {
     "ICESTREAM_SHIP": "none",  # icestream is in the packed environment Spark unpacks (spark.archives)
 }
 VARIABLE = re.compile(r"\$\{([\w:.]+)\}")  # an Fn::Sub variable
-SCHEDULER_TARGET = f"{ARN}:scheduler:::aws-sdk:emrserverless:startJobRun"
-# EMR Serverless's clientToken must match [A-Za-z0-9._-]+ (botocore's model, StartJobRun): the
-# scheduled time (2022-03-22T18:59:43Z) has colons, so the token cannot carry it; the execution id
-# can, and is unique per attempt (docs/aws.md, "Failures": why a retry cannot start a second ingest).
-CLIENT_TOKEN = "<aws.scheduler.execution-id>"  # noqa: S105 (an idempotency token, no secret)
-RUN_NAME_SUFFIX = " <aws.scheduler.scheduled-time>"  # the run's name says which scheduled time started it
+# The AWS SDK integration, not the optimized one (``states:::emr-serverless:startJobRun``): its parameters
+# are StartJobRun's own members (checked against botocore's model) and it needs no permission beyond
+# emr-serverless:StartJobRun; the optimized one wraps the API in a shape of its own.
+START_JOB_RUN = f"{ARN}:states:::aws-sdk:emrserverless:startJobRun"
+# What the schedule hands the state machine: its own ARN (one per stack and job) and the scheduled time,
+# both the same on every retry of one invocation (<aws.scheduler.execution-id> is new for each attempt,
+# AWS: "Adding context attributes in EventBridge Scheduler").
+SCHEDULE_INPUT = {"schedule": "<aws.scheduler.schedule-arn>", "scheduled_time": "<aws.scheduler.scheduled-time>"}
+# EMR Serverless's clientToken must match [A-Za-z0-9._-]{1,64} (botocore's model) and the scheduled time has
+# colons (2022-03-22T18:59:43Z): the token is the SHA-256, in hex (64 characters), of the two, stable across
+# retries and distinct across jobs, stacks and times. (The state machine's own ARN, $$.StateMachine.Id,
+# would do as well, but "$$" inside Fn::Sub is read as an escaped "$" by moto's CloudFormation.)
+CLIENT_TOKEN = "States.Hash(States.Format('{}|{}', $.schedule, $.scheduled_time), 'SHA-256')"  # noqa: S105
+START_TIMEOUT_SECONDS = 60  # one StartJobRun call; a call that hangs is retried with the same token
+START_RETRY = {"IntervalSeconds": 10, "MaxAttempts": 2, "BackoffRate": 2.0}  # as the scheduler's: two retries
 
 
 def spark_submit_parameters() -> str:
@@ -55,6 +70,42 @@ def spark_submit_parameters() -> str:
     return " ".join(f"--conf {key}={value}" for key, value in conf.items())
 
 
+@dataclass(frozen=True)
+class JobRun:
+    """One EMR Serverless job run of the stack: its script, arguments, name, role and mode."""
+
+    entry_point: str  # the script's file name under the artifacts folder
+    arguments: list[str]  # its command-line arguments
+    name: str  # the run's name
+    role: str = "IngestJobRole"  # logical id of the execution role (or MaintenanceJobRole)
+    # A ${...} expression (or number) of minutes: a STREAMING run with that ExecutionTimeoutMinutes; None: batch.
+    streaming_timeout: str | None = None
+
+    def request(self) -> dict[str, Any]:
+        """The ``StartJobRun`` request (PascalCase, no client token) with the stack's ``${...}`` variables."""
+        request: dict[str, Any] = {
+            "ApplicationId": "${ApplicationId}",
+            "ExecutionRoleArn": f"${{{self.role}.Arn}}",
+            "Name": self.name,
+            "JobDriver": {
+                "SparkSubmit": {
+                    "EntryPoint": f"s3://${{WarehouseBucket}}/${{ArtifactsPrefix}}/{self.entry_point}",
+                    "EntryPointArguments": self.arguments,
+                    "SparkSubmitParameters": spark_submit_parameters(),
+                }
+            },
+        }
+        if self.streaming_timeout is not None:
+            request |= {"Mode": "STREAMING", "ExecutionTimeoutMinutes": self.streaming_timeout}
+        return request
+
+
+def _text(node: Any, streaming_timeout: str | None) -> str:
+    """JSON text for ``Fn::Sub``; the timeout (a number in JSON, from a parameter) goes in unquoted."""
+    text = json.dumps(node, indent=None, separators=(",", ":"))
+    return text.replace(f'"{streaming_timeout}"', str(streaming_timeout)) if streaming_timeout else text
+
+
 def job_run_input(
     entry_point: str,
     arguments: list[str],
@@ -62,17 +113,17 @@ def job_run_input(
     role: str = "IngestJobRole",
     streaming_timeout: str | None = None,
 ) -> str:
-    """The EMR Serverless ``StartJobRun`` request a schedule sends, as JSON text for ``Fn::Sub``.
+    """The EMR Serverless ``StartJobRun`` request of a job (no client token), as JSON text for ``Fn::Sub``.
 
     Its ``${...}`` variables are the stack's: ``${ApplicationId}``, ``${<role>.Arn}``,
     ``${WarehouseBucket}``, ``${ArtifactsPrefix}``, ``${WarehousePrefix}``, ``${StreamName}``,
-    ``${Namespace}``, ``${DataKey.Arn}``, ``${AWS::Region}``; ``<aws.scheduler.*>`` are the
-    scheduler's context attributes. Keys are PascalCase, as universal targets take them.
+    ``${Namespace}``, ``${DataKey.Arn}``, ``${AWS::Region}``. Keys are PascalCase, as Step Functions'
+    AWS SDK integrations take them; :func:`start_job_run_definition` adds the token and the run's name.
 
     Args:
         entry_point: The script's file name under the artifacts folder.
         arguments: Its command-line arguments.
-        name: The job run's name (the scheduled time is appended).
+        name: The job run's name.
         role: Logical id of the execution role (``IngestJobRole`` or ``MaintenanceJobRole``).
         streaming_timeout: A ``${...}`` expression (or number) of minutes: a STREAMING job with that
             ``ExecutionTimeoutMinutes``; ``None``: a batch job run.
@@ -80,41 +131,101 @@ def job_run_input(
     Returns:
         The JSON text.
     """
-    request: dict[str, Any] = {
-        "ApplicationId": "${ApplicationId}",
-        "ExecutionRoleArn": f"${{{role}.Arn}}",
-        "ClientToken": CLIENT_TOKEN,
-        "Name": name + RUN_NAME_SUFFIX,
-        "JobDriver": {
-            "SparkSubmit": {
-                "EntryPoint": f"s3://${{WarehouseBucket}}/${{ArtifactsPrefix}}/{entry_point}",
-                "EntryPointArguments": arguments,
-                "SparkSubmitParameters": spark_submit_parameters(),
-            }
+    return _text(JobRun(entry_point, arguments, name, role, streaming_timeout).request(), streaming_timeout)
+
+
+def start_job_run_definition(run: JobRun) -> str:
+    """The state machine a schedule starts (Amazon States Language, JSON text for ``Fn::Sub``).
+
+    One Task calls ``StartJobRun`` with the run's request, the run named after the scheduled time and
+    :data:`CLIENT_TOKEN` as its token. The Task retries a failed or hung call itself: with the same
+    token, a call that did start a run returns that run.
+    """
+    parameters = run.request()
+    del parameters["Name"]
+    parameters |= {
+        "Name.$": f"States.Format('{run.name} {{}}', $.scheduled_time)",
+        "ClientToken.$": CLIENT_TOKEN,
+    }
+    task = {
+        "Type": "Task",
+        "Comment": "Start the job run; the token makes a repeated start of one scheduled time return the first run",
+        "Resource": START_JOB_RUN,
+        "Parameters": parameters,
+        "TimeoutSeconds": START_TIMEOUT_SECONDS,
+        "Retry": [{"ErrorEquals": ["States.TaskFailed", "States.Timeout"], **START_RETRY}],
+        "End": True,
+    }
+    definition = {"Comment": f"{run.name}: one idempotent StartJobRun", "StartAt": "StartJobRun",
+                  "States": {"StartJobRun": task}}  # fmt: skip
+    return _text(definition, run.streaming_timeout)
+
+
+@dataclass(frozen=True)
+class Job:
+    """A scheduled job: its schedule and the state machine that starts its runs share ``<stack>-<suffix>``."""
+
+    logical_id: str  # the schedule's (IngestSchedule); its state machine's is IngestStarter
+    condition: str | None
+    description: str
+    expression: str  # the parameter holding the schedule expression
+    suffix: str
+    run: JobRun
+
+    @property
+    def starter(self) -> str:
+        """The state machine's logical id."""
+        return self.logical_id.removesuffix("Schedule") + "Starter"
+
+    @property
+    def starter_arn(self) -> str:
+        """The state machine's ARN, from its name (``Fn::Sub``): what roles and rules name without a cycle."""
+        return f"{ARN}:states:${{AWS::Region}}:${{AWS::AccountId}}:stateMachine:${{AWS::StackName}}-{self.suffix}"
+
+
+JOBS = [
+    Job("IngestSchedule", "BatchIngest", "Drain the stream into the Iceberg tables (the job stops when caught up)",
+        "IngestScheduleExpression", "ingest", JobRun("ingest.py", ["--available-now"], "icestream-ingest")),
+    Job("StreamingIngestSchedule", "StreamingEnabled",
+        "Start the long-running streaming ingest; it ends at its timeout, before the next start",
+        "StreamingScheduleExpression", "streaming-ingest",
+        JobRun("ingest.py", ["--trigger", "${StreamingTrigger}"], "icestream-streaming-ingest",
+               streaming_timeout="${StreamingTimeoutMinutes}")),
+    Job("MaintenanceSchedule", None, "Compact, rewrite manifests, expire snapshots, remove orphans",
+        "MaintenanceScheduleExpression", "maintenance",
+        JobRun("icestream_cli.py", ["maintain"], "icestream-maintain", role="MaintenanceJobRole")),
+]  # fmt: skip
+
+
+def _state_machine(job: Job) -> dict[str, Any]:
+    definition = start_job_run_definition(job.run)
+    return {
+        "Type": "AWS::StepFunctions::StateMachine",
+        **({"Condition": job.condition} if job.condition else {}),
+        "Properties": {
+            "StateMachineName": {"Fn::Sub": f"${{AWS::StackName}}-{job.suffix}"},
+            "StateMachineType": "STANDARD",  # exactly-once execution, and its history kept 90 days
+            "RoleArn": {"Fn::GetAtt": ["JobStarterRole", "Arn"]},
+            "DefinitionString": {"Fn::Sub": [definition, {"ApplicationId": application_id()}]},
         },
     }
-    if streaming_timeout is not None:
-        request |= {"Mode": "STREAMING", "ExecutionTimeoutMinutes": streaming_timeout}
-    text = json.dumps(request, indent=None, separators=(",", ":"))
-    # A number in JSON, from a parameter: the placeholder goes in unquoted.
-    return text.replace(f'"{streaming_timeout}"', str(streaming_timeout)) if streaming_timeout else text
 
 
-def _schedule(condition: str | None, description: str, expression: str, state: Any, name: str, request: str) -> dict:
+def _schedule(job: Job) -> dict[str, Any]:
     return {
         "Type": "AWS::Scheduler::Schedule",
-        **({"Condition": condition} if condition else {}),
+        **({"Condition": job.condition} if job.condition else {}),
         "Properties": {
-            "Name": {"Fn::Sub": f"${{AWS::StackName}}-{name}"},
-            "Description": description,
-            "ScheduleExpression": {"Ref": expression},
+            "Name": {"Fn::Sub": f"${{AWS::StackName}}-{job.suffix}"},
+            "Description": job.description,
+            "ScheduleExpression": {"Ref": job.expression},
             "ScheduleExpressionTimezone": "UTC",
             "FlexibleTimeWindow": {"Mode": "OFF"},
-            "State": state,
+            "State": {"Ref": "SchedulesState"},
             "Target": {
-                "Arn": {"Fn::Sub": SCHEDULER_TARGET},
+                "Arn": {"Ref": job.starter},  # a templated target: Step Functions StartExecution
                 "RoleArn": {"Fn::GetAtt": ["SchedulerRole", "Arn"]},
-                "Input": {"Fn::Sub": [request, {"ApplicationId": application_id()}]},
+                "Input": json.dumps(SCHEDULE_INPUT),
                 "RetryPolicy": {"MaximumRetryAttempts": 2, "MaximumEventAgeInSeconds": 3600},
                 "DeadLetterConfig": {"Arn": {"Fn::GetAtt": ["DeadLetterQueue", "Arn"]}},
             },
@@ -123,42 +234,22 @@ def _schedule(condition: str | None, description: str, expression: str, state: A
 
 
 def schedules() -> dict[str, Any]:
-    """The ingest (AvailableNow, or a long-running streaming job) and the maintenance schedules."""
-    return {
-        "IngestSchedule": _schedule(
-            "BatchIngest",
-            "Drain the stream into the Iceberg tables (the job stops when caught up)",
-            "IngestScheduleExpression",
-            {"Ref": "SchedulesState"},
-            "ingest",
-            job_run_input("ingest.py", ["--available-now"], "icestream-ingest"),
-        ),
-        "StreamingIngestSchedule": _schedule(
-            "StreamingEnabled",
-            "Start the long-running streaming ingest; it ends at its timeout, before the next start",
-            "StreamingScheduleExpression",
-            {"Ref": "SchedulesState"},
-            "streaming-ingest",
-            job_run_input(
-                "ingest.py",
-                ["--trigger", "${StreamingTrigger}"],
-                "icestream-streaming-ingest",
-                streaming_timeout="${StreamingTimeoutMinutes}",
-            ),
-        ),
-        "MaintenanceSchedule": _schedule(
-            None,
-            "Compact, rewrite manifests, expire snapshots, remove orphans",
-            "MaintenanceScheduleExpression",
-            {"Ref": "SchedulesState"},
-            "maintenance",
-            job_run_input("icestream_cli.py", ["maintain"], "icestream-maintain", role="MaintenanceJobRole"),
-        ),
-    }
+    """The ingest (AvailableNow, or a long-running streaming job) and the maintenance schedules, each with
+    the state machine it starts."""
+    made: dict[str, Any] = {}
+    for job in JOBS:
+        made[job.starter] = _state_machine(job)
+        made[job.logical_id] = _schedule(job)
+    return made
+
+
+def starter_arns() -> list[str]:
+    """Every job's state machine ARN (``Fn::Sub`` text), whether or not its condition holds."""
+    return [job.starter_arn for job in JOBS]
 
 
 def api_names(node: Any) -> Any:
-    """A universal target's PascalCase members as the API's camelCase ones (what the CLI and boto3 take)."""
+    """The request's PascalCase members as the API's camelCase ones (what the CLI and boto3 take)."""
     if isinstance(node, dict):
         return {key[0].lower() + key[1:]: api_names(value) for key, value in node.items()}
     return [api_names(value) for value in node] if isinstance(node, list) else node
@@ -184,8 +275,6 @@ def start_job_run_request(
         ConfigError: If a variable has no value.
     """
     text = json.loads(job_run_input(entry_point, arguments, name, role))
-    del text["ClientToken"]
-    text["Name"] = name
     missing = sorted(set(VARIABLE.findall(json.dumps(text))) - set(values))
     if missing:
         raise ConfigError(f"no value for {', '.join(missing)}: pass the stack's outputs (docs/aws.md).")
@@ -195,9 +284,7 @@ def start_job_run_request(
 def start_job_run_command(entry_point: str, arguments: list[str], name: str, role: str = "IngestJobRole") -> str:
     """The ``aws emr-serverless start-job-run`` line that starts the same run by hand (for ``Fn::Sub``).
 
-    The scheduler's context attributes are left out: the CLI makes its own client token.
+    No client token: the CLI makes its own.
     """
     request = json.loads(job_run_input(entry_point, arguments, name, role))
-    del request["ClientToken"]
-    request["Name"] = name
     return "aws emr-serverless start-job-run --cli-input-json '" + json.dumps(api_names(request)) + "'"

@@ -15,6 +15,7 @@ from typing import Any
 
 from icestream.operations.security import duty_policy, policy_template, substitute
 from icestream.operations.stack.common import ARN, document, sub
+from icestream.operations.stack.jobs import starter_arns
 from icestream.operations.stack.parameters import application_id
 
 # The policy's placeholders as CloudFormation Fn::Sub variables of this template (one key for both uses).
@@ -118,19 +119,24 @@ def _role(description: str, trust: dict[str, Any], policy: dict[str, Any], **mor
     }
 
 
-def job_trust() -> dict[str, Any]:
-    """EMR Serverless and Glue, for this account's applications and jobs only (the confused deputy)."""
+def service_trust(services: str | list[str], sources: str | list[str]) -> dict[str, Any]:
+    """A trust policy: these AWS services, for this account's ``sources`` (ARN patterns) only (the confused deputy)."""
     return document(
         {
             "Effect": "Allow",
             "Action": "sts:AssumeRole",
-            "Principal": {"Service": ["emr-serverless.amazonaws.com", "glue.amazonaws.com"]},
+            "Principal": {"Service": services},
             "Condition": {
                 "StringEquals": {"aws:SourceAccount": "${AWS::AccountId}"},
-                "ArnLike": {"aws:SourceArn": JOB_SOURCES},
+                "ArnLike": {"aws:SourceArn": sources},
             },
         }
     )
+
+
+def job_trust() -> dict[str, Any]:
+    """EMR Serverless and Glue, for this account's applications and jobs only."""
+    return service_trust(["emr-serverless.amazonaws.com", "glue.amazonaws.com"], JOB_SOURCES)
 
 
 def _account_trust() -> dict[str, Any]:
@@ -163,21 +169,28 @@ def roles() -> dict[str, Any]:
 
 
 def scheduler_role() -> dict[str, Any]:
-    """EventBridge Scheduler: start this application's job runs, pass only the job roles, dead-letter failures."""
-    trust = document(
+    """EventBridge Scheduler: start this stack's job starters (state machines), dead-letter failed starts."""
+    schedules = f"{ARN}:scheduler:${{AWS::Region}}:${{AWS::AccountId}}:schedule/default/${{AWS::StackName}}-*"
+    trust = service_trust("scheduler.amazonaws.com", schedules)
+    policy = document(
+        {"Sid": "StartJobStarters", "Effect": "Allow", "Action": ["states:StartExecution"], "Resource": starter_arns()},
+        {"Sid": "DeadLetters", "Effect": "Allow", "Action": ["sqs:SendMessage"], "Resource": "${DeadLetterQueue.Arn}"},
         {
+            "Sid": "DeadLettersKey",
             "Effect": "Allow",
-            "Action": "sts:AssumeRole",
-            "Principal": {"Service": "scheduler.amazonaws.com"},
-            "Condition": {
-                "StringEquals": {"aws:SourceAccount": "${AWS::AccountId}"},
-                "ArnLike": {
-                    "aws:SourceArn": f"{ARN}:scheduler:${{AWS::Region}}:${{AWS::AccountId}}:schedule/default/"
-                    "${AWS::StackName}-*"
-                },
-            },
-        }
+            "Action": ["kms:GenerateDataKey", "kms:Decrypt"],
+            "Resource": "${DataKey.Arn}",
+            "Condition": {"StringEquals": {"kms:ViaService": "sqs.${AWS::Region}.amazonaws.com"}},
+        },
     )
+    role = _role("EventBridge Scheduler: start the icestream job starters", trust, policy)
+    role["Properties"]["Policies"][0]["PolicyName"] = "start-icestream-jobs"
+    return role
+
+
+def job_starter_role() -> dict[str, Any]:
+    """Step Functions, for this stack's job starters only: start runs on the one application, pass the job roles."""
+    trust = service_trust("states.amazonaws.com", starter_arns())
     policy = document(
         {
             "Sid": "StartJobRuns",
@@ -192,19 +205,11 @@ def scheduler_role() -> dict[str, Any]:
             "Resource": ["${IngestJobRole.Arn}", "${MaintenanceJobRole.Arn}"],
             "Condition": {"StringEquals": {"iam:PassedToService": "emr-serverless.amazonaws.com"}},
         },
-        {"Sid": "DeadLetters", "Effect": "Allow", "Action": ["sqs:SendMessage"], "Resource": "${DeadLetterQueue.Arn}"},
-        {
-            "Sid": "DeadLettersKey",
-            "Effect": "Allow",
-            "Action": ["kms:GenerateDataKey", "kms:Decrypt"],
-            "Resource": "${DataKey.Arn}",
-            "Condition": {"StringEquals": {"kms:ViaService": "sqs.${AWS::Region}.amazonaws.com"}},
-        },
     )
-    role = _role("EventBridge Scheduler: start the icestream job runs", trust, {})
+    role = _role("Step Functions: the icestream job starters start job runs", trust, {})
     role["Properties"]["Policies"] = [
         {
-            "PolicyName": "start-icestream-jobs",
+            "PolicyName": "start-icestream-job-runs",
             "PolicyDocument": {"Fn::Sub": [_json(policy), {"ApplicationId": application_id()}]},
         }
     ]
