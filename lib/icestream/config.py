@@ -104,6 +104,11 @@ class Settings:
     emulator_write_limits: bool = True  # the local emulator throttles puts beyond 1,000 records or 1 MiB/s per shard
     archive_raw: bool = False  # the ingest also keeps every record as received in <table>_raw
     archive_retention_days: int = 30  # days of arrival the raw archive keeps (expire_archive)
+    # Routing (icestream.ingest.routing): each event goes to the table its route names. None: one events table.
+    route: str | None = None  # a field (event_type, properties.kind) or module:function returning a Column
+    route_tables: tuple[str, ...] = ()  # value=suffix pairs: value -> <table>_<suffix>; empty: <table>_<value>
+    route_default: str | None = None  # the suffix of the default table; None: the events table itself
+    route_unknown: str = "default"  # a value with no table: "default" (its table) or "reject" (the rejects table)
     sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -128,6 +133,11 @@ class Settings:
     def companion_table_name(self, suffix: str) -> str:
         """The qualified name of ``<table>_<suffix>``."""
         return self.companion(suffix).table_name
+
+    def companion_suffix(self, table: str) -> str | None:
+        """The ``<suffix>`` of a bare table name ``<table>_<suffix>``, or None if it is no companion of this table."""
+        head = self.table + "_"
+        return table[len(head) :] or None if table.startswith(head) else None
 
     @property
     def namespace_name(self) -> str:

@@ -74,6 +74,9 @@ def ingest_options_from(args: argparse.Namespace) -> dict[str, Any]:
         options["max_trigger_delay_seconds"] = parse_trigger(args.max_trigger_delay)
     if args.transform:
         options["transform"] = load_transform(args.transform)  # before Spark starts: a typo fails at once
+    routing = {"route": args.route, "route_tables": args.route_map, "route_default": args.route_default,
+               "route_unknown": args.route_unknown}  # fmt: skip
+    options["routing"] = {name: value for name, value in routing.items() if value is not None}
     if args.starting_timestamp:
         try:
             options["starting_timestamp"] = datetime.fromisoformat(args.starting_timestamp)
@@ -136,6 +139,19 @@ def add_ingest_options(ingest: argparse.ArgumentParser) -> None:
     ingest.add_argument(
         "--transform", metavar="MODULE:FUNCTION",
         help="function DataFrame -> DataFrame run on each batch's events; rows given a reject_reason go to rejects",
+    )  # fmt: skip
+    ingest.add_argument(
+        "--route", metavar="FIELD|MODULE:FUNCTION",
+        help="send each event to the table its route names: <table>_<value> (default: the route setting; none)",
+    )  # fmt: skip
+    ingest.add_argument(
+        "--route-map", metavar="VALUE=SUFFIX,...",
+        help="with --route: value -> <table>_<suffix>; other values are unknown (default: the route_tables setting)",
+    )  # fmt: skip
+    ingest.add_argument("--route-default", metavar="SUFFIX", help="the table of unknown values (default: <table>)")
+    ingest.add_argument(
+        "--route-unknown", choices=("default", "reject"), default=None,
+        help="an unknown value goes to the default table or to the rejects table (default: default)",
     )  # fmt: skip
 
 

@@ -277,7 +277,81 @@ class CommittedIndex:
         self.low = cutoff
 
 
-def duplicates(index: CommittedIndex, batch: Batch, spark: SparkSession) -> np.ndarray:
+@dataclass
+class IndexSet:
+    """The committed ids of several tables (the events table and, with a routing, every routed table), as one index.
+
+    One :class:`CommittedIndex` per table follows that table's snapshots and loads its rows; an id
+    counts as committed if any table holds it. The ids a batch commits are learned by the first
+    table's index whatever table they went to, so a reset of any one index (another writer
+    changed its table) resets them all: no learned id outlives the check of its table.
+    """
+
+    query_id: str
+    lookback_us: int
+    tables: tuple[str, ...]
+    parts: dict[str, CommittedIndex] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for table in self.tables:
+            self.include(table)
+
+    def include(self, table: str) -> None:
+        """Also answer for ``table`` (a routed table found or created); it loads when next asked."""
+        if table not in self.parts:
+            self.parts[table] = CommittedIndex(table, self.query_id, self.lookback_us)
+
+    @property
+    def _first(self) -> CommittedIndex:
+        return next(iter(self.parts.values()))
+
+    @property
+    def loads(self) -> int:
+        """Times rows were read from the tables."""
+        return sum(part.loads for part in self.parts.values())
+
+    @property
+    def loaded_rows(self) -> int:
+        """Rows read from the tables."""
+        return sum(part.loaded_rows for part in self.parts.values())
+
+    def __len__(self) -> int:
+        return sum(len(part) for part in self.parts.values())
+
+    def reset(self) -> None:
+        """Forget everything: the next batch loads from the tables again."""
+        for part in self.parts.values():
+            part.reset()
+
+    def sync(self, spark: SparkSession) -> None:
+        """Check every table still holds what its index says; reset all if one does not."""
+        for part in self.parts.values():
+            known = part.snapshot_id
+            part.sync(spark)
+            if known is not None and part.snapshot_id is None:
+                self.reset()
+                return
+
+    def ensure_from(self, spark: SparkSession, start: int) -> None:
+        """Make every table's index hold its committed rows with event time >= ``start``."""
+        for part in self.parts.values():
+            part.ensure_from(spark, start)
+
+    def window(self, batch: Batch) -> tuple[int, int]:
+        """The event-time window committed rows are compared in (see :meth:`CommittedIndex.window`)."""
+        return self._first.window(batch)
+
+    def committed(self, batch: Batch, start: int, end: int) -> np.ndarray:
+        """Batch entries whose id some table holds with an event time in ``[start, end]``."""
+        found = [part.committed(batch, start, end) for part in self.parts.values()]
+        return np.unique(np.concatenate(found)).astype(np.int64) if found else np.empty(0, dtype=np.int64)
+
+    def add(self, batch: Batch, rows: np.ndarray) -> None:
+        """Learn the ids of ``rows`` of ``batch``: they were just committed by this query (to any table)."""
+        self._first.add(batch, rows)
+
+
+def duplicates(index: CommittedIndex | IndexSet, batch: Batch, spark: SparkSession) -> np.ndarray:
     """Entries of ``batch`` to drop: ids committed within the window, then later copies in the batch."""
     if not len(batch):
         return np.empty(0, dtype=np.int64)

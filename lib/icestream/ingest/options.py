@@ -10,13 +10,15 @@ from typing import TYPE_CHECKING, Any
 
 from icestream.config import Settings
 from icestream.errors import ConfigError
+from icestream.ingest.routing import Routing, routing_from_settings
 from icestream.limits import DEFAULT_MAX_EVENT_BYTES, DEFAULT_START_POSITION, START_POSITIONS
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 # The moments of a batch where ``fault_hook`` is called (tests raise there to simulate a crash).
-# With the raw archive on, it is also called at "after_archive" (its commit comes first).
+# With the raw archive on, it is also called at "after_archive" (its commit comes first); with a
+# routing, at "between_tables" after each routed table's commit but the last.
 PHASES = ("before_read", "after_read", "between_commits", "after_commit")
 
 
@@ -42,6 +44,7 @@ class IngestOptions:
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
     transform: Callable[[DataFrame], DataFrame] | None = None  # a Firehose-Lambda-like step (ingest.transform)
     archive: bool = False  # keep every record as received in <table>_raw (ingest_options: archive_raw setting)
+    routing: Routing | None = None  # events to the table their route names (ingest.routing); None: the events table
     position_commit_seconds: float = 30.0  # commit positions to a table with no new rows this often
     batch_retries: int = 3  # a batch failed by a transient error is retried from the committed state
     # During a backlog, read the next batch while this one dedupes and commits. Off by default: on
@@ -128,7 +131,10 @@ def ingest_options(settings: Settings, **options: Any) -> IngestOptions:
     Args:
         settings: Where ``starting_position`` comes from when it is not given
             (``ICESTREAM_START_POSITION``).
-        **options: Fields of :class:`IngestOptions`; ``dedupe_lookback`` may be seconds.
+        **options: Fields of :class:`IngestOptions`; ``dedupe_lookback`` may be seconds; ``routing``
+            may be a route (``"event_type"``, ``"module:function"``) or a mapping of the routing
+            settings it overrides (``route``, ``route_tables``, ``route_default``, ``route_unknown``);
+            when it is not given, the settings' routing applies.
 
     Returns:
         The options (not yet validated: the query validates them when it is created).
@@ -143,6 +149,10 @@ def ingest_options(settings: Settings, **options: Any) -> IngestOptions:
         options["starting_position"] = settings.start_position
     if options.get("archive") is None:
         options["archive"] = settings.archive_raw
+    routing = options.get("routing")
+    if not isinstance(routing, Routing):
+        overrides = {"route": routing} if isinstance(routing, str) else dict(routing or {})
+        options["routing"] = routing_from_settings(settings, **overrides)
     if "dedupe_lookback" in options and not isinstance(options["dedupe_lookback"], timedelta):
         options["dedupe_lookback"] = timedelta(seconds=float(options["dedupe_lookback"]))
     return IngestOptions(**options)

@@ -222,6 +222,35 @@ def mark_source_stream(spark: SparkSession, table: str, stream_name: str, stream
         spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ({assignments})")
 
 
+def earliest_of(tables: Iterable[Mapping[str, str]]) -> dict[str, str]:
+    """Per shard, the position furthest behind among ``tables`` (routed tables: reading starts there).
+
+    A shard missing from any table is left out: that table committed nothing there, so nothing of it
+    counts as done (the plan then reads the shard as a table with no position).
+    """
+    tables = list(tables)
+    if not tables:
+        return {}
+    combined = {}
+    for shard in set.intersection(*(set(table) for table in tables)):
+        position: str | None = tables[0][shard]
+        for table in tables[1:]:
+            position = earliest(position, table[shard])
+        if position is not None:
+            combined[shard] = position
+    return combined
+
+
+def inside_aggregates(tables: Iterable[Mapping[str, str]]) -> dict[str, tuple[str, ...]]:
+    """Per shard, the sequence numbers of the aggregates the tables' positions end inside."""
+    inside: dict[str, set[str]] = {}
+    for table in tables:
+        for shard, position in table.items():
+            if last_sub(position) is not None and not is_finished(position):
+                inside.setdefault(shard, set()).add(str(last_sequence(position)))
+    return {shard: tuple(sorted(sequences)) for shard, sequences in inside.items()}
+
+
 @dataclass(frozen=True)
 class ShardPlan:
     """What one read task does in one batch."""
@@ -233,6 +262,9 @@ class ShardPlan:
     rejects_committed: str | None  # records up to here (a committed_mark) are in the rejects table already
     iterator: str | None = None  # a shard iterator continuing exactly at ``start``, if one is known
     archive_committed: str | None = None  # records up to here are in the raw archive already
+    # Sequence numbers of the KPL aggregates a table's position ends inside (rejects, routed tables):
+    # the read task reports the ids of the new events in them (ReadStats.inside_ids).
+    inside: tuple[str, ...] = ()
 
 
 def _parents(shard: Mapping[str, Any]) -> list[str]:

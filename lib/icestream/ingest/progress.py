@@ -39,9 +39,10 @@ class ReadStats:
     replayed_rejects: int = 0
     deduplicated: int = 0  # a repeat of an event_id seen earlier in this task
     archived: int = 0  # raw rows yielded for the archive (records past its committed position)
-    # Event ids of the user records the rejects table's position covers inside the aggregate that
-    # position ends in: a transform may route them to rejects, which already hold them then.
-    rejects_done_ids: list[str] = field(default_factory=list)
+    # [sequence, sub, event id] of the new events inside the aggregates some table's position ends in
+    # (ShardPlan.inside): rows carry no sub-sequence number, so the driver tells by id which of them
+    # that table holds already (transform.done_ids).
+    inside_ids: list[list] = field(default_factory=list)
     reasons: dict[str, int] = field(default_factory=dict)  # rejected records per reason
     # Where the read ended, and how far behind the tip that is.
     last_sequence: str | None = None

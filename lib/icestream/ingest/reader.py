@@ -137,9 +137,7 @@ class _ShardReader:
         # Replay thresholds as sort keys; None (nothing committed) spares every record the comparison.
         self.events_done = pos.mark_key(plan.events_committed) if plan.events_committed else None
         self.rejects_done = pos.mark_key(plan.rejects_committed) if plan.rejects_committed else None
-        # The aggregate the rejects' position ends inside, if it does (see ReadStats.rejects_done_ids).
-        mark = plan.rejects_committed or ""
-        self.rejects_inside = mark.partition(":")[0] if ":" in mark else None
+        self.inside = frozenset(plan.inside)  # aggregates some table's position ends in (ReadStats.inside_ids)
 
     def _pace(self, operation: str) -> None:
         wait = self.options.min_call_interval - (time.monotonic() - self.last_call.get(operation, 0.0))
@@ -300,8 +298,8 @@ class _ShardReader:
             elif duplicate:
                 stats.deduplicated += 1
             else:
-                if sequence == self.rejects_inside and pos.record_key(sequence, sub) <= self.rejects_done:
-                    stats.rejects_done_ids.append(event_id)
+                if sequence in self.inside:
+                    stats.inside_ids.append([sequence, sub, event_id])
                 if self.packer is not None:
                     self.packer.add(event_id, parsed[4], arrival)
                 ordinal, self.emitted = self.emitted, self.emitted + 1

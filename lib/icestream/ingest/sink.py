@@ -9,6 +9,11 @@ commit, so a table's data and its position can never disagree. A restart (or a b
 reloads both tables' positions (:meth:`TableSink.recover`), re-reads from the earlier of the two,
 and each table skips what it already holds: nothing is lost or written twice, whichever moment a
 crash hits.
+
+With a routing (:mod:`icestream.ingest.routing`) the events go to several tables instead of one:
+every routed table is one more table of the same kind, committed in name order after the rejects.
+Reading restarts from the earliest of all their positions, and each table keeps only the rows
+past its own (:func:`~icestream.ingest.transform.after_committed`, by id inside a KPL aggregate).
 """
 
 from __future__ import annotations
@@ -28,8 +33,10 @@ from icestream.ingest import dedupe
 from icestream.ingest import positions as pos
 from icestream.ingest.options import IngestOptions
 from icestream.ingest.progress import BatchProgress, IndexStats, ReadStats
+from icestream.ingest.routing import TARGET_COLUMN, remember_routed_table, routed_tables
 from icestream.ingest.source import ReadBatch, TablePositions
-from icestream.ingest.transform import REJECT_COLUMNS, after_committed, run_transform
+from icestream.ingest.transform import REJECT_COLUMNS, after_committed, done_ids, reject_rows, run_transform
+from icestream.lake.ddl import create_routed_table
 from icestream.lake.evolution import align_columns
 from icestream.lake.inspect import ancestry, load_iceberg_table
 from icestream.lake.schema import table_columns
@@ -119,33 +126,50 @@ class TableSink:
                     f"Table {table.name} does not exist. Create it with `icestream setup` (or notebook 00)."
                 )
         lookback = options.dedupe_lookback // timedelta(microseconds=1)
-        self.index = dedupe.CommittedIndex(settings.table_name, query_id, lookback)
-        self._fields: tuple[int, list[StructField]] | None = None  # the events table's schema id and columns
+        # With a routing, an id counts as committed in any routed table: a repeat of an event has its
+        # route too, so dedupe across the tables is dedupe within each (see dedupe.IndexSet).
+        self.index = dedupe.IndexSet(query_id, lookback, (settings.table_name,))
+        self.routing = options.routing
+        self.routed: dict[str, _Table] = {self.events.name: self.events}  # every table events go to, by name
+        self._fields: dict[str, tuple[int, list[StructField]]] = {}  # per table: its schema id and columns
 
     @property
     def tables(self) -> tuple[_Table, ...]:
-        """The tables it writes, in commit order: the raw archive (when on), rejects, events."""
-        return (self.archive, self.rejects, self.events) if self.archive is not None else (self.rejects, self.events)
+        """The tables it writes, in commit order: the raw archive (when on), rejects, the events table(s)."""
+        first = (self.archive, self.rejects) if self.archive is not None else (self.rejects,)
+        return (*first, *(self.routed[name] for name in sorted(self.routed)))
 
     @property
     def committed(self) -> TablePositions:
-        """The positions each table's last commit carried."""
+        """The positions each table's last commit carried (the events side: the earliest of the routed tables)."""
         archive = self.archive.committed if self.archive is not None else {}
-        return TablePositions(self.events.committed, self.rejects.committed, archive)
+        marks = [table.committed for table in self.routed.values()]
+        events = pos.earliest_of(marks) if self.routing is not None else self.events.committed
+        inside = pos.inside_aggregates([self.rejects.committed, *(marks if self.routing is not None else ())])
+        return TablePositions(events, self.rejects.committed, archive, inside)
 
     def recover(self) -> Recovered:
-        """Load what both tables committed: the start path, also used before a batch retry."""
+        """Load what every table committed: the start path, also used before a batch retry."""
         name, created = self.settings.stream_name, self.stream_created
-        events = pos.load_committed(self.spark, self.events.name, name, created)
+        names = [self.events.name]
+        if self.routing is not None:
+            names = routed_tables(self.spark, self.settings, self.routing, name)
+        loaded = {table: pos.load_committed(self.spark, table, name, created) for table in names}
         rejects = pos.load_committed(self.spark, self.rejects.name, name, created)
-        self.events.committed, self.rejects.committed = dict(events.positions), dict(rejects.positions)
+        self.routed = {table: self.events if table == self.events.name else _Table(table) for table in names}
+        for table, committed in loaded.items():
+            self.routed[table].committed = dict(committed.positions)
+            self.index.include(table)
+        self.rejects.committed = dict(rejects.positions)
         if self.archive is not None:
             self.archive.committed = dict(pos.load_committed(self.spark, self.archive.name, name, created).positions)
-        self.index.reset()  # it is filled from the table again when the next batch needs it
+        self.index.reset()  # it is filled from the tables again when the next batch needs it
+        sources = {"events": loaded[self.events.name].source, "rejects": rejects.source}
+        sources.update({table: committed.source for table, committed in loaded.items() if table != self.events.name})
         return Recovered(
-            TablePositions(dict(events.positions), dict(rejects.positions)),
-            {"events": events.source, "rejects": rejects.source},
-            max(events.batch_id, rejects.batch_id) + 1,
+            TablePositions(dict(self.committed.events), dict(rejects.positions)),
+            sources,
+            max(rejects.batch_id, *(committed.batch_id for committed in loaded.values())) + 1,
         )
 
     def mark_source(self) -> None:
@@ -160,13 +184,14 @@ class TableSink:
         progress: BatchProgress,
         fault: Callable[[str, int], None],
     ) -> None:
-        """Dedupe, align and commit one batch: rejects first, then events, each with its positions.
+        """Dedupe, align and commit one batch: rejects first, then the events table(s), each with its positions.
 
         Args:
             read: The batch's kept rows and per-shard stats.
             new_positions: Where every shard stands once this batch is committed.
             progress: Filled in: counts, snapshots, dedupe and write durations.
-            fault: Called with ``("after_archive" | "between_commits" | "after_commit", batch_id)``.
+            fault: Called with ``("after_archive" | "between_commits" | "between_tables" | "after_commit",
+                batch_id)``; ``between_tables`` after each routed table but the last.
         """
         from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
@@ -178,8 +203,16 @@ class TableSink:
             events = events.where(~F.concat_ws(":", "shard_id", "ordinal").isin(sorted(drop)))
         routed = None
         if self.options.transform is not None:
-            events, routed = self._transformed(events.select(*table_columns()), read)
-        events = self._aligned(events)
+            events, routed = run_transform(self.options.transform, events.select(*table_columns()), read.batch_id)
+        frames = {self.events.name: (events, None)}  # table -> (its rows, how many; None: every new event)
+        if self.routing is not None:
+            frames, unknown = self._route(events, read, new_positions)
+            routed = unknown if routed is None else (routed if unknown is None else routed.unionByName(unknown))
+        if routed is not None:
+            # Rows the rejects table already holds (a retry after a crash past its commit) are left out.
+            marks = {plan.shard_id: plan.rejects_committed for plan in read.plans}
+            routed = routed.where(after_committed(marks, done_ids(marks, read.shards)))
+        frames = {name: (self._aligned(frame, name), rows) for name, (frame, rows) in frames.items()}
         progress.dropped.update(key.rsplit(":", 1)[0] for key in drop)
         progress.durations.dedupe = time.monotonic() - mark
 
@@ -207,20 +240,75 @@ class TableSink:
         progress.durations.write_rejects = time.monotonic() - mark
         fault("between_commits", read.batch_id)
         mark = time.monotonic()
-        written = self._append(self.events, events, new_events, new_positions, read.batch_id, arrivals)
-        if written is not None and batch is not None and dropped is not None:
-            self._learn(batch, dropped)
+        written: dict[str, Appended] = {}
+        for number, name in enumerate(sorted(self.routed)):
+            if number:
+                fault("between_tables", read.batch_id)
+            frame, rows = frames.get(name, (None, 0))
+            rows = new_events if rows is None else rows
+            if frame is None and self._commit_due(self.routed[name], 0, new_positions):
+                frame = self.spark.table(name).limit(0)  # a commit of positions only
+            if frame is not None:
+                appended = self._append(self.routed[name], frame, rows, new_positions, read.batch_id, arrivals)
+                written.update({name: appended} if appended is not None else {})
+        if written and batch is not None and dropped is not None:
+            self._learn(batch, dropped, routed_count > 0)
         progress.durations.write_events = time.monotonic() - mark
         fault("after_commit", read.batch_id)
+        if self.options.dedupe:
+            progress.dedupe_index = IndexStats(len(self.index), self.index.loads, self.index.loaded_rows)
 
         if rejects is not None:
             progress.rejects_snapshot_id, progress.rejected = rejects.snapshot_id, rejects.rows
-        if written is not None:
-            progress.events_snapshot_id, progress.written = written.snapshot_id, written.rows
-            if written.snapshot_id is not None:
-                progress.transform_dropped = max(0, new_events - written.rows - routed_count)
-        if self.options.dedupe:
-            progress.dedupe_index = IndexStats(len(self.index), self.index.loads, self.index.loaded_rows)
+        if written:
+            events_commit = written.get(self.events.name) or written[max(written)]
+            progress.events_snapshot_id = events_commit.snapshot_id
+            progress.written = sum(appended.rows for appended in written.values())
+            if all(appended.snapshot_id is not None for appended in written.values()):
+                progress.transform_dropped = max(0, new_events - progress.written - routed_count)
+
+    def _route(
+        self, events: DataFrame, read: ReadBatch, new_positions: dict[str, str]
+    ) -> tuple[dict[str, tuple[DataFrame, int]], DataFrame | None]:
+        """Split the batch's events by route: per table its rows past the table's own positions, and
+        the rows whose route names no table (when unknown values are rejected).
+
+        A table seen for the first time is created, and commits the batch's start positions before any
+        table commits this batch: a restart then reads from there at the latest (see docs/ingest.md).
+        """
+        from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
+
+        routing = self.routing
+        assert routing is not None
+        keyed = routing.keyed(events.select(*table_columns()))
+        counts = {row[0]: int(row[1]) for row in keyed.groupBy(TARGET_COLUMN).count().collect()}
+        frames = {}
+        for key in sorted(key for key in counts if key is not None):
+            table = self._routed_table(routing.table_name(self.settings, key), read, new_positions)
+            marks = {shard: pos.committed_mark(position) for shard, position in table.committed.items()}
+            rows = keyed.where((F.col(TARGET_COLUMN) == key) & after_committed(marks, done_ids(marks, read.shards)))
+            frames[table.name] = (rows.select(*table_columns()), counts[key])
+        unknown = None
+        if counts.get(None):
+            unknown = reject_rows(routing.rejected(keyed), read.batch_id)
+        return frames, unknown
+
+    def _routed_table(self, name: str, read: ReadBatch, new_positions: dict[str, str]) -> _Table:
+        """The routed table ``name``: created on first sight, with the batch's start positions committed."""
+        if name in self.routed:
+            return self.routed[name]
+        stream, created = self.settings.stream_name, self.stream_created
+        create_routed_table(self.spark, self.settings, name)
+        pos.mark_source_stream(self.spark, name, stream, created)
+        remember_routed_table(self.spark, self.settings, name)
+        table = _Table(name, dict(pos.load_committed(self.spark, name, stream, created).positions))
+        if not table.committed:
+            # It holds nothing: it claims only what every table held when this batch began.
+            start = {**new_positions, **{plan.shard_id: plan.start for plan in read.plans}}
+            self._write(table, self.spark.table(name).limit(0), 0, start, read.batch_id - 1, {})
+        self.routed[name] = table
+        self.index.include(name)
+        return table
 
     def _append(
         self,
@@ -239,6 +327,13 @@ class TableSink:
         """
         if not self._commit_due(table, new_rows, positions):
             return None
+        return self._write(table, frame, new_rows, positions, batch_id, arrivals)
+
+    def _write(
+        self, table: _Table, frame: DataFrame, new_rows: int, positions: dict[str, str], batch_id: int,
+        arrivals: dict[str, str],
+    ) -> Appended:  # fmt: skip
+        """Append ``frame`` to ``table`` in one commit whose snapshot summary carries ``positions``."""
         properties = {
             f"snapshot-property.{POSITIONS_KEY}": pos.encode_positions(positions),
             f"snapshot-property.{STREAM_KEY}": self.settings.stream_name,
@@ -281,40 +376,26 @@ class TableSink:
         batch = dedupe.Batch.unpack(packed)
         return batch, dedupe.duplicates(self.index, batch, self.spark)
 
-    def _learn(self, batch: dedupe.Batch, dropped: np.ndarray) -> None:
-        """Tell the index which ids the events commit just added."""
-        if self.options.transform is not None:
-            # A transform may drop or change rows: only the table knows what was written.
+    def _learn(self, batch: dedupe.Batch, dropped: np.ndarray, some_rejected: bool = False) -> None:
+        """Tell the index which ids the events commit(s) just added."""
+        if self.options.transform is not None or some_rejected:
+            # A transform may drop or change rows, a route reject some: only the tables know what was written.
             self.index.reset()
             return
         kept = np.setdiff1d(np.arange(len(batch), dtype=np.int64), dropped, assume_unique=True)
         self.index.add(batch, kept)
 
-    def _transformed(self, events: DataFrame, read: ReadBatch) -> tuple[DataFrame, DataFrame | None]:
-        """The transform's events, and the rows it routes to rejects (see ``ingest.transform``).
-
-        Routed rows the rejects table already holds (a retry after a crash between the two
-        commits) are left out, by the rejects positions each shard's plan carries and, inside a KPL
-        aggregate, by the event ids its read task found covered.
-        """
-        events, routed = run_transform(self.options.transform, events, read.batch_id)  # type: ignore[arg-type]
-        if routed is not None:
-            committed = {plan.shard_id: plan.rejects_committed for plan in read.plans}
-            done = {stats.shard_id: stats.rejects_done_ids for stats in read.shards}
-            routed = routed.where(after_committed(committed, done))
-        return events, routed
-
-    def _aligned(self, events: DataFrame) -> DataFrame:
-        """Match the table's current columns: schema evolution while streaming (see lake.evolution).
+    def _aligned(self, events: DataFrame, table: str) -> DataFrame:
+        """Match ``table``'s current columns: schema evolution while streaming (see lake.evolution).
 
         The table is refreshed every batch (another process may have evolved it), but its Spark
         columns are converted only when its schema id changed: ``spark.table(name).schema`` analysed
         a new DataFrame every batch.
         """
-        schema = load_iceberg_table(self.spark, self.events.name).schema()
-        if self._fields is None or self._fields[0] != schema.schemaId():
-            self._fields = (schema.schemaId(), spark_fields(self.spark, schema))
-        return align_columns(events, self._fields[1])
+        schema = load_iceberg_table(self.spark, table).schema()
+        if table not in self._fields or self._fields[table][0] != schema.schemaId():
+            self._fields[table] = (schema.schemaId(), spark_fields(self.spark, schema))
+        return align_columns(events, self._fields[table][1])
 
 
 def spark_fields(spark: SparkSession, schema: Any) -> list[StructField]:

@@ -62,6 +62,8 @@ class TablePositions:
     # The raw archive's (when on): it commits first, so it is never behind; it only decides which
     # records still need archiving, never where reading starts.
     archive: dict[str, str] = field(default_factory=dict)
+    # Per shard, the aggregates the rejects' or a routed table's position ends inside (ShardPlan.inside).
+    inside: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @classmethod
     def same(cls, positions: dict[str, str]) -> TablePositions:
@@ -261,6 +263,7 @@ class ShardSource:
                 events_committed=pos.committed_mark(committed.events.get(plan.shard_id)),
                 rejects_committed=pos.committed_mark(committed.rejects.get(plan.shard_id)),
                 archive_committed=pos.last_sequence(committed.archive.get(plan.shard_id)),
+                inside=committed.inside.get(plan.shard_id, ()),
                 iterator=iterators[plan.shard_id][0]
                 if plan.shard_id in iterators and iterators[plan.shard_id][1] == plan.start
                 else None,

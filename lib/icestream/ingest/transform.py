@@ -19,14 +19,16 @@ From the command line, ``--transform module:function`` names it (:func:`load_tra
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from icestream.errors import ConfigError
 from icestream.lake.schema import REJECT_COLUMNS_DDL, table_columns
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
+
+    from icestream.ingest.progress import ReadStats
 
 REASON_COLUMN = "reject_reason"
 DETAIL_COLUMN = "reject_detail"
@@ -46,19 +48,28 @@ def load_transform(spec: str) -> Callable[[DataFrame], DataFrame]:
         ConfigError: If the spec is malformed, the module cannot be imported, or it has no such
             callable.
     """
+    return load_function(spec, "--transform")
+
+
+def load_function(spec: str, option: str) -> Callable[..., Any]:
+    """Import the function named ``module:function`` for ``option`` (``--transform``, ``--route``).
+
+    Raises:
+        ConfigError: If the spec is malformed, the module cannot be imported, or it has no such callable.
+    """
     module_name, _, function_name = spec.partition(":")
     if not module_name or not function_name or not all(part.isidentifier() for part in module_name.split(".")):
-        raise ConfigError(f"--transform {spec!r}: name it as module:function, e.g. mytransforms:enrich.")
+        raise ConfigError(f"{option} {spec!r}: name it as module:function, e.g. mytransforms:enrich.")
     try:
         module = importlib.import_module(module_name)
     except Exception as error:  # noqa: BLE001 - any failure while importing user code is reported the same way
         raise ConfigError(
-            f"--transform {spec!r}: cannot import {module_name} ({type(error).__name__}: {error}). "
+            f"{option} {spec!r}: cannot import {module_name} ({type(error).__name__}: {error}). "
             "Put its folder on PYTHONPATH (or install it) and check it imports on its own."
         ) from None
     function = getattr(module, function_name, None)
     if not callable(function):
-        raise ConfigError(f"--transform {spec!r}: {module_name} has no function {function_name}.")
+        raise ConfigError(f"{option} {spec!r}: {module_name} has no function {function_name}.")
     return function
 
 
@@ -90,6 +101,16 @@ def run_transform(
         return result.select(*table_columns()), None
     if not isinstance(result.schema[REASON_COLUMN].dataType, StringType):
         raise ConfigError(f"the ingest transform's {REASON_COLUMN} column must be a string (null: keep the row).")
+    return result.where(F.col(REASON_COLUMN).isNull()).select(*table_columns()), reject_rows(result, batch_id)
+
+
+def reject_rows(result: DataFrame, batch_id: int | None) -> DataFrame:
+    """The rows of ``result`` with a non-null :data:`REASON_COLUMN`, as rows of the rejects table.
+
+    Their ``raw_data`` is the row's table columns as JSON; the detail defaults to the transform's.
+    """
+    from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
+
     reason = F.col(REASON_COLUMN)
     detail = F.col(DETAIL_COLUMN).cast("string") if DETAIL_COLUMN in result.columns else F.lit(None).cast("string")
     raw_text = F.to_json(F.struct(*[F.col(name) for name in table_columns()]))
@@ -101,11 +122,29 @@ def run_transform(
         F.lit(batch_id).cast("bigint").alias("batch_id"),
         "shard_id", "sequence_number", "partition_key", "arrival_ts", "ingest_ts",
     )  # fmt: skip
-    return result.where(reason.isNull()).select(*table_columns()), rejects.select(*REJECT_COLUMNS)
+    return rejects.select(*REJECT_COLUMNS)
+
+
+def done_ids(committed: Mapping[str, str | None], shards: Iterable[ReadStats]) -> dict[str, list[str]]:
+    """Per shard, the ids of the new events a table's mark covers inside the aggregate it ends in.
+
+    Args:
+        committed: Per shard, the table's committed mark (``<sequence>:<sub>`` when inside an aggregate).
+        shards: The read tasks' stats (their ``inside_ids``).
+    """
+    done: dict[str, list[str]] = {}
+    for stats in shards:
+        last, _, sub = (committed.get(stats.shard_id) or "").partition(":")
+        if sub:
+            done[stats.shard_id] = [
+                event_id for sequence, part, event_id in stats.inside_ids
+                if sequence == last and part is not None and part <= int(sub)
+            ]  # fmt: skip
+    return done
 
 
 def after_committed(committed: Mapping[str, str | None], done_ids: Mapping[str, Sequence[str]]) -> Column:
-    """A predicate: the row is past its shard's entry in ``committed`` (the rejects table's marks).
+    """A predicate: the row is past its shard's entry in ``committed`` (a table's marks: rejects, a routed table).
 
     A batch re-read after a crash between the rejects commit and the events commit gives the
     transform the same events again; the rejects it routes up to the rejects table's committed

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     import pandas as pd
     from pyspark.sql import SparkSession
 
+EVENTS_PARTITIONING = "hours(event_ts)"  # the events table's, and every routed table's
+
 # How set-up runs a statement: ``run(table name, statement)``. The default runs it in the session;
 # :func:`icestream.lake.table.setup_lake_tables` runs it through the table's LakeTable, which records it.
 Runner = Callable[[str, Statement], Any]
@@ -122,9 +124,36 @@ def events_table_statement(settings: Settings) -> Statement:
     return create_table_statement(
         settings.table_name,
         EVENT_COLUMNS_DDL + METADATA_COLUMNS_DDL,
-        "hours(event_ts)",
+        EVENTS_PARTITIONING,
         f"User events streamed from Kinesis stream {settings.stream_name}",
     )
+
+
+def create_routed_table(spark: SparkSession, settings: Settings, name: str, run: Runner | None = None) -> str:
+    """Create a table the ingest routes events to, unless it exists; return its qualified name.
+
+    It is made like the events table: its declared columns, ``hours(event_ts)`` and the project's
+    properties. Two ingests that see the same new table at once both run ``CREATE TABLE IF NOT
+    EXISTS``; the catalog creates it once and answers the other that it already exists (Iceberg's
+    ``AlreadyExistsException``, raised to Spark as ``TableAlreadyExistsException``), which then uses it.
+
+    Raises:
+        ConfigError: If ``name`` is not a qualified table name.
+    """
+    name = checked_table_name(name)
+    statement = create_table_statement(
+        name,
+        EVENT_COLUMNS_DDL + METADATA_COLUMNS_DDL,
+        EVENTS_PARTITIONING,
+        f"Events of Kinesis stream {settings.stream_name} routed here by the ingest",
+    )
+    try:
+        (run or _session_runner(spark))(name, statement)
+    except Exception as error:
+        # The race lost: the winner's table is the one to use (anything else is raised).
+        if "already exists" not in str(error).lower() or not spark.catalog.tableExists(name):
+            raise
+    return name
 
 
 def rejects_table_statement(settings: Settings) -> Statement:
