@@ -17,7 +17,7 @@ from pathlib import Path
 
 from icestream.config import Settings
 from icestream.errors import ConfigError
-from icestream.producer.run import RunSummary, read_run_summary, run_summary_path
+from icestream.producer.run import RunSummary, read_run_summary, ready_path, run_summary_path
 from icestream.runtime import processes
 from icestream.synthetic.ground_truth import parse_anomalies
 
@@ -25,6 +25,8 @@ STATE_FILE = "producer.json"
 LOG_FILE = "producer.log"
 MAX_BACKGROUND_SECONDS = 6 * 3600.0  # background production is always bounded
 DRAIN_MARGIN_SECONDS = 10.0  # after the last trigger that reads a producer's last records: that batch's commit
+# A stop waits this long for a producer just started to handle SIGTERM (it imports, plans, connects first).
+READY_WAIT_SECONDS = 120.0
 _COMMAND_MARKS = ("icestream.cli", "produce")  # what its command line holds (see processes.is_ours)
 
 
@@ -179,8 +181,12 @@ def background_producer_status(settings: Settings) -> BackgroundProducerStatus:
     )
 
 
-def stop_background_producer(settings: Settings, timeout: float = 15.0) -> bool:
+def stop_background_producer(settings: Settings, timeout: float = 30.0) -> bool:
     """Stop the background producer this module started, if it runs; it writes its summary first.
+
+    A producer started a moment ago may not handle SIGTERM yet (it is still importing, planning,
+    connecting): the stop first waits, up to ``READY_WAIT_SECONDS``, for its ready file, so even a
+    stop right after the start ends with a summary.
 
     Args:
         settings: Names the run folder.
@@ -192,7 +198,13 @@ def stop_background_producer(settings: Settings, timeout: float = 15.0) -> bool:
     state = processes.read_state(_state_path(settings))
     if state is None or not processes.is_ours(state, _COMMAND_MARKS):
         return False
-    processes.terminate(int(state["pid"]), timeout)  # the CLI handles SIGTERM: finish the batch, write the summary
+    pid = int(state["pid"])
+    ready = ready_path(settings, pid)
+    deadline = time.monotonic() + READY_WAIT_SECONDS
+    while not ready.exists() and processes.running(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    processes.terminate(pid, timeout)  # the CLI handles SIGTERM: finish the batch, write the summary
+    ready.unlink(missing_ok=True)  # a SIGKILL after the timeout leaves it
     return True
 
 

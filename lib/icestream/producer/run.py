@@ -13,6 +13,7 @@ producer reports.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import time
 from collections.abc import Iterable, Mapping
@@ -33,6 +34,14 @@ from icestream.synthetic.wire import Record
 
 MODES = ("backfill", "live", "file")
 RUN_SUMMARY_FILE = "produce_{mode}_summary.json"
+# Written once a producer handles SIGTERM (finish the batch, write the summary): a stop sent before it
+# would end the process with no summary, so a stop waits for it (icestream.producer.background).
+READY_FILE = "producer-{pid}.ready"
+
+
+def ready_path(settings: Settings, pid: int) -> Path:
+    """The file producer ``pid`` writes once a SIGTERM makes it finish its batch and write its summary."""
+    return settings.path("run_dir") / READY_FILE.format(pid=pid)
 
 
 @dataclass(frozen=True)
@@ -167,9 +176,16 @@ def run_production(
     if generator is not None and (generator.ground_truth or not append_truth):
         write_ground_truth(generator.ground_truth, truth_path, append=append_truth)
     sender = Producer(client or producer_client(settings), settings.stream_name)
-    if stop_on_sigterm:
+    ready = ready_path(settings, os.getpid()) if stop_on_sigterm else None
+    if ready is not None:
         signal.signal(signal.SIGTERM, lambda *_: sender.stop())
-    sent = sender.send(aggregator.records(records) if aggregator is not None else records, **options)
+        ready.parent.mkdir(parents=True, exist_ok=True)
+        ready.touch()
+    try:
+        sent = sender.send(aggregator.records(records) if aggregator is not None else records, **options)
+    finally:
+        if ready is not None:
+            ready.unlink(missing_ok=True)
     generated: dict[str, Any] = {}
     if generator is not None:
         config = generator.config

@@ -48,3 +48,43 @@ def test_the_ingest_runs_until_a_running_producer_has_ended_and_its_last_records
     assert ingest_seconds(_status(True, 1060.0), 40.0, 2.0, now=1000.0) == 60.0 + 2 * 2.0 + DRAIN_MARGIN_SECONDS
     assert ingest_seconds(_status(True, 1005.0), 40.0, 2.0, now=1000.0) == 40.0, "the minimum still holds"
     assert ingest_seconds(_status(False, 1060.0), 40.0, 2.0, now=1000.0) == 40.0, "an ended producer sends nothing"
+
+
+FAKE_PRODUCER = """
+import signal, sys, time
+from pathlib import Path
+ready, summary = Path(sys.argv[3]), Path(sys.argv[4])
+time.sleep(1.0)  # a producer's start: imports, its plan, a Kinesis client
+stopping = []
+signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+ready.touch()
+while not stopping:
+    time.sleep(0.01)
+summary.write_text("stopped after its batch")
+"""
+
+
+def test_a_stop_right_after_the_start_still_ends_with_a_summary(run_settings: Settings, tmp_path: Path) -> None:
+    """A SIGTERM that arrives before the producer handles it would end it with no summary: the stop
+    waits for the producer's ready file first. (The command line holds the marks a producer's has.)"""
+    import sys
+
+    from icestream.producer.background import LOG_FILE, STATE_FILE, stop_background_producer
+    from icestream.producer.run import ready_path
+    from icestream.runtime import processes
+
+    script = tmp_path / "fake_producer.py"
+    script.write_text(FAKE_PRODUCER)
+    summary = tmp_path / "summary.txt"
+    run_dir = run_settings.path("run_dir")
+    # Its pid is only known once it runs: it finds its ready file through the folder and its own pid.
+    command = [sys.executable, "-c", f"import os, runpy, sys; sys.argv[3] = sys.argv[3].format(pid=os.getpid()); "
+               f"runpy.run_path({str(script)!r}, run_name='__main__')", "icestream.cli", "produce",
+               str(run_dir / "producer-{pid}.ready"), str(summary)]  # fmt: skip
+    process = processes.spawn(command, tmp_path / LOG_FILE)
+    processes.write_state(run_dir / STATE_FILE, process.pid)
+
+    assert stop_background_producer(run_settings) is True
+    assert process.wait(timeout=60) == 0, (tmp_path / LOG_FILE).read_text()
+    assert summary.read_text() == "stopped after its batch"
+    assert not ready_path(run_settings, process.pid).exists(), "the stop removes the ready file"
