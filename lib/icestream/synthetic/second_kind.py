@@ -13,8 +13,9 @@ Half of them create an order (``status`` ``created``); the other half move a rec
 ``paid``, ``shipped`` or ``cancelled``, with the order's amount and currency, so an ``order_id`` repeats
 and ``event_id`` stays the unique key. They are clean: never duplicated, late or malformed. They go to
 the ``orders`` table when the ingest routes on ``event_type`` (value ``order``); the user events, and
-every other value, to the ``events`` table. Today's ingest, which does not route, keeps them in the
-events table with their extra fields in ``properties``.
+every other value, to the ``events`` table (``icestream ingest --route event_type --route-map order=orders``,
+docs/ingest.md "Routing"). Without a route they stay in the events table with their extra fields in
+``properties``.
 
 **A new field** (``new_field_after`` seconds after the window start, time T): from T on, in event time,
 every user event (and its duplicate: the same bytes) carries a top-level ``app_version``, the version
