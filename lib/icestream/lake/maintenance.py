@@ -118,6 +118,8 @@ class Maintenance:
         self._table = table
         self._version = iceberg_version
         self._version_read = iceberg_version is not None
+        # What the last call left out for this Iceberg, one line each (see FALLBACKS): a report says it.
+        self.fallbacks: list[str] = []
 
     @property
     def iceberg_version(self) -> str | None:
@@ -136,13 +138,17 @@ class Maintenance:
         version, needs = self.iceberg_version, REQUIRES[procedure]
         if not at_least(version, needs[None]):
             raise ConfigError(f"{procedure} needs Iceberg {needs[None]}; this session has Iceberg {version}.")
-        usable = {}
+        usable, self.fallbacks = {}, []
         for name, value in arguments.items():
             if at_least(version, needs[name]):
                 usable[name] = value
             elif (procedure, name) not in FALLBACKS:
                 raise ConfigError(
                     f"{procedure}({name} => ...) needs Iceberg {needs[name]}; this session has Iceberg {version}."
+                )
+            else:
+                self.fallbacks.append(
+                    f"without {name} (Iceberg {needs[name]}; this session has {version}): {FALLBACKS[procedure, name]}"
                 )
         return self._table.apply(self._table.procedure(procedure, **usable))
 

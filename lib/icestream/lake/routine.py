@@ -148,6 +148,7 @@ class StepResult:
         changed: The counts that matter for the step (empty in a dry run).
         seconds: Wall time of the step.
         error: One line saying why the step failed; empty when it worked.
+        note: What the call left out for this Iceberg version, and what that changes; empty if nothing.
     """
 
     step: str
@@ -155,6 +156,7 @@ class StepResult:
     changed: dict[str, int]
     seconds: float
     error: str = ""
+    note: str = ""
 
     @property
     def ok(self) -> bool:
@@ -169,7 +171,8 @@ class StepResult:
             what = "planned (dry run), nothing changed"
         else:
             what = ", ".join(f"{key} {value}" for key, value in self.changed.items()) or "nothing"
-        return f"{self.step:<10} {what}  [{self.seconds:.2f} s]"
+        note = f" ({self.note})" if self.note and not self.error else ""
+        return f"{self.step:<10} {what}{note}  [{self.seconds:.2f} s]"
 
 
 def results_frame(results: list[StepResult]) -> pd.DataFrame:
@@ -270,9 +273,11 @@ def run_maintenance(
         if step not in RUNNERS:
             raise ConfigError(f"maintenance step {step!r}: choose from {', '.join(STEPS)}.")
         previous, started = table.last_statement, time.perf_counter()
+        table.maintenance.fallbacks = []
         try:
             outcome, changed = RUNNERS[step](table, plan)
-            result = StepResult(step, outcome, changed if outcome.ran else {}, time.perf_counter() - started)
+            note = "; ".join(table.maintenance.fallbacks)
+            result = StepResult(step, outcome, changed if outcome.ran else {}, time.perf_counter() - started, note=note)
         except Exception as error:  # noqa: BLE001 - a scheduled run reports every step; Spark raises many types
             statement = table.last_statement
             mine = statement is not None and statement is not previous and statement.writes

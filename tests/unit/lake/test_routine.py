@@ -77,6 +77,23 @@ def test_a_dry_run_plans_the_four_calls_and_runs_nothing() -> None:
     assert all("planned (dry run)" in line for line in lines)
 
 
+def test_a_step_run_without_an_argument_its_iceberg_lacks_says_so_in_its_line() -> None:
+    from icestream.lake.maintenance import Maintenance
+
+    table = LakeTable(DescribeOnly(), "lake.ns.t", dry_run=True)  # type: ignore[arg-type]
+    table.maintenance = Maintenance(table, "1.7.1")  # Glue 5.0's and EMR 7.8's Iceberg
+    plan = MaintenancePlan.scheduled(None, now=datetime.now(UTC), steps=("manifests", "orphans"))
+    manifests, orphans = run_maintenance(table, plan)
+    assert "prefix_listing" not in orphans.outcome.statement.sql
+    assert orphans.note == (
+        "without prefix_listing (Iceberg 1.10.0; this session has 1.7.1): files are listed through Hadoop's "
+        "FileSystem (EMR and Glue provide s3://)"
+    )
+    assert f"({orphans.note})" in orphans.line()
+    assert manifests.note == "", "only the step that fell back says so"
+    assert "without" not in manifests.line()
+
+
 def test_a_failing_step_is_reported_and_the_others_still_run() -> None:
     table = LakeTable(None, "lake.ns.t")  # type: ignore[arg-type] - not a dry run: running fails at once
     plan = MaintenancePlan.scheduled(None, now=datetime.now(UTC), steps=("manifests", "orphans"))
