@@ -8,34 +8,56 @@ The method, in three steps:
    ``(window, type)`` pairs become explicit zeros: a type that vanished is the strongest drop there is.
 2. **Baseline** (pandas): counts are compared on the scale ``2·√(count + 3/8)`` (Anscombe's), where
    Poisson noise is 1 whatever the rate, so a spike of a busy type and a drop of a quiet one are
-   judged alike. For each window, the **median and MAD** of the same type's values in the
+   judged alike. For each window, the **median** of the same type's values in the
    ``baseline_windows`` windows that end at or before this window starts (no overlap, so an anomaly
-   never raises its own baseline). Median and MAD rather than mean and standard deviation because an
-   anomaly of 15 minutes fills a quarter of an hour-long baseline: it would drag a mean up and inflate
-   a standard deviation until the windows that follow it look normal (masking) or a drop's recovery
-   looks like a spike; the median and MAD ignore up to half of the baseline being anomalous. A rolling
-   median over a frame is not a Spark window function, and the data is a few thousand rows, so
-   pandas is the simpler place for it; it also makes this step a pure, unit-tested function.
-3. **Flag**: the noise scale is ``max(1.4826 × MAD, 1)`` on that scale (counts are at least Poisson
-   noisy, so a rare type never gets a spread below its Poisson noise just because a few windows
-   happened to agree) and ``z`` is the window's distance from the baseline's median in noise scales.
-   A window is ``HIGH`` when ``z > threshold``, its count is at least ``(1 + min_change) × baseline``
-   and at least ``min_count``; ``LOW`` when ``z < −threshold``, its count is at most
-   ``baseline / (1 + min_change)`` and the baseline is at least ``min_count`` (a type that sees ten
-   events a window has windows with two by chance). Why not z-scores on raw counts, as before
-   2026-11-24: counts spread more the larger they are, and sessions spread them further, so a busy
-   type's MAD could be a quarter of its median; then even a window with *no* events was under four
-   noise scales below the baseline (``55 / 14 ≈ 3.9``), and a 90 % drop of carts went unseen at some
-   times of day, while a quiet type's Poisson floor (``√baseline``) let a clump of a session's events
-   look like a spike. Measured over notebook 01's default backfill ending every 20 minutes of a
-   day, for seeds 7, 11, 3 and 21 (288 runs, ``bench/bench_anomaly.py``): the raw-count detector
-   missed an injected anomaly in 9 runs and exceeded one false-positive window per hour in 6; this
-   one, at its default threshold of 4.5, found every anomaly and stayed at or below 0.8 false
-   positives per hour in all 288 (at 4.0: one run above 1.0; the weakest injected anomaly peaks at
-   5.3). The z-score alone is not enough either: sessions bring several events of a type at once, so
-   a busy type crosses 4 "Poisson sigmas" on harmless wiggles; requiring a doubling (or halving) is
-   what keeps false alarms rare. Incidents worth a page are that large: the injected ones are ×4
-   searches, ×0.1 carts and ×8 errors.
+   never raises its own baseline) is the centre. The **noise** is estimated from the differences of
+   windows ``gap_windows`` apart (windows that do not overlap each other) among the ``noise_windows``
+   windows before it: ``1.4826 × median |x(t) − x(t − gap)| / √2`` (a difference of two independent
+   windows spreads √2 times as much as one). Median rather than mean, and medians of differences
+   rather than a standard deviation, because an anomaly of 15 minutes fills a quarter of an hour-long
+   baseline: it would drag a mean up and inflate a standard deviation until the windows that follow
+   it look normal (masking) or a drop's recovery looks like a spike; the median ignores up to half of
+   the baseline being anomalous, and an anomaly moves only the differences across its two edges
+   (about 18 of the 175 in three hours). A rolling median over a frame is not a Spark window
+   function, and the data is a few thousand rows, so pandas is the simpler place for it; it also
+   makes this step a pure, unit-tested function.
+
+   Why differences and not the MAD of the levels: the level of a type swings slowly (the daily curve,
+   and sessions that swell and ebb over tens of minutes), and the spread of an hour's levels counts
+   that swing as noise; the MAD of a sample that sits at two levels even overstates its standard
+   deviation, by up to 1.48×. Two windows five minutes apart share almost all of a slow swing, so
+   their difference keeps only the noise of the windows. Measured on notebook 01's backfill ending
+   2026-11-25 15:30:11 (seed 7): across 24 other seeds at that end, ``add_to_cart``'s windows spread
+   1.17 on this scale (sessions widen Poisson's 1), but the hour before the drop swung between about
+   45 and 75 carts a window, the levels' MAD gave a noise of 2.09, and the drop (×0.1) peaked at
+   ``z = −4.4``, unflagged. From differences the noise there is about 1.3 and the drop reaches −7.7. Why
+   a longer look-back for the noise than for the centre (three hours against one): on this scale a
+   type's noise is set by its sessions, not its rate, so it hardly changes over hours, while one hour
+   holds only about twelve independent windows, too few for a steady estimate. The centre still
+   lags the daily curve (the median of the last hour sits about 35 minutes back): clean windows'
+   mean ``z`` drifts between −0.5 and +0.55 over the day; a centre extrapolated along the hour's own
+   slope would add about 0.6 noise scales of its own, more than it removes, so it is not done.
+3. **Flag**: the noise scale is ``max(1.4826 × median |difference| / √2, 1)`` (counts are at least
+   Poisson noisy, so a rare type never gets a spread below its Poisson noise just because a few
+   windows happened to agree) and ``z`` is the window's distance from the baseline's median in noise
+   scales. A window is ``HIGH`` when ``z > threshold``, its count is at least
+   ``(1 + min_change) × baseline`` and at least ``min_count``; ``LOW`` when ``z < −threshold``, its
+   count is at most ``baseline / (1 + min_change)`` and the baseline is at least ``min_count`` (a
+   type that sees ten events a window has windows with two by chance). Not z-scores on raw counts:
+   counts spread more the larger they are, and sessions spread them further, so a busy type's MAD
+   can be a quarter of its median, and then even a window with *no* events is under four noise
+   scales below the baseline. The z-score alone is not enough either: sessions bring several events
+   of a type at once, so a busy type crosses 4 "Poisson sigmas" on harmless wiggles; requiring a
+   doubling (or halving) is what keeps false alarms rare. Incidents worth a page are that large: the
+   injected ones are ×4 searches, ×0.1 carts and ×8 errors.
+
+Measured 2026-11-25 with ``nice -n 10 .venv/bin/python bench/bench_anomaly.py``: notebook 01's default
+backfill ending every 20 minutes of 2026-11-25 at hh:10:11, hh:30:11 and hh:50:11, for seeds 7, 11, 3
+and 21 (288 runs). Noise from differences, at the default threshold of 4.5: every injected anomaly
+found in all 288, at most 0.40 false-positive windows per hour, the weakest anomaly (a cart drop)
+peaking at ``|z| = 5.3`` (spike 7.4, burst 7.2); the same at 4.0, and no false positive at 5.0.
+Noise from the levels' MAD, as before: the cart drop missed once (seed 7, 15:30:11, ``z = −4.4``),
+at most 0.79 false positives per hour.
 """
 
 from __future__ import annotations
@@ -68,7 +90,11 @@ class DetectorOptions:
     Attributes:
         window_minutes: Window length in event time.
         slide_minutes: Distance between window starts.
-        baseline_windows: Preceding windows (non-overlapping with the scored one) the baseline uses.
+        baseline_windows: Preceding windows (non-overlapping with the scored one) whose median is the
+            baseline.
+        noise_windows: Preceding windows whose differences estimate the noise (``baseline_windows``
+            if that is more; longer than the baseline, because on the stabilised scale a type's noise
+            changes far more slowly than its level).
         min_baseline_windows: Fewer than this many preceding windows: the window is not scored.
         threshold: How many noise scales a window must be away from the baseline (on the
             ``2·√(count + 3/8)`` scale, where Poisson noise is 1).
@@ -80,6 +106,7 @@ class DetectorOptions:
     window_minutes: int = 5
     slide_minutes: int = 1
     baseline_windows: int = 60
+    noise_windows: int = 180
     min_baseline_windows: int = 20
     threshold: float = 4.5
     min_change: float = 1.0
@@ -100,6 +127,12 @@ class DetectorOptions:
             raise ConfigError(
                 f"baseline_windows {self.baseline_windows}, min_baseline_windows {self.min_baseline_windows}: "
                 "need 1 <= min_baseline_windows <= baseline_windows."
+            )
+        if not self.baseline_windows > self.gap_windows:
+            raise ConfigError(
+                f"baseline_windows {self.baseline_windows}: the noise comes from pairs of windows "
+                f"{self.gap_windows} apart, so need more than {self.gap_windows} (a longer baseline, or a "
+                "shorter window)."
             )
         if not (self.threshold > 0 and self.min_change > 0 and self.min_count >= 0):
             raise ConfigError("threshold and min_change must be > 0 and min_count >= 0.")
@@ -266,12 +299,6 @@ def complete_windows(counts: pd.DataFrame, start: datetime, end: datetime, optio
     return full[["window_start", "window_end", "event_type", "count", "rate_per_minute"]]
 
 
-def _median_absolute_deviation(values: np.ndarray) -> float:
-    # The first windows' look-back still holds the shift's NaNs: the MAD is of the values there are.
-    present = values[~np.isnan(values)]
-    return float(np.median(np.abs(present - np.median(present))))
-
-
 def stabilised(counts: pd.Series) -> pd.Series:
     """Anscombe's transform ``2·√(count + 3/8)``: Poisson counts of any mean get a spread of about 1."""
     return 2.0 * np.sqrt(counts.astype(float) + 3.0 / 8.0)
@@ -286,18 +313,20 @@ def score_windows(
     counts: pd.DataFrame,
     options: DetectorOptions = DetectorOptions(),
 ) -> pd.DataFrame:
-    """Add each window's baseline (median and MAD of preceding windows) and its flag.
+    """Add each window's baseline (median of preceding windows), its noise (from their differences) and flag.
 
     Args:
         counts: Output of :func:`window_counts` (a complete grid, one row per window and type).
         options: Baseline length and flag thresholds.
 
     Returns:
-        ``counts`` with ``baseline`` (the preceding windows' median count), ``mad`` and ``noise`` (on
-        the stabilised scale), ``z``, ``band_low`` and ``band_high`` (the flag thresholds as counts: a
-        count above ``band_high`` is HIGH, one below ``band_low`` is LOW, one inside is not flagged)
-        and ``flag`` (``HIGH``, ``LOW`` or empty; ``None`` baseline and band, and no flag, where fewer
-        than ``min_baseline_windows`` precede).
+        ``counts`` with ``baseline`` (the preceding windows' median count), ``mad`` (the median
+        absolute difference of windows ``gap_windows`` apart, over √2: one window's MAD without the
+        slow swings) and ``noise`` (``max(1.4826 × mad, 1)``), both on the stabilised scale, ``z``,
+        ``band_low`` and ``band_high`` (the flag thresholds as counts: a count above ``band_high`` is
+        HIGH, one below ``band_low`` is LOW, one inside is not flagged) and ``flag`` (``HIGH``,
+        ``LOW`` or empty; ``None`` baseline and band, and no flag, where fewer than
+        ``min_baseline_windows`` precede).
     """
     options = options.validated()
     parts = []
@@ -307,14 +336,41 @@ def score_windows(
         past = group["count"].astype(float).shift(options.gap_windows)
         window = {"window": options.baseline_windows, "min_periods": options.min_baseline_windows}
         group["baseline"] = past.rolling(**window).median()
-        stable_past = stabilised(past).rolling(**window)
-        group["center"] = stable_past.median()
-        group["mad"] = stable_past.apply(_median_absolute_deviation, raw=True)
+        stable_past = stabilised(past)
+        group["center"] = stable_past.rolling(**window).median()
+        # Noise from the differences of windows gap_windows apart (never overlapping each other): a
+        # difference of two independent windows spreads √2 times one window's noise, and a slow change of
+        # level (the daily curve, a swell of sessions) hardly moves it, while it widens the spread of the
+        # levels themselves. Rolling medians skip the NaNs of the first windows' look-back.
+        steps = stable_past.diff(options.gap_windows).abs()
+        first_pairs = max(1, options.min_baseline_windows - options.gap_windows)
+        look_back = max(options.noise_windows, options.baseline_windows)
+        pairs = steps.rolling(look_back - options.gap_windows, min_periods=first_pairs)
+        group["mad"] = pairs.median() / math.sqrt(2.0)
         parts.append(group)
     if not parts:
         return counts.assign(baseline=[], mad=[], noise=[], z=[], band_low=[], band_high=[], flag=[])
     scored = pd.concat(parts, ignore_index=True)
-    scored["noise"] = (MAD_TO_SIGMA * scored["mad"]).clip(lower=1.0)
+    # Where the baseline holds no pair yet (min_baseline_windows <= gap_windows), Poisson's noise.
+    noise = (MAD_TO_SIGMA * scored["mad"]).clip(lower=1.0)
+    scored["noise"] = noise.where(scored["mad"].notna() | scored["baseline"].isna(), 1.0)
+    return flag_windows(scored, options)
+
+
+def flag_windows(scored: pd.DataFrame, options: DetectorOptions = DetectorOptions()) -> pd.DataFrame:
+    """The flag rules (step 3 of the module docstring), given each window's baseline, centre and noise.
+
+    Args:
+        scored: Window counts with ``baseline`` (median count), ``center`` (median on the stabilised
+            scale) and ``noise`` (on that scale, at least 1).
+        options: Threshold, ``min_change`` and ``min_count``.
+
+    Returns:
+        ``scored`` with ``z``, ``band_low``, ``band_high`` and ``flag``, without ``center``, sorted by
+        type and window.
+    """
+    options = options.validated()
+    scored = scored.copy()
     scored["z"] = (stabilised(scored["count"]) - scored["center"]) / scored["noise"]
     # The band is where a window stays unflagged: every condition of a flag, mapped back to counts.
     # Above band_high (the largest of the z threshold, the doubling and min_count) a window is HIGH;
