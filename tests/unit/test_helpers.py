@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import itertools
+from pathlib import Path
 
 import pytest
 
@@ -65,3 +67,30 @@ def test_output_defects_names_each_defect_with_its_cell(tmp_path) -> None:
         "07_x.ipynb[1]: a bare empty frame",
         "07_x.ipynb[2]: an epoch number in timestamp_micros(1795566433163000)",
     ]
+
+
+def imported_test_modules(path: Path) -> list[str]:
+    """The ``test_*`` modules a test file imports (absolute or relative): shared code belongs in helpers."""
+    imported = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.ImportFrom):
+            names = [node.module or ""] + [f"{node.module or ''}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        else:
+            continue
+        imported += [name for name in names if name.rsplit(".", 1)[-1].startswith("test_")]
+    return imported
+
+
+def test_no_test_module_imports_another() -> None:
+    tests = Path(__file__).resolve().parents[1]
+    offenders = {str(path.relative_to(tests)): found for path in sorted(tests.rglob("*.py"))
+                 if (found := imported_test_modules(path))}  # fmt: skip
+    assert offenders == {}, "move what they share into tests/helpers/"
+
+
+def test_the_import_check_sees_relative_and_absolute_imports(tmp_path: Path) -> None:
+    module = tmp_path / "test_x.py"
+    module.write_text("from .test_parse import event\nimport tests.unit.test_cli\nfrom tests.helpers import samples\n")
+    assert imported_test_modules(module) == ["test_parse", "tests.unit.test_cli"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import json
 from datetime import UTC, datetime
 
@@ -10,20 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from icestream.config import project_home
 from icestream.ingest.parse import REJECT_REASONS, ParsedEvent, Rejection, parse_payload
-from tests.helpers.samples import EXPECTED_REASON
-
-SAMPLES = project_home() / "data" / "samples"
-
-
-def sample_events() -> list[bytes]:
-    return [line.rstrip(b"\n") for line in (SAMPLES / "events.jsonl").read_bytes().splitlines() if line.strip()]
-
-
-def malformed_samples() -> list[tuple[str, bytes]]:
-    rows = [json.loads(line) for line in (SAMPLES / "malformed.jsonl").read_text().splitlines() if line.strip()]
-    return [(row["kind"], base64.b64decode(row["payload_base64"])) for row in rows]
+from tests.helpers.samples import EXPECTED_REASON, event, malformed_samples, sample_events
 
 
 def test_every_sample_event_is_accepted() -> None:
@@ -50,16 +37,6 @@ def test_malformed_sample_is_rejected_with_its_reason(kind: str, payload: bytes)
     assert isinstance(parsed, Rejection)
     assert parsed.reason == EXPECTED_REASON[kind]
     assert parsed.detail
-
-
-def event(**changes: object) -> bytes:
-    document = {
-        "event_id": "e-1", "user_id": "u-1", "session_id": "s-1", "event_type": "click",
-        "event_ts": "2026-11-21T05:00:00.123Z", "properties": {"page": "/home"},
-        "device_info": {"device_type": "mobile", "os": "iOS", "app_version": "5.2.1"},
-    }  # fmt: skip
-    document.update(changes)
-    return json.dumps({key: value for key, value in document.items() if value is not ...}).encode()
 
 
 def test_timestamps_with_offsets_become_utc() -> None:

@@ -11,8 +11,7 @@ from hypothesis import strategies as st
 from icestream.ingest.parse import ParsedEvent, Rejection, parse_event, parse_payload
 from icestream.limits import DEFAULT_MAX_EVENT_BYTES
 from icestream.synthetic.generator import backfill_config, generate
-
-from .test_parse import event, malformed_samples, sample_events
+from tests.helpers.samples import event, malformed_samples, sample_events
 
 
 def reference(payload: bytes, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> tuple | Rejection:
