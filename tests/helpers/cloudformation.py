@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+from collections import ChainMap
+from collections.abc import Mapping
 
 
-def resolve(node: object, values: dict[str, str], conditions: dict[str, bool] | None = None) -> object:
+def resolve(node: object, values: Mapping[str, object], conditions: dict[str, bool] | None = None) -> object:
     """The template fragment with its intrinsic functions replaced by their values for this stack.
 
     Handles ``Fn::Sub`` (both forms), ``Ref`` and ``Fn::GetAtt`` (looked up in ``values`` as ``Name``
@@ -16,8 +18,11 @@ def resolve(node: object, values: dict[str, str], conditions: dict[str, bool] | 
     if isinstance(node, dict):
         if set(node) == {"Fn::Sub"}:
             text, variables = (node["Fn::Sub"], {}) if isinstance(node["Fn::Sub"], str) else node["Fn::Sub"]
-            local = {**values, **{name: str(resolve(value, values, conditions)) for name, value in variables.items()}}
-            return re.sub(r"\$\{([\w:.]+)\}", lambda match: local[match.group(1)], text)
+            # A ChainMap, not a merged dict: a mapping of values that answers unknown names keeps doing so.
+            local = ChainMap(
+                {name: str(resolve(value, values, conditions)) for name, value in variables.items()}, values
+            )
+            return re.sub(r"\$\{([\w:.]+)\}", lambda match: str(local[match.group(1)]), text)
         if set(node) == {"Ref"}:
             return values[node["Ref"]]
         if set(node) == {"Fn::GetAtt"}:
