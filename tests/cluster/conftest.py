@@ -49,11 +49,17 @@ def nodes_python() -> Path:
 @pytest.fixture(scope="session")
 def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
     """A master and two one-core workers on 127.0.0.1, stopped at the end of the session."""
-    cluster = StandaloneCluster(tmp_path_factory.mktemp("standalone"), workers=2, cores=1, memory="2g")
+    folder = tmp_path_factory.mktemp("standalone")
+    cluster = StandaloneCluster(folder, workers=2, cores=1, memory="2g")
     try:
         yield cluster.start()
     finally:
         cluster.stop()
+        # Each application's folder on a worker holds the packed environment unpacked (over 1 GB in
+        # all); the logs beside them stay for a failure's reading.
+        for worker in folder.glob("worker-*"):
+            if worker.is_dir():
+                shutil.rmtree(worker, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,8 +26,8 @@ WORKBOOK_ONLY = ("moto", "duckdb", "pyiceberg", "matplotlib", "papermill", "ipyk
 
 
 @pytest.fixture(scope="module")
-def slim_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A venv with the slim install and the platform's Spark; returns its python."""
+def slim_python(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A venv with the slim install and the platform's Spark; yields its python, removes it after the module."""
     uv = Path(sys.executable).parent / "uv"
     venv = tmp_path_factory.mktemp("slim") / "venv"
     constraints = str(project_home() / "constraints.txt")
@@ -46,7 +47,8 @@ def slim_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )  # fmt: skip
     assert imported.stdout.split() == [], "the slim install pulled in workbook packages"
     subprocess.run([*install, *PLATFORM_PACKAGES], check=True)
-    return python
+    yield python
+    shutil.rmtree(venv.parent, ignore_errors=True)  # about 700 MB the rest of the session does not need
 
 
 def test_the_job_entry_points_import_from_the_slim_install(slim_python: Path) -> None:
