@@ -16,10 +16,12 @@
 **Statements.** Every operation that runs SQL builds a :class:`Statement`: the SQL text (names in
 it validated, values bound as ``:name`` markers wherever Spark can bind them) and its arguments.
 The table runs it and records it: ``table.statements`` holds the recent ones, oldest first, and
-``table.last_statement`` the newest, so a reader can see (``print(table.last_statement)``) and
-re-run exactly what an answer came from. Statements that read run through ``table.run`` and return
-a Spark DataFrame; statements that change the table (``writes=True``: DDL, procedures) run through
-``table.apply`` and return an :class:`Outcome` carrying the statement and the output rows.
+``table.last_statement`` the newest, so a reader can see and re-run exactly what an answer came
+from. With :func:`show_statements` on (the notebooks turn it on in their first cell), each statement
+also prints as it runs: one mechanism shows every read and write of a table where it happens.
+Statements that read run through ``table.run`` and return a Spark DataFrame; statements that
+change the table (``writes=True``: DDL, procedures) run through ``table.apply`` and return an
+:class:`Outcome` carrying the statement and the output rows.
 
 **Dry run.** ``LakeTable(spark, name, dry_run=True)`` records the statements that would change the
 table without running them: each returns an :class:`Outcome` whose ``output`` is None, and
@@ -41,7 +43,7 @@ from icestream.lake.ddl import readable_property, setup_tables, show_create_tabl
 from icestream.lake.evolution import Evolution, partition_transform, promoted_type
 from icestream.lake.layout import create_layout_demo, table_layout
 from icestream.lake.routine import MaintenancePlan, results_frame, run_maintenance
-from icestream.lake.statement import DataFrameCall, Outcome, Statement
+from icestream.lake.statement import DataFrameCall, Outcome, Statement, show_statements
 from icestream.lake.table import LakeTable, recreate_events_copy, setup_lake_tables
 from icestream.lake.window import Window, event_time_slices
 
@@ -65,6 +67,7 @@ __all__ = [
     "setup_lake_tables",
     "setup_tables",
     "show_create_table",
+    "show_statements",
     "table_layout",
     "table_properties",
 ]

@@ -25,6 +25,41 @@ def _shown(value: Any) -> str:
     return repr(value)
 
 
+# Whether statements print as they run (show_statements); off for scripts, jobs and tests.
+_SHOWN = {"as_they_run": False}
+
+
+def show_statements(enabled: bool = True) -> None:
+    """Print every statement that reads or changes a table as it runs, from now on in this process.
+
+    The workbook's notebooks call this once, so each cell shows the SQL (or the exact DataFrame
+    call, or the DuckDB statement, or the pyiceberg scan) it ran, in the order it ran, without a
+    print per call. A table made with ``echo=False`` (the live dashboard's, which asks every
+    second) stays quiet.
+
+    Args:
+        enabled: False turns it off again.
+    """
+    _SHOWN["as_they_run"] = enabled
+
+
+def statements_shown() -> bool:
+    """Whether :func:`show_statements` is on."""
+    return _SHOWN["as_they_run"]
+
+
+def show(statement: object, *, echo: bool | None = None) -> None:
+    """Print a statement that runs now (or is planned, in a dry run) if statements are shown.
+
+    Args:
+        statement: A :class:`Statement`, :class:`DataFrameCall` or another engine's query object;
+            its ``str`` is what a reader would run.
+        echo: The caller's own choice; None follows :func:`show_statements`.
+    """
+    if statements_shown() if echo is None else echo:
+        print(statement, end="\n\n")
+
+
 @dataclass(frozen=True)
 class Statement:
     """One SQL statement: text with ``:name`` markers, and the values bound to them.

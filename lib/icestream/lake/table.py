@@ -9,7 +9,7 @@ from icestream.config import TIME_TRAVEL_SUFFIX
 from icestream.lake.ddl import checked_table_name, create_events_table, setup_tables
 from icestream.lake.inspect import Inspect
 from icestream.lake.maintenance import Maintenance
-from icestream.lake.statement import DataFrameCall, Outcome, Statement
+from icestream.lake.statement import DataFrameCall, Outcome, Statement, show
 from icestream.lake.versions import Versions
 from icestream.validation import validate_identifier
 
@@ -31,19 +31,22 @@ class LakeTable:
         catalog: The catalog part, which runs the table's procedures (``CALL <catalog>.system...``).
         identifier: The name inside the catalog (``namespace.table``), the procedures' table argument.
         dry_run: Statements that change the table are recorded, not run.
+        echo: Print each statement as it is recorded; None follows
+            :func:`~icestream.lake.statement.show_statements`.
         statements: The statements run (or, in a dry run, planned) through this object, oldest first.
         inspect: Metadata tables, properties and the snapshot ancestry (:class:`~icestream.lake.inspect.Inspect`).
         maintenance: Iceberg's maintenance procedures (:class:`~icestream.lake.maintenance.Maintenance`).
         versions: Time travel, refs and history-changing writes (:class:`~icestream.lake.versions.Versions`).
     """
 
-    def __init__(self, spark: SparkSession, name: str, *, dry_run: bool = False) -> None:
+    def __init__(self, spark: SparkSession, name: str, *, dry_run: bool = False, echo: bool | None = None) -> None:
         """Open a table by name (nothing is read until a method asks).
 
         Args:
             spark: The session.
             name: ``catalog.namespace.table``.
             dry_run: Record statements that change the table instead of running them.
+            echo: Print each statement as it runs (None: as :func:`~icestream.lake.statement.show_statements` says).
 
         Raises:
             ConfigError: If a part of the name is not a plain identifier.
@@ -52,6 +55,7 @@ class LakeTable:
         self.name = checked_table_name(name)
         self.catalog, self.identifier = self.name.split(".", 1)
         self.dry_run = dry_run
+        self.echo = echo
         self.statements: deque[Statement | DataFrameCall] = deque(maxlen=STATEMENTS_KEPT)
         self.inspect = Inspect(self)
         self.maintenance = Maintenance(self)
@@ -65,6 +69,10 @@ class LakeTable:
         """The statement run (or planned) most recently through this object."""
         return self.statements[-1] if self.statements else None
 
+    def _remember(self, statement: Statement | DataFrameCall) -> None:
+        self.statements.append(statement)
+        show(statement, echo=self.echo)
+
     def run(self, statement: Statement) -> DataFrame:
         """Record and run a statement that reads (it runs in a dry run too).
 
@@ -73,16 +81,16 @@ class LakeTable:
         """
         if statement.writes:
             raise ValueError("run() is for statements that read; apply() runs those that change the table")
-        self.statements.append(statement)
+        self._remember(statement)
         return statement.run(self.spark)
 
     def record(self, call: DataFrameCall) -> None:
         """Record a DataFrame API call made on this table (where no SQL exists), beside the statements."""
-        self.statements.append(call)
+        self._remember(call)
 
     def apply(self, statement: Statement) -> Outcome:
         """Record a statement that changes the table, and run it unless this is a dry run."""
-        self.statements.append(statement)
+        self._remember(statement)
         if self.dry_run:
             return Outcome(statement, None)
         return Outcome(statement, statement.run(self.spark).toPandas())

@@ -33,6 +33,7 @@ import duckdb
 from icestream.config import Settings
 from icestream.errors import ConfigError, DuckDBError
 from icestream.lake import Statement
+from icestream.lake.statement import show
 from icestream.queries.realtime import Dashboard, dashboard_from_parts, dashboard_sql, run_filter
 from icestream.runtime import aws
 from icestream.timestamps import to_micros
@@ -131,6 +132,7 @@ def connect(settings: Settings | None = None) -> duckdb.DuckDBPyConnection:
 def _frame(connection: duckdb.DuckDBPyConnection, statement: Statement) -> pd.DataFrame:
     # Through Arrow: DuckDB's own .df() uses pandas APIs that pandas 3 deprecates, and fetchall()
     # of TIMESTAMPTZ values needs pytz.
+    show(statement)
     return connection.execute(statement.sql, dict(statement.args)).to_arrow_table().to_pandas()
 
 

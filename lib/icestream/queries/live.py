@@ -175,7 +175,9 @@ def live_frame(spark: SparkSession, settings: Settings, since: datetime, now: da
     """
     since = as_utc(since)
     now = datetime.now(UTC) if now is None else as_utc(now)
-    events, rejects = LakeTable(spark, settings.table_name), LakeTable(spark, settings.rejects_table_name)
+    # Quiet tables: the dashboard asks every second or two; its statements are shown once, by the caller.
+    events = LakeTable(spark, settings.table_name, echo=False)
+    rejects = LakeTable(spark, settings.rejects_table_name, echo=False)
     statements = live_statements(events, rejects, since)
     events.run(statements["refresh_events"])
     rejects.run(statements["refresh_rejects"])

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from icestream.config import Settings
 from icestream.errors import ConfigError
+from icestream.lake.statement import show
 from icestream.runtime import aws
 from icestream.runtime.catalog import current_metadata_location
 from icestream.timestamps import as_utc, from_micros, to_micros
@@ -290,4 +291,5 @@ def events_by_type(
     ordered = counts.sort_values(["events", "event_type"], ascending=[False, True], ignore_index=True)
     frame = ordered[["event_type", "events"]]
     frame.attrs["scan"] = scan
+    show(scan)
     return frame

@@ -67,3 +67,37 @@ def test_a_dataframe_call_is_recorded_beside_the_statements() -> None:
     table.record(call)
     assert table.last_statement is call
     assert str(table.last_statement) == call.code
+
+
+@pytest.fixture
+def statements_shown():
+    from icestream.lake import show_statements
+
+    show_statements()
+    yield
+    show_statements(False)
+
+
+def test_with_show_statements_each_statement_prints_as_it_is_recorded(statements_shown, capsys) -> None:
+    from icestream.lake import DataFrameCall
+
+    table = LakeTable(None, "lake.ns.t", dry_run=True)  # type: ignore[arg-type]
+    table.apply(table.procedure("rewrite_manifests"))
+    table.record(DataFrameCall("spark.read.option('start-snapshot-id', '1').table('lake.ns.t')"))
+    assert capsys.readouterr().out == (
+        "CALL lake.system.rewrite_manifests(table => 'ns.t')\n\n"
+        "spark.read.option('start-snapshot-id', '1').table('lake.ns.t')\n\n"
+    )
+
+
+def test_a_quiet_table_and_the_default_print_nothing(statements_shown, capsys) -> None:
+    quiet = LakeTable(None, "lake.ns.t", dry_run=True, echo=False)  # type: ignore[arg-type]
+    quiet.apply(quiet.procedure("rewrite_manifests"))
+    assert capsys.readouterr().out == ""
+    assert len(quiet.statements) == 1  # still recorded
+
+
+def test_statements_are_not_shown_unless_asked(capsys) -> None:
+    table = LakeTable(None, "lake.ns.t", dry_run=True)  # type: ignore[arg-type]
+    table.apply(table.procedure("rewrite_manifests"))
+    assert capsys.readouterr().out == ""

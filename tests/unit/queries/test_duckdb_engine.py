@@ -24,3 +24,16 @@ def test_a_local_warehouse_loads_no_s3_extension(tmp_path) -> None:
     loaded = {name for (name,) in rows}
     assert {"avro", "iceberg"} <= loaded
     assert "httpfs" not in loaded
+
+
+def test_with_show_statements_each_duckdb_statement_prints_as_it_runs(tmp_path, capsys) -> None:
+    from icestream.lake import show_statements
+
+    connection = duck.connect(load_settings(warehouse=str(tmp_path)))
+    show_statements()
+    try:
+        frame = duck._frame(connection, duck.duckdb_statement("SELECT $n + 1 AS answer", {"n": 41}))
+    finally:
+        show_statements(False)
+    assert int(frame["answer"][0]) == 42
+    assert capsys.readouterr().out == "SELECT $n + 1 AS answer\n-- bound: $n = 41\n\n"
