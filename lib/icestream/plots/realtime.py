@@ -42,14 +42,15 @@ def events_per_minute(
             step = (
                 pd.Timestamp(live_from).tz_localize(None) if pd.Timestamp(live_from).tzinfo else pd.Timestamp(live_from)
             )
-            totals = wide.sum(axis=1)
-            before, after = totals[totals.index < step], totals[totals.index >= step]
-            if not before.empty and not after.empty:
+            before, after = producer_rates(wide.sum(axis=1), step)
+            if before is not None:
                 ax.axvline(step, color="black", linestyle="--", linewidth=1)
+                rates = (
+                    f"{before:,.0f} → {after:,.0f} events/min" if after is not None else "its minutes here are partial"
+                )
                 ax.annotate(
-                    f"backfill → live producer\n{before.median():,.0f} → {after.median():,.0f} events/min "
-                    "(a change of producer, not an anomaly)",
-                    xy=(step, after.median()), xytext=(-10, 0), textcoords="offset points",
+                    f"backfill → live producer\n{rates} (a change of producer, not an anomaly)",
+                    xy=(step, after if after is not None else before), xytext=(-10, 0), textcoords="offset points",
                     ha="right", va="center", fontsize=8,
                     bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.85},
                 )  # fmt: skip
@@ -80,3 +81,28 @@ def device_split(by_device: pd.DataFrame, title: str = "Events by device type") 
     ax.margins(x=0.15)
     fig.tight_layout()
     return fig
+
+
+def producer_rates(totals: pd.Series, step: pd.Timestamp) -> tuple[float | None, float | None]:
+    """The median events per minute of whole minutes before and after a change of producer.
+
+    The minute the change falls in holds both producers' events, and the newest minute is still
+    filling: neither counts, so a short live part shows no "after" rate rather than a wrong one.
+
+    Args:
+        totals: Events per minute, indexed by the minute's start (naive UTC).
+        step: When the second producer started (naive UTC).
+
+    Returns:
+        ``(before, after)``: each None when no whole minute lies on that side.
+    """
+    import pandas as pd
+
+    minute = pd.Timedelta(minutes=1)
+    whole = totals.iloc[:-1] if len(totals) else totals  # the newest minute is still filling
+    before = whole[whole.index + minute <= step]
+    after = whole[whole.index >= step]
+    return (
+        float(before.median()) if len(before) else None,
+        float(after.median()) if len(after) and len(before) else None,
+    )

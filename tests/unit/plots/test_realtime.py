@@ -1,0 +1,39 @@
+"""The events-per-minute chart marks the change of producer with rates of whole minutes only."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+from datetime import UTC, datetime
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from icestream.plots import events_per_minute
+from icestream.plots.realtime import producer_rates
+
+# Ten minutes of backfill at 170 events/min, live production at 6,000/min from 10:10:20: the 10:10
+# minute holds both, 10:11 is whole, 10:12 is still filling when the chart is drawn.
+COUNTS = [170] * 10 + [170 * 20 // 60 + 6000 * 40 // 60, 6000, 3000]
+MINUTES = pd.date_range("2026-11-25 10:00", periods=len(COUNTS), freq="min")
+STEP = pd.Timestamp("2026-11-25 10:10:20")
+
+
+def test_the_mixed_minute_and_the_filling_one_do_not_count() -> None:
+    assert producer_rates(pd.Series(COUNTS, index=MINUTES), STEP) == (170.0, 6000.0)
+
+
+def test_a_live_part_without_a_whole_minute_has_no_after_rate() -> None:
+    short = pd.Series(COUNTS[:12], index=MINUTES[:12])  # 10:11 is now the newest, still filling
+    assert producer_rates(short, STEP) == (170.0, None)
+    assert producer_rates(pd.Series([4057], index=MINUTES[10:11]), STEP) == (None, None)
+
+
+def test_the_chart_states_the_whole_minutes_rates() -> None:
+    per_minute = pd.DataFrame({"minute": MINUTES, "event_type": "click", "events": COUNTS})
+    fig = events_per_minute(per_minute, live_from=datetime(2026, 11, 25, 10, 10, 20, tzinfo=UTC))
+    texts = [text.get_text() for text in fig.axes[0].texts]
+    plt.close(fig)
+    assert texts == ["backfill → live producer\n170 → 6,000 events/min (a change of producer, not an anomaly)"]
