@@ -5,6 +5,7 @@ See the package docstring (:mod:`icestream.lake`) for how statements are recorde
 
 from __future__ import annotations
 
+import re
 import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -12,6 +13,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from icestream.errors import ConfigError
+from icestream.timestamps import from_micros
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -87,11 +89,22 @@ class Statement:
         return spark.sql(self.sql, args=dict(self.args) if self.args else None)
 
     def __str__(self) -> str:
-        """The text a reader would run: the SQL, then the bound values as a comment."""
+        """The text a reader would run: the SQL, then the bound values as a comment.
+
+        A value the SQL turns into a time from epoch microseconds (``timestamp_micros(:start)``,
+        DuckDB's ``make_timestamptz($start::BIGINT)``) is followed by the UTC time it stands for.
+        """
         if not self.args:
             return self.sql
-        bound = ", ".join(f"{self.marker}{name} = {_shown(value)}" for name, value in self.args.items())
+        bound = ", ".join(f"{self.marker}{name} = {self._readable(name, value)}" for name, value in self.args.items())
         return f"{self.sql}\n-- bound: {bound}"
+
+    def _readable(self, name: str, value: Any) -> str:
+        marker = re.escape(f"{self.marker}{name}")
+        as_time = rf"(?:timestamp_micros|make_timestamptz|make_timestamp)\(\s*{marker}\b"
+        if isinstance(value, int) and not isinstance(value, bool) and re.search(as_time, self.sql):
+            return f"{value} ({from_micros(value):%Y-%m-%d %H:%M:%S.%f} UTC)"
+        return _shown(value)
 
 
 @dataclass(frozen=True)

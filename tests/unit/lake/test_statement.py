@@ -21,7 +21,7 @@ def test_statement_text_is_dedented_and_shows_bound_values() -> None:
         {"start": 5},
     )
     assert statement.sql == "SELECT count(*) AS n\nFROM lake.ns.t\nWHERE event_ts > timestamp_micros(:start)"
-    assert str(statement).splitlines()[-1] == "-- bound: :start = 5"
+    assert str(statement).splitlines()[-1] == "-- bound: :start = 5 (1970-01-01 00:00:00.000005 UTC)"
     assert not statement.writes
     assert str(Statement("SHOW TBLPROPERTIES lake.ns.t")) == "SHOW TBLPROPERTIES lake.ns.t"
 
@@ -66,3 +66,12 @@ def test_an_aware_datetime_bound_value_reads_as_a_timestamp_literal() -> None:
     moment = datetime(2026, 11, 25, 8, 13, 43, tzinfo=UTC)
     statement = Statement("SELECT 1 WHERE :start < now()", {"start": moment})
     assert str(statement).splitlines()[-1] == "-- bound: :start = TIMESTAMP '2026-11-25 08:13:43+00:00'"
+
+
+def test_epoch_microseconds_made_into_a_time_show_the_time_beside_them() -> None:
+    spark_sql = Statement(
+        "SELECT 1 FROM t WHERE ts > timestamp_micros(:start) AND n = :limit", {"start": 1795645742009000, "limit": 5}
+    )
+    assert str(spark_sql).endswith("-- bound: :start = 1795645742009000 (2026-11-25 22:29:02.009000 UTC), :limit = 5")
+    duck_sql = Statement("WHERE event_ts > make_timestamptz($start::BIGINT)", {"start": 0, "startx": 7}, marker="$")
+    assert str(duck_sql).endswith("-- bound: $start = 0 (1970-01-01 00:00:00.000000 UTC), $startx = 7")
