@@ -25,8 +25,11 @@ def _panels(progress: pd.DataFrame, title: str) -> tuple[Figure, list[tuple[Axes
     """One panel for the backlog batches (if any) and one for the live ones, each on its own y scale.
 
     A batch that drains minutes of backlog reads a hundred times more than one at the tip: on one
-    axis it flattens every live batch, so it gets a narrow panel of its own.
+    axis it flattens every live batch, so it gets a narrow panel of its own. Batches that only read
+    again what a table held (``replay``) are in neither.
     """
+    if "replay" in progress:  # a batch that only read again what a table held is not traffic
+        progress = progress[~progress["replay"]]
     backlog = progress[progress["backlog"]] if "backlog" in progress else progress.iloc[0:0]
     live = progress.drop(index=backlog.index)
     parts = [(backlog, "backlog"), (live, "live")]

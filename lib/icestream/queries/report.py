@@ -46,8 +46,18 @@ def read_progress(settings: Settings, query_id: str | None = None, path: Path | 
 
 EMPTY_PROGRESS_COLUMNS = (
     "batch_id", "started", "read", "written", "rejected", "deduplicated", "replayed", "input_rows_per_s",
-    "processed_rows_per_s", "behind_before_s", "behind_s", "backlog", "total_s",
+    "processed_rows_per_s", "behind_before_s", "behind_s", "backlog", "replay", "total_s",
 )  # fmt: skip
+
+
+def only_replayed(batch: dict[str, Any]) -> bool:
+    """Whether a batch only read again records a table already held (it wrote nothing new).
+
+    A query that starts where the table it commits least often left off (the rejects table, when
+    the last batches brought no rejects) reads those records again: its lag is that of the older
+    position, not of the stream, and its rate is not traffic.
+    """
+    return batch["num_input_rows"] > 0 and batch["replayed"] == batch["num_input_rows"]
 
 
 def progress_frame(progress: Iterable[dict[str, Any]]) -> pd.DataFrame:
@@ -56,7 +66,8 @@ def progress_frame(progress: Iterable[dict[str, Any]]) -> pd.DataFrame:
     ``behind_before_s`` is how far behind the tip the batch's read began (the largest over its
     shards), ``behind_s`` how far after it (``MillisBehindLatest``: 0 once a read reaches the tip).
     ``backlog`` is True for a batch that read records which arrived before the first batch began:
-    what waited in the stream, not live traffic.
+    what waited in the stream, not live traffic. ``replay`` is True for a batch that only read again
+    records a table already held (:func:`only_replayed`): neither backlog nor live traffic.
     """
     import pandas as pd
 
@@ -78,14 +89,16 @@ def progress_frame(progress: Iterable[dict[str, Any]]) -> pd.DataFrame:
             "behind_before_s": None if before is None else before / 1000,
             "behind_s": None if batch["millis_behind_latest"] is None else batch["millis_behind_latest"] / 1000,
             "backlog": batch.get("first_arrival") is not None and start is not None and batch["first_arrival"] < start,
+            "replay": only_replayed(batch),
         }
         row.update({f"{phase}_s": ms / 1000 for phase, ms in batch["duration_ms"].items()})
         rows.append(row)
     # No batch (an AvailableNow run on a stream with nothing new): the same columns, no rows.
     frame = pd.DataFrame(rows) if rows else pd.DataFrame(columns=EMPTY_PROGRESS_COLUMNS)
     if not rows:
-        frame = frame.astype({"batch_id": "int64", "backlog": "bool", "read": "int64", "written": "int64",
-                              "rejected": "int64", "deduplicated": "int64", "replayed": "int64"})  # fmt: skip
+        frame = frame.astype({"batch_id": "int64", "backlog": "bool", "replay": "bool", "read": "int64",
+                              "written": "int64", "rejected": "int64", "deduplicated": "int64",
+                              "replayed": "int64"})  # fmt: skip
     for column in ("behind_before_s", "behind_s"):
         if column in frame:
             frame[column] = frame[column].astype("Float64")  # a missing lag shows as <NA>, not NaN
@@ -93,7 +106,11 @@ def progress_frame(progress: Iterable[dict[str, Any]]) -> pd.DataFrame:
 
 
 def shard_lag_frame(progress: Iterable[dict[str, Any]]) -> pd.DataFrame:
-    """One row per batch and shard: records read, and seconds behind the tip before and after the read."""
+    """One row per batch and shard: records read, and seconds behind the tip before and after the read.
+
+    Batches that only read again records a table held (:func:`only_replayed`) are left out: their
+    lag is that of an older position, not of the stream.
+    """
     import pandas as pd
 
     rows = [
@@ -106,6 +123,7 @@ def shard_lag_frame(progress: Iterable[dict[str, Any]]) -> pd.DataFrame:
             "behind_after_s": None if stats["millis_behind_latest"] is None else stats["millis_behind_latest"] / 1000,
         }
         for batch in progress
+        if not only_replayed(batch)
         for shard, stats in batch["shards"].items()
     ]  # fmt: skip
     frame = pd.DataFrame(rows, columns=["batch_id", "shard", "read", "behind_before_s", "behind_after_s"])

@@ -106,3 +106,28 @@ def test_a_run_without_batches_has_the_columns_and_no_rows() -> None:
     )
     assert progress.loc[~progress["backlog"], "batch_id"].tolist() == []
     assert int(progress[["read", "written"]].sum().sum()) == 0
+
+
+def test_a_batch_that_only_read_again_what_a_table_held_is_a_replay_and_its_lag_is_left_out() -> None:
+    replay = batch(16, "2026-11-25T10:00:04+00:00", START + 2, [29_000, 28_000])
+    replay.update(num_input_rows=20, written=0, rejected=0, replayed=20)  # a restart from the rejects' older position
+    frame = progress_frame([*PROGRESS, replay])
+    assert frame["replay"].tolist() == [False, False, True]
+    assert frame["backlog"].tolist() == [True, False, False]
+    assert shard_lag_frame([*PROGRESS, replay])["batch_id"].tolist() == [14, 14, 15, 15]
+
+
+def test_the_rate_panels_leave_a_replay_out() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from icestream.plots import plot_rates
+
+    replay = batch(16, "2026-11-25T10:00:04+00:00", START + 2, [29_000, 28_000])
+    replay.update(num_input_rows=20, written=0, rejected=0, replayed=20)
+    fig = plot_rates(progress_frame([*PROGRESS, replay]))
+    plotted = [set(line.get_xdata()) for ax in fig.axes for line in ax.get_lines()]
+    plt.close(fig)
+    assert set().union(*plotted) == {14, 15}
