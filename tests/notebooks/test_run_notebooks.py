@@ -20,7 +20,7 @@ SECOND_PASS = (
     ("02", None),  # the scheduled ingest of docs/scheduling.md, twice: drain what the stream holds, commit, stop
     ("05", {}),
 )
-# The first pass: every notebook at its defaults, except 01's live part (30 s in make run), which 02 then
+# The first pass: every notebook at its defaults, except 01's live part (45 s in make run), which 02 then
 # ingests until it ends: 20 s show the same cells at a third of the CPU (the live ingest is most of it).
 FIRST_PASS = (("00", {}), ("01", {"live_seconds": 20.0}), ("02", {}), ("03", {}), ("04", {}), ("05", {}), ("06", {}))
 SCHEDULED_INGEST = ("run", "02", "--stamp", "--no-progress", "-p", "available_now", "true")
