@@ -183,10 +183,9 @@ def kpi_dashboard(
         if not minutes > 0:
             raise ConfigError(f"window minutes: {minutes} must be positive.")
         if now is None:
-            newest = connection.execute(
-                f"SELECT epoch_us(max(event_ts)) FROM iceberg_scan($location) WHERE true{runs}", parameters
-            ).fetchone()[0]
-            end = int(newest) if newest is not None else 0
+            sql = f"SELECT epoch_us(max(event_ts)) AS newest FROM iceberg_scan($location) WHERE true{runs}"
+            newest = _frame(connection, duckdb_statement(sql, parameters))["newest"].iloc[0]
+            end = 0 if newest is None or newest != newest else int(newest)  # NaN (no event) is not equal to itself
         else:
             end = to_micros(now)
         parameters |= {"start": end - round(minutes * 60_000_000), "end": end}

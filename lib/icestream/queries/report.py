@@ -51,13 +51,14 @@ EMPTY_PROGRESS_COLUMNS = (
 
 
 def only_replayed(batch: dict[str, Any]) -> bool:
-    """Whether a batch only read again records a table already held (it wrote nothing new).
+    """Whether a batch read records but brought nothing new: each was one a table held, or a duplicate.
 
-    A query that starts where the table it commits least often left off (the rejects table, when
-    the last batches brought no rejects) reads those records again: its lag is that of the older
-    position, not of the stream, and its rate is not traffic.
+    Such a batch commits no position. The next query starts where the table it commits least often
+    left off (the rejects table, when the last batches brought no rejects; or the events table's
+    position before a batch of duplicates only) and reads those records again: its lag is that of
+    the older position, not of the stream, and its rate is not traffic.
     """
-    return batch["num_input_rows"] > 0 and batch["replayed"] == batch["num_input_rows"]
+    return batch["num_input_rows"] > 0 and batch["written"] == 0 and batch["rejected"] == 0
 
 
 def progress_frame(progress: Iterable[dict[str, Any]]) -> pd.DataFrame:
@@ -66,8 +67,8 @@ def progress_frame(progress: Iterable[dict[str, Any]]) -> pd.DataFrame:
     ``behind_before_s`` is how far behind the tip the batch's read began (the largest over its
     shards), ``behind_s`` how far after it (``MillisBehindLatest``: 0 once a read reaches the tip).
     ``backlog`` is True for a batch that read records which arrived before the first batch began:
-    what waited in the stream, not live traffic. ``replay`` is True for a batch that only read again
-    records a table already held (:func:`only_replayed`): neither backlog nor live traffic.
+    what waited in the stream, not live traffic. ``replay`` is True for a batch that brought nothing new
+    (:func:`only_replayed`): neither backlog nor live traffic.
     """
     import pandas as pd
 

@@ -131,3 +131,11 @@ def test_the_rate_panels_leave_a_replay_out() -> None:
     plotted = [set(line.get_xdata()) for ax in fig.axes for line in ax.get_lines()]
     plt.close(fig)
     assert set().union(*plotted) == {14, 15}
+
+
+def test_a_batch_of_duplicates_only_commits_nothing_and_is_a_replay_but_one_of_rejects_is_not() -> None:
+    duplicates = batch(17, "2026-11-25T10:00:06+00:00", START + 3, [19_500])
+    duplicates.update(num_input_rows=1, written=0, rejected=0, deduplicated=1)
+    rejects_only = batch(18, "2026-11-25T10:00:08+00:00", START + 4, [1_000])
+    rejects_only.update(num_input_rows=1, written=0, rejected=1)
+    assert progress_frame([duplicates, rejects_only])["replay"].tolist() == [True, False]
