@@ -109,6 +109,8 @@ class Settings:
     route_tables: tuple[str, ...] = ()  # value=suffix pairs: value -> <table>_<suffix>; empty: <table>_<value>
     route_default: str | None = None  # the suffix of the default table; None: the events table itself
     route_unknown: str = "default"  # a value with no table: "default" (its table) or "reject" (the rejects table)
+    # New top-level payload fields (icestream.ingest.evolve): "off", "add-columns" or "add-and-widen".
+    schema_evolution: str = "off"
     sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @property

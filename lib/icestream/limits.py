@@ -30,3 +30,4 @@ ITERATOR_LIFETIME_SECONDS = 300.0  # a shard iterator expires after 5 minutes
 DEFAULT_MAX_EVENT_BYTES = 64 * 1024  # the largest event the ingest accepts; `oversized` is above it
 START_POSITIONS = ("trim_horizon", "latest", "at_timestamp")  # where a shard with no position starts
 DEFAULT_START_POSITION = "trim_horizon"
+SCHEMA_EVOLUTION_MODES = ("off", "add-columns", "add-and-widen")  # new payload fields: see ingest.evolve

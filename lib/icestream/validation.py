@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from icestream.errors import ConfigError
-from icestream.limits import START_POSITIONS
+from icestream.limits import SCHEMA_EVOLUTION_MODES, START_POSITIONS
 
 if TYPE_CHECKING:
     from icestream.config import Settings
@@ -90,6 +90,11 @@ def _validate_aws(settings: Settings) -> None:
         role is None or bool(_ROLE_ARN.fullmatch(role)),
         "aws_role_arn",
         f"{role!r}: need arn:aws:iam::<account>:role/<name>.",
+    )
+    _check(
+        settings.schema_evolution in SCHEMA_EVOLUTION_MODES,
+        "schema_evolution",
+        f"choose one of {', '.join(SCHEMA_EVOLUTION_MODES)}.",
     )
     _check(settings.s3_sse_type in S3_SSE_TYPES, "s3_sse_type", f"choose one of {', '.join(S3_SSE_TYPES)}.")
     _check(settings.s3_sse_key is None or settings.s3_sse_type == "kms", "s3_sse_key", "a key needs s3_sse_type=kms.")

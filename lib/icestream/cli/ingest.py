@@ -8,7 +8,7 @@ from typing import Any
 
 from icestream.cli.common import settings_from
 from icestream.errors import IcestreamError
-from icestream.limits import START_POSITIONS
+from icestream.limits import SCHEMA_EVOLUTION_MODES, START_POSITIONS
 
 
 def cmd_ship(args: argparse.Namespace) -> int:
@@ -67,6 +67,7 @@ def ingest_options_from(args: argparse.Namespace) -> dict[str, Any]:
         "archive": True if args.archive else None,  # None: the archive_raw setting
         "on_progress": None if args.quiet else lambda progress: print(_progress_line(progress), flush=True),
         "min_records": args.min_records,
+        "schema_evolution": args.schema_evolution,  # None: the schema_evolution setting
     }
     if args.max_trigger_delay is not None:
         if args.min_records is None:
@@ -153,6 +154,13 @@ def add_ingest_options(ingest: argparse.ArgumentParser) -> None:
         "--route-unknown", choices=("default", "reject"), default=None,
         help="an unknown value goes to the default table or to the rejects table (default: default)",
     )  # fmt: skip
+    ingest.add_argument(
+        "--schema-evolution",
+        choices=SCHEMA_EVOLUTION_MODES,
+        default=None,
+        help="new top-level payload fields become columns; add-and-widen also widens int/float "
+        "(default: the schema_evolution setting, off: they stay in properties)",
+    )
 
 
 def register(commands: argparse._SubParsersAction) -> None:

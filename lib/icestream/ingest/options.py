@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from icestream.config import Settings
 from icestream.errors import ConfigError
+from icestream.ingest.evolve import MODES
 from icestream.ingest.routing import Routing, routing_from_settings
 from icestream.limits import DEFAULT_MAX_EVENT_BYTES, DEFAULT_START_POSITION, START_POSITIONS
 
@@ -45,6 +46,7 @@ class IngestOptions:
     transform: Callable[[DataFrame], DataFrame] | None = None  # a Firehose-Lambda-like step (ingest.transform)
     archive: bool = False  # keep every record as received in <table>_raw (ingest_options: archive_raw setting)
     routing: Routing | None = None  # events to the table their route names (ingest.routing); None: the events table
+    schema_evolution: str = "off"  # new top-level fields become columns (ingest.evolve); ingest_options: the setting
     position_commit_seconds: float = 30.0  # commit positions to a table with no new rows this often
     batch_retries: int = 3  # a batch failed by a transient error is retried from the committed state
     # During a backlog, read the next batch while this one dedupes and commits. Off by default: on
@@ -90,6 +92,7 @@ class IngestOptions:
             (self.dedupe_lookback >= timedelta(0), "dedupe_lookback", "must not be negative"),
             (self.max_event_bytes >= 1, "max_event_bytes", "must be positive"),
             (self.batch_retries >= 0, "batch_retries", "must not be negative"),
+            (self.schema_evolution in MODES, "schema_evolution", f"choose {', '.join(MODES)}"),
         ]
         for ok, name, message in checks:
             if not ok:
@@ -149,6 +152,8 @@ def ingest_options(settings: Settings, **options: Any) -> IngestOptions:
         options["starting_position"] = settings.start_position
     if options.get("archive") is None:
         options["archive"] = settings.archive_raw
+    if options.get("schema_evolution") is None:
+        options["schema_evolution"] = settings.schema_evolution
     routing = options.get("routing")
     if not isinstance(routing, Routing):
         overrides = {"route": routing} if isinstance(routing, str) else dict(routing or {})

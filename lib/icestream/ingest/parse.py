@@ -21,6 +21,11 @@ valid text. Every record therefore ends as exactly one of: a :class:`ParsedEvent
 Unknown top-level fields are kept, not dropped: they are folded into ``properties`` (strings as
 they are, other JSON values as compact JSON text), unless ``properties`` already has that key, in
 which case the explicit property wins. Unknown keys inside ``device_info`` are ignored.
+
+With schema evolution on (``evolve=True``: :mod:`icestream.ingest.evolve`), an unknown top-level field
+whose name is a lower-case identifier and whose value is a string, a number or a boolean is not
+folded: it comes back in ``extras``, tagged with its JSON kind, to become (or fill) a column of its
+own. A null is an absent field; objects, arrays and other names are folded as above.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from typing import Any
 
 import msgspec
 
+from icestream.ingest.evolve import evolvable_field, tag_value
 from icestream.lake.schema import DEVICE_FIELDS, REQUIRED_FIELDS
 from icestream.limits import DEFAULT_MAX_EVENT_BYTES
 
@@ -50,7 +56,7 @@ STRING_FIELDS = ("event_id", "user_id", "session_id", "event_type", "event_ts")
 
 # An accepted event as a tuple, in ParsedEvent's field order (the read task's row needs no object).
 DeviceInfo = tuple["str | None", "str | None", "str | None"]
-EventFields = tuple[str, str, "str | None", str, datetime, dict[str, str], "DeviceInfo | None"]
+EventFields = tuple[str, str, "str | None", str, datetime, dict[str, str], "DeviceInfo | None", "dict[str, str] | None"]
 
 
 @dataclass(frozen=True)
@@ -64,6 +70,7 @@ class ParsedEvent:
     event_ts: datetime  # timezone-aware, UTC
     properties: dict[str, str]
     device_info: tuple[str | None, str | None, str | None] | None
+    extras: dict[str, str] | None = None  # with evolve: new top-level fields, tagged (ingest.evolve.tag_value)
 
 
 @dataclass(frozen=True)
@@ -94,23 +101,26 @@ def parse_timestamp(text: str) -> datetime | None:
         return None
 
 
-def parse_event(data: bytes, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> EventFields | Rejection:
+def parse_event(
+    data: bytes, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES, evolve: bool = False
+) -> EventFields | Rejection:
     """Like :func:`parse_payload`, an accepted event as a plain tuple: the read task's hot path.
 
     Returns:
-        ``(event_id, user_id, session_id, event_type, event_ts, properties, device_info)``, exactly
-        the values :func:`parse_payload` would put in its :class:`ParsedEvent`, or its :class:`Rejection`.
+        ``(event_id, user_id, session_id, event_type, event_ts, properties, device_info, extras)``,
+        exactly the values :func:`parse_payload` would put in its :class:`ParsedEvent`, or its
+        :class:`Rejection`.
     """
     if data and len(data) <= max_event_bytes:
         fields = _simple_event(data)
         if fields is not None:
             return fields
-    parsed = parse_payload(data, max_event_bytes)
+    parsed = parse_payload(data, max_event_bytes, evolve)
     if isinstance(parsed, Rejection):
         return parsed
     return (
         parsed.event_id, parsed.user_id, parsed.session_id, parsed.event_type, parsed.event_ts, parsed.properties,
-        parsed.device_info,
+        parsed.device_info, parsed.extras,
     )  # fmt: skip
 
 
@@ -167,15 +177,19 @@ def _simple_event(data: bytes) -> EventFields | None:
         properties = {key: value for key, value in properties.items() if value is not None}
     device = document.device_info
     device_info = None if device is None else (device.device_type, device.os, device.app_version)
-    return event_id, user_id, document.session_id, event_type, timestamp, properties, device_info
+    return event_id, user_id, document.session_id, event_type, timestamp, properties, device_info, None
 
 
-def parse_payload(data: bytes, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> ParsedEvent | Rejection:
+def parse_payload(
+    data: bytes, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES, evolve: bool = False
+) -> ParsedEvent | Rejection:
     """Turn one record's bytes into an event, or say why not (the reference path).
 
     Args:
         data: The Kinesis record's data.
         max_event_bytes: Payloads larger than this are rejected as ``oversized``.
+        evolve: Return new scalar top-level fields in ``extras`` instead of folding them into
+            ``properties`` (see the module docstring).
 
     Returns:
         A :class:`ParsedEvent`, or a :class:`Rejection` whose ``reason`` is one of
@@ -199,7 +213,7 @@ def parse_payload(data: bytes, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -
     # become U+FFFD and could merge distinct event ids. Only payloads with escapes need the check.
     if "\\u" in text and _has_lone_surrogate(document):
         return Rejection("non_utf8", "a \\u escape encodes a lone surrogate, which is not valid Unicode text")
-    return _validate(document)
+    return _validate(document, evolve)
 
 
 def _has_lone_surrogate(value: Any) -> bool:
@@ -216,7 +230,7 @@ def _has_lone_surrogate(value: Any) -> bool:
     return False
 
 
-def _validate(document: dict[str, Any]) -> ParsedEvent | Rejection:
+def _validate(document: dict[str, Any], evolve: bool = False) -> ParsedEvent | Rejection:
     for name in REQUIRED_FIELDS:
         if document.get(name) in (None, ""):
             return Rejection(f"missing_{name}", f"{name} is missing or empty")
@@ -237,8 +251,19 @@ def _validate(document: dict[str, Any]) -> ParsedEvent | Rejection:
         if value is not None and not isinstance(value, str):
             return Rejection("wrong_type", f"properties.{key}: expected a string, got a {_type_name(value)}")
     merged = {key: value for key, value in properties.items() if value is not None}
+    extras: dict[str, str] | None = None
     for key, value in document.items():
-        if key not in KNOWN_FIELDS and key not in merged:
+        if key in KNOWN_FIELDS:
+            continue
+        if evolve and evolvable_field(key):
+            if value is None:
+                continue  # a null field is an absent one
+            tagged = tag_value(value)
+            if tagged is not None:
+                extras = {} if extras is None else extras
+                extras[key] = tagged
+                continue
+        if key not in merged:
             merged[key] = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
 
     device = document.get("device_info")
@@ -260,4 +285,5 @@ def _validate(document: dict[str, Any]) -> ParsedEvent | Rejection:
         event_ts=event_ts,
         properties=merged,
         device_info=device_info,  # type: ignore[arg-type]
+        extras=extras,
     )

@@ -323,3 +323,20 @@ def plan_shards(
             )
         )
     return plans
+
+
+def furthest(positions: dict[str, str], committed: dict[str, str]) -> dict[str, str]:
+    """Per shard, the further of ``positions`` and what the archive committed.
+
+    After a crash the batch re-reads from the events' position, which may be behind the archive's
+    (it commits first): its commit must not move the archive's position back, or records it already
+    holds would be archived again.
+    """
+
+    def order(position: str | None) -> tuple[int, tuple[int, float]]:
+        return (1, (0, 0.0)) if is_finished(position) else (0, mark_key(committed_mark(position)))
+
+    return {
+        shard: committed[shard] if shard in committed and order(committed[shard]) > order(position) else position
+        for shard, position in positions.items()
+    }

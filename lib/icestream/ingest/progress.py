@@ -44,6 +44,9 @@ class ReadStats:
     # that table holds already (transform.done_ids).
     inside_ids: list[list] = field(default_factory=list)
     reasons: dict[str, int] = field(default_factory=dict)  # rejected records per reason
+    # Schema evolution on: per new top-level field of the new events, how many values of each kind
+    # (ingest.evolve.tag_value). The driver decides columns from it, with no Spark job.
+    extra_kinds: dict[str, dict[str, int]] = field(default_factory=dict)
     # Where the read ended, and how far behind the tip that is.
     last_sequence: str | None = None
     last_sub: int | None = None  # the read ended inside aggregate last_sequence, after this user record
@@ -113,6 +116,7 @@ class PhaseSeconds:
     read: float = 0.0  # the read job: GetRecords, parsing, caching the rows
     parse: float = 0.0  # of which parsing, summed over the read tasks
     dedupe: float = 0.0
+    evolve: float = 0.0  # schema evolution: deciding new columns, their DDL (0 when off or no new field)
     write_rejects: float = 0.0
     write_events: float = 0.0
     total: float = 0.0
@@ -131,6 +135,7 @@ class BatchProgress:
     written: int = 0  # events committed
     rejected: int = 0  # rejects committed
     transform_dropped: int = 0  # events the transform removed
+    schema_changes: dict[str, str] = field(default_factory=dict)  # per table: columns added or widened (ingest.evolve)
     events_snapshot_id: int | None = None
     rejects_snapshot_id: int | None = None
     durations: PhaseSeconds = field(default_factory=PhaseSeconds)
@@ -208,6 +213,7 @@ class BatchProgress:
             "deduplicated": self.deduplicated,
             "replayed": self.replayed,
             "transform_dropped": self.transform_dropped,
+            "schema_changes": dict(self.schema_changes),
             "duration_ms": {phase: round(seconds * 1000, 1) for phase, seconds in asdict(self.durations).items()},
             "millis_behind_latest": self.millis_behind_latest,
             "millis_behind_before_read": self.millis_behind_before_read,
@@ -226,6 +232,24 @@ class BatchProgress:
         progress["input_rows_per_second"] = self.input_rows_per_second
         progress["processed_rows_per_second"] = self.processed_rows_per_second
         return progress
+
+
+def arrival_properties(shards: list[ReadStats]) -> dict[str, str]:
+    """The batch's oldest and newest Kinesis arrival, epoch milliseconds, as snapshot-summary values.
+
+    With the snapshot's ``committed_at`` they give the batch's arrival -> commit lag
+    (``icestream.queries.health.batch_lag``). Empty when no shard reported an arrival.
+    """
+    firsts = [stats.first_arrival for stats in shards if stats.first_arrival is not None]
+    lasts = [stats.last_arrival for stats in shards if stats.last_arrival is not None]
+    if not firsts or not lasts:
+        return {}
+    from icestream.lake.summary import (  # on the driver only: read tasks ship this module
+        FIRST_ARRIVAL_KEY,
+        LAST_ARRIVAL_KEY,
+    )
+
+    return {FIRST_ARRIVAL_KEY: str(round(min(firsts) * 1000)), LAST_ARRIVAL_KEY: str(round(max(lasts) * 1000))}
 
 
 class ProgressLog:

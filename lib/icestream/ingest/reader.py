@@ -41,7 +41,7 @@ from icestream.stream.clients import KinesisConnection
 # Columns of the rows a read task yields (see row_schema()).
 ROW_FIELDS = (
     "kind", "shard_id", "sequence_number", "partition_key", "arrival_ts",
-    "event_id", "user_id", "session_id", "event_type", "event_ts", "properties", "device_info",
+    "event_id", "user_id", "session_id", "event_type", "event_ts", "properties", "device_info", "extras",
     "raw_data", "raw_text", "reason", "detail", "ordinal", "meta",
 )  # fmt: skip
 
@@ -61,6 +61,7 @@ class ReadOptions:
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
     dedupe: bool = True
     archive: bool = False  # also yield a ``raw`` row per record (the raw archive)
+    evolve: bool = False  # schema evolution on: new top-level fields in ``extras`` (ingest.evolve)
     batch_id: int | None = None  # written to every row (BATCH_FIELDS)
     ingest_ts: datetime | None = None  # when the batch's read began, written to every row
     min_call_interval: float = 1 / GET_CALLS_PER_SECOND  # per shard and API
@@ -73,29 +74,21 @@ class ReadOptions:
 
 def row_schema() -> Any:
     """The Spark schema of the rows a read task hands to Spark: ``ROW_FIELDS`` then ``BATCH_FIELDS``."""
-    from pyspark.sql.types import (
-        BinaryType,
-        IntegerType,
-        LongType,
-        MapType,
-        StringType,
-        StructField,
-        StructType,
-        TimestampType,
-    )
+    from pyspark.sql import types as T  # noqa: N812 - the conventional alias
 
-    device = StructType([StructField(name, StringType()) for name in DEVICE_FIELDS])
+    text = T.StringType()
     types = {
-        "arrival_ts": TimestampType(),
-        "event_ts": TimestampType(),
-        "properties": MapType(StringType(), StringType()),
-        "device_info": device,
-        "raw_data": BinaryType(),
-        "ordinal": IntegerType(),
-        "batch_id": LongType(),
-        "ingest_ts": TimestampType(),
+        "arrival_ts": T.TimestampType(),
+        "event_ts": T.TimestampType(),
+        "properties": T.MapType(text, text),
+        "device_info": T.StructType([T.StructField(name, text) for name in DEVICE_FIELDS]),
+        "extras": T.MapType(text, text),
+        "raw_data": T.BinaryType(),
+        "ordinal": T.IntegerType(),
+        "batch_id": T.LongType(),
+        "ingest_ts": T.TimestampType(),
     }
-    return StructType([StructField(name, types.get(name, StringType())) for name in ROW_FIELDS + BATCH_FIELDS])
+    return T.StructType([T.StructField(name, types.get(name, text)) for name in ROW_FIELDS + BATCH_FIELDS])
 
 
 def _iterator_arguments(position: str) -> dict[str, Any]:
@@ -254,7 +247,7 @@ class _ShardReader:
         # if the archive does not hold it yet. A batch resuming inside an aggregate skips it.
         if self.options.archive and sequence_key(sequence) > sequence_key(self.plan.archive_committed):
             stats.archived += 1
-            yield ("raw", self.plan.shard_id, sequence, partition_key, arrival, *(None,) * 7, bytes(data), *(None,) * 5)
+            yield ("raw", self.plan.shard_id, sequence, partition_key, arrival, *(None,) * 8, bytes(data), *(None,) * 5)
         # The common case, a plain payload, goes without the expansion's objects.
         if not data or data[0] not in SPECIAL_FIRST_BYTES or not needs_decoding(data):
             stats.read += 1
@@ -285,7 +278,8 @@ class _ShardReader:
     ) -> tuple | None:  # fmt: skip
         """The row of one user record, or None when it is not written (replayed, a repeat)."""
         stats = self.stats
-        parsed = rejection if payload is None else parse_event(payload, self.options.max_event_bytes)
+        options = self.options
+        parsed = rejection if payload is None else parse_event(payload, options.max_event_bytes, options.evolve)
         position = (self.plan.shard_id, sequence, partition_key, arrival)
         if type(parsed) is tuple:  # the fast path's event fields
             stats.good += 1
@@ -303,7 +297,14 @@ class _ShardReader:
                 if self.packer is not None:
                     self.packer.add(event_id, parsed[4], arrival)
                 ordinal, self.emitted = self.emitted, self.emitted + 1
-                return ("event", *position, *parsed, None, None, None, None, ordinal, None)
+                extras = parsed[7]
+                if extras is None:
+                    return ("event", *position, *parsed, None, None, None, None, ordinal, None)
+                for name, tagged in extras.items():
+                    counts = stats.extra_kinds.setdefault(name, {})
+                    counts[tagged[0]] = counts.get(tagged[0], 0) + 1
+                # Its bytes ride along: a value its column cannot hold is rejected with the payload as sent.
+                return ("event", *position, *parsed, bytes(raw), None, None, None, ordinal, None)
             return None
         assert parsed is not None
         stats.rejected += 1
@@ -317,7 +318,7 @@ class _ShardReader:
         # Readable text of a compressed payload is its decompressed form; raw_data keeps the bytes as sent.
         text = (raw if payload is None else payload).decode("utf-8", errors="replace")[:4096]
         return (
-            "reject", *position, None, None, None, None, None, None, None, bytes(raw), text, parsed.reason,
+            "reject", *position, None, None, None, None, None, None, None, None, bytes(raw), text, parsed.reason,
             detail, None, None,
         )  # fmt: skip
 

@@ -30,9 +30,10 @@ import numpy as np
 from icestream.config import Settings
 from icestream.errors import ConfigError
 from icestream.ingest import dedupe
+from icestream.ingest import evolve as evo
 from icestream.ingest import positions as pos
 from icestream.ingest.options import IngestOptions
-from icestream.ingest.progress import BatchProgress, IndexStats, ReadStats
+from icestream.ingest.progress import BatchProgress, IndexStats, arrival_properties
 from icestream.ingest.routing import TARGET_COLUMN, remember_routed_table, routed_tables
 from icestream.ingest.source import ReadBatch, TablePositions
 from icestream.ingest.transform import REJECT_COLUMNS, after_committed, done_ids, reject_rows, run_transform
@@ -43,8 +44,6 @@ from icestream.lake.schema import table_columns
 from icestream.lake.summary import (
     BATCH_KEY,
     CREATED_KEY,
-    FIRST_ARRIVAL_KEY,
-    LAST_ARRIVAL_KEY,
     POSITIONS_KEY,
     QUERY_KEY,
     STREAM_KEY,
@@ -132,6 +131,12 @@ class TableSink:
         self.routing = options.routing
         self.routed: dict[str, _Table] = {self.events.name: self.events}  # every table events go to, by name
         self._fields: dict[str, tuple[int, list[StructField]]] = {}  # per table: its schema id and columns
+        self._schema_changes: dict[str, str] = {}  # per table: the changes its next data commit names
+        # Schema evolution keeps the new fields (and, for a reject, the payload) beside the table's columns.
+        self._keep = (evo.EXTRAS_COLUMN, "raw_data") if options.schema_evolution != "off" else ()
+        self.evolution = None
+        if options.schema_evolution != "off":
+            self.evolution = evo.PayloadEvolution(spark, options.schema_evolution, self._table_fields, self._fields.pop)
 
     @property
     def tables(self) -> tuple[_Table, ...]:
@@ -203,18 +208,29 @@ class TableSink:
             events = events.where(~F.concat_ws(":", "shard_id", "ordinal").isin(sorted(drop)))
         routed = None
         if self.options.transform is not None:
-            events, routed = run_transform(self.options.transform, events.select(*table_columns()), read.batch_id)
+            events, routed = run_transform(
+                self.options.transform, events.select(*table_columns(), *self._keep), read.batch_id, self._keep
+            )
         frames = {self.events.name: (events, None)}  # table -> (its rows, how many; None: every new event)
+        table_kinds = None
         if self.routing is not None:
-            frames, unknown = self._route(events, read, new_positions)
-            routed = unknown if routed is None else (routed if unknown is None else routed.unionByName(unknown))
+            frames, unknown, table_kinds = self._route(events, read, new_positions)
+            routed = _union(routed, unknown)
+        evolve_mark = time.monotonic()
+        if self.evolution is not None:
+            frames, conflicts, changes = self.evolution.split(frames, read.shards, table_kinds, read.batch_id)
+            routed = _union(routed, conflicts)
+            progress.schema_changes.update(changes)
+            self._schema_changes.update(changes)
+        evolve_seconds = time.monotonic() - evolve_mark
         if routed is not None:
             # Rows the rejects table already holds (a retry after a crash past its commit) are left out.
             marks = {plan.shard_id: plan.rejects_committed for plan in read.plans}
             routed = routed.where(after_committed(marks, done_ids(marks, read.shards)))
         frames = {name: (self._aligned(frame, name), rows) for name, (frame, rows) in frames.items()}
         progress.dropped.update(key.rsplit(":", 1)[0] for key in drop)
-        progress.durations.dedupe = time.monotonic() - mark
+        progress.durations.evolve = evolve_seconds
+        progress.durations.dedupe = time.monotonic() - mark - evolve_seconds
 
         new_rejects = sum(stats.rejected - stats.replayed_rejects for stats in read.shards)
         arrivals = arrival_properties(read.shards)
@@ -225,7 +241,7 @@ class TableSink:
             archived = sum(stats.archived for stats in read.shards)
             self._append(
                 self.archive, read.kept("raw").selectExpr(*ARCHIVE_SELECT), archived,
-                _furthest(new_positions, self.archive.committed), read.batch_id, arrivals,
+                pos.furthest(new_positions, self.archive.committed), read.batch_id, arrivals,
             )  # fmt: skip
             fault("after_archive", read.batch_id)
         routed_count = routed.count() if routed is not None else 0  # runs the transform once more, over kept rows
@@ -269,29 +285,35 @@ class TableSink:
 
     def _route(
         self, events: DataFrame, read: ReadBatch, new_positions: dict[str, str]
-    ) -> tuple[dict[str, tuple[DataFrame, int]], DataFrame | None]:
+    ) -> tuple[dict[str, tuple[DataFrame, int]], DataFrame | None, dict[str, dict[str, dict[str, int]]] | None]:
         """Split the batch's events by route: per table its rows past the table's own positions, and
         the rows whose route names no table (when unknown values are rejected).
 
         A table seen for the first time is created, and commits the batch's start positions before any
         table commits this batch: a restart then reads from there at the latest (see docs/ingest.md).
+        With schema evolution on and new fields in the batch, the same job that counts each table's
+        rows counts its new fields' kinds (returned third; None otherwise).
         """
         from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
         routing = self.routing
         assert routing is not None
-        keyed = routing.keyed(events.select(*table_columns()))
-        counts = {row[0]: int(row[1]) for row in keyed.groupBy(TARGET_COLUMN).count().collect()}
+        keyed = routing.keyed(events.select(*table_columns(), *self._keep))
+        if self._keep and any(stats.extra_kinds for stats in read.shards):
+            counts, kinds = evo.count_routes(keyed, TARGET_COLUMN, lambda key: routing.table_name(self.settings, key))
+        else:
+            counts = {row[0]: int(row[1]) for row in keyed.groupBy(TARGET_COLUMN).count().collect()}
+            kinds = None
         frames = {}
         for key in sorted(key for key in counts if key is not None):
             table = self._routed_table(routing.table_name(self.settings, key), read, new_positions)
             marks = {shard: pos.committed_mark(position) for shard, position in table.committed.items()}
             rows = keyed.where((F.col(TARGET_COLUMN) == key) & after_committed(marks, done_ids(marks, read.shards)))
-            frames[table.name] = (rows.select(*table_columns()), counts[key])
+            frames[table.name] = (rows.select(*table_columns(), *self._keep), counts[key])
         unknown = None
         if counts.get(None):
             unknown = reject_rows(routing.rejected(keyed), read.batch_id)
-        return frames, unknown
+        return frames, unknown, kinds
 
     def _routed_table(self, name: str, read: ReadBatch, new_positions: dict[str, str]) -> _Table:
         """The routed table ``name``: created on first sight, with the batch's start positions committed."""
@@ -347,10 +369,13 @@ class TableSink:
         }
         if new_rows > 0:
             properties.update({f"snapshot-property.{key}": value for key, value in arrivals.items()})
+        if table.name in self._schema_changes:
+            properties[f"snapshot-property.{evo.ADDED_KEY}"] = self._schema_changes[table.name]
         tasks = max(1, -(-new_rows // WRITE_ROWS_PER_TASK))
         frame.coalesce(tasks).writeTo(table.name).options(**properties).append()
         table.last_commit = time.monotonic()
         table.committed = dict(positions)
+        self._schema_changes.pop(table.name, None)
         return self._committed_snapshot(table.name, batch_id)
 
     def _commit_due(self, table: _Table, new_rows: int, positions: dict[str, str]) -> bool:
@@ -392,10 +417,14 @@ class TableSink:
         columns are converted only when its schema id changed: ``spark.table(name).schema`` analysed
         a new DataFrame every batch.
         """
+        return align_columns(events, self._table_fields(table), evo.EXTRAS_COLUMN if self._keep else None)
+
+    def _table_fields(self, table: str) -> list[StructField]:
+        """``table``'s Spark columns as its current Iceberg schema has them (converted once per schema id)."""
         schema = load_iceberg_table(self.spark, table).schema()
         if table not in self._fields or self._fields[table][0] != schema.schemaId():
             self._fields[table] = (schema.schemaId(), spark_fields(self.spark, schema))
-        return align_columns(events, self._fields[table][1])
+        return self._fields[table][1]
 
 
 def spark_fields(spark: SparkSession, schema: Any) -> list[StructField]:
@@ -406,31 +435,8 @@ def spark_fields(spark: SparkSession, schema: Any) -> list[StructField]:
     return list(StructType.fromJson(json.loads(converted.json())).fields)
 
 
-def arrival_properties(shards: list[ReadStats]) -> dict[str, str]:
-    """The batch's oldest and newest Kinesis arrival, epoch milliseconds, as snapshot-summary values.
-
-    With the snapshot's ``committed_at`` they give the batch's arrival -> commit lag
-    (``icestream.queries.health.batch_lag``). Empty when no shard reported an arrival.
-    """
-    firsts = [stats.first_arrival for stats in shards if stats.first_arrival is not None]
-    lasts = [stats.last_arrival for stats in shards if stats.last_arrival is not None]
-    if not firsts or not lasts:
-        return {}
-    return {FIRST_ARRIVAL_KEY: str(round(min(firsts) * 1000)), LAST_ARRIVAL_KEY: str(round(max(lasts) * 1000))}
-
-
-def _furthest(positions: dict[str, str], committed: dict[str, str]) -> dict[str, str]:
-    """Per shard, the further of ``positions`` and what the archive committed.
-
-    After a crash the batch re-reads from the events' position, which may be behind the archive's
-    (it commits first): its commit must not move the archive's position back, or records it already
-    holds would be archived again.
-    """
-
-    def order(position: str | None) -> tuple[int, tuple[int, float]]:
-        return (1, (0, 0.0)) if pos.is_finished(position) else (0, pos.mark_key(pos.committed_mark(position)))
-
-    return {
-        shard: committed[shard] if shard in committed and order(committed[shard]) > order(position) else position
-        for shard, position in positions.items()
-    }
+def _union(first: DataFrame | None, second: DataFrame | None) -> DataFrame | None:
+    """Both frames' rows (None stands for no rows)."""
+    if first is None or second is None:
+        return first if second is None else second
+    return first.unionByName(second)

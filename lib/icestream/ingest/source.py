@@ -310,6 +310,7 @@ class ShardSource:
             max_event_bytes=self.options.max_event_bytes,
             dedupe=self.options.dedupe,
             archive=self.options.archive,
+            evolve=self.options.schema_evolution != "off",
             batch_id=batch_id,
             ingest_ts=ingest_ts,
             **self.options.read_options,

@@ -74,14 +74,16 @@ def load_function(spec: str, option: str) -> Callable[..., Any]:
 
 
 def run_transform(
-    transform: Callable[[DataFrame], DataFrame], events: DataFrame, batch_id: int | None
+    transform: Callable[[DataFrame], DataFrame], events: DataFrame, batch_id: int | None, keep: Sequence[str] = ()
 ) -> tuple[DataFrame, DataFrame | None]:
     """Run ``transform`` over ``events``; split its result into events and rejects.
 
     Args:
         transform: The user's function.
-        events: The batch's new events, with the events table's columns.
+        events: The batch's new events, with the events table's columns (and ``keep``).
         batch_id: Written to the rejects' ``batch_id`` (None for a file load).
+        keep: Columns beside the table's that the events keep when the result still has them
+            (schema evolution's new fields: a transform that drops them leaves them out).
 
     Returns:
         ``(events, rejects)``: the rows to write to each table; rejects is None when the transform
@@ -97,11 +99,12 @@ def run_transform(
     missing = [column for column in table_columns() if column not in result.columns]
     if missing:
         raise ConfigError(f"the ingest transform must keep the table's columns; it dropped {', '.join(missing)}.")
+    columns = (*table_columns(), *(column for column in keep if column in result.columns))
     if REASON_COLUMN not in result.columns:
-        return result.select(*table_columns()), None
+        return result.select(*columns), None
     if not isinstance(result.schema[REASON_COLUMN].dataType, StringType):
         raise ConfigError(f"the ingest transform's {REASON_COLUMN} column must be a string (null: keep the row).")
-    return result.where(F.col(REASON_COLUMN).isNull()).select(*table_columns()), reject_rows(result, batch_id)
+    return result.where(F.col(REASON_COLUMN).isNull()).select(*columns), reject_rows(result, batch_id)
 
 
 def reject_rows(result: DataFrame, batch_id: int | None) -> DataFrame:

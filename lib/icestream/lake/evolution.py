@@ -25,7 +25,7 @@ from icestream.validation import validate_identifier
 
 if TYPE_CHECKING:
     import pandas as pd
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
     from pyspark.sql.types import StructField
 
     from icestream.lake.table import LakeTable
@@ -37,12 +37,14 @@ _DECIMAL = re.compile(r"DECIMAL\((\d+),\s*(\d+)\)")
 SCAN_METRICS = ("resultDataFiles", "skippedDataFiles")  # Iceberg's Spark scan metrics: files kept / pruned
 
 
-def align_columns(frame: DataFrame, fields: Sequence[StructField]) -> DataFrame:
+def align_columns(frame: DataFrame, fields: Sequence[StructField], extras_column: str | None = None) -> DataFrame:
     """Select the table's columns, in its order; a column ``frame`` lacks comes from ``properties``.
 
     Args:
         frame: Rows to write, with at least the base event columns and ``properties``.
         fields: The target table's fields (``spark.table(name).schema.fields``).
+        extras_column: A map column of new top-level fields tagged ``<kind>:<text>``
+            (:mod:`icestream.ingest.evolve`), read before ``properties`` when ``frame`` has it.
 
     Returns:
         One ``select`` (each DataFrame step is analysed again on the driver, so one step, not many).
@@ -50,14 +52,15 @@ def align_columns(frame: DataFrame, fields: Sequence[StructField]) -> DataFrame:
     from pyspark.sql import functions as F  # noqa: N812 - the usual alias
 
     present = set(frame.columns)
-    return frame.select(
-        *(
-            F.col(column.name)
-            if column.name in present
-            else F.col("properties").getItem(column.name).cast(column.dataType).alias(column.name)
-            for column in fields
-        )
-    )
+    tagged = extras_column if extras_column in present else None
+
+    def filled(column: StructField) -> Column:
+        value = F.col("properties").getItem(column.name).cast(column.dataType)
+        if tagged is not None:
+            value = F.coalesce(F.col(tagged)[column.name].substr(3, 1 << 30).cast(column.dataType), value)
+        return value.alias(column.name)
+
+    return frame.select(*(F.col(column.name) if column.name in present else filled(column) for column in fields))
 
 
 def partition_transform(transform: str, column: str, width: int | None = None) -> str:

@@ -14,16 +14,16 @@ from icestream.synthetic.generator import backfill_config, generate
 from tests.helpers.samples import event, malformed_samples, sample_events
 
 
-def reference(payload: bytes, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> tuple | Rejection:
-    parsed = parse_payload(payload, max_event_bytes)
+def reference(payload: bytes, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES, evolve: bool = False) -> object:
+    parsed = parse_payload(payload, max_event_bytes, evolve)
     if isinstance(parsed, Rejection):
         return parsed
     return (parsed.event_id, parsed.user_id, parsed.session_id, parsed.event_type, parsed.event_ts,
-            parsed.properties, parsed.device_info)  # fmt: skip
+            parsed.properties, parsed.device_info, parsed.extras)  # fmt: skip
 
 
-def assert_same(payload: bytes, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> tuple | Rejection:
-    fast, slow = parse_event(payload, max_event_bytes), reference(payload, max_event_bytes)
+def assert_same(payload: bytes, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES, evolve: bool = False) -> object:
+    fast, slow = parse_event(payload, max_event_bytes, evolve), reference(payload, max_event_bytes, evolve)
     assert fast == slow, payload[:200]
     if isinstance(fast, tuple):
         assert isinstance(slow, tuple)
@@ -78,6 +78,7 @@ def test_generated_records_agree() -> None:
 )
 def test_edge_payloads_agree(payload: bytes) -> None:
     assert_same(payload)
+    assert_same(payload, evolve=True)
 
 
 def test_oversized_agrees_at_the_limit() -> None:
@@ -104,6 +105,7 @@ fields = st.sampled_from(
 @given(st.dictionaries(fields, json_values | st.dictionaries(text, text | st.none(), max_size=3)))
 def test_any_json_object_agrees(document: dict[str, object]) -> None:
     assert_same(json.dumps(document).encode())
+    assert_same(json.dumps(document).encode(), evolve=True)
 
 
 flat = st.dictionaries(text, text | st.none(), max_size=3)
@@ -116,6 +118,7 @@ valid_looking = st.fixed_dictionaries(
 @given(valid_looking)
 def test_valid_looking_events_agree(document: dict[str, object]) -> None:
     assert_same(json.dumps(document).encode())
+    assert_same(json.dumps(document).encode(), evolve=True)
     assert_same(json.dumps(document, ensure_ascii=False).encode("utf-8", "surrogatepass"))
 
 

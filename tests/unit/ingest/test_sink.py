@@ -6,9 +6,10 @@ import time
 from typing import Any
 
 from icestream.config import load_settings
+from icestream.ingest.evolve import ADDED_KEY
 from icestream.ingest.options import IngestOptions
-from icestream.ingest.progress import ReadStats
-from icestream.ingest.sink import Appended, TableSink, _Table, arrival_properties
+from icestream.ingest.progress import ReadStats, arrival_properties
+from icestream.ingest.sink import Appended, TableSink, _Table
 from icestream.lake.summary import FIRST_ARRIVAL_KEY, LAST_ARRIVAL_KEY
 
 
@@ -37,6 +38,7 @@ def sink_of() -> TableSink:
     sink.settings = load_settings(stream_name="s")
     sink.options = IngestOptions(position_commit_seconds=0.0)
     sink.query_id, sink.stream_created = "query", "1.000"
+    sink._schema_changes = {}
     sink._committed_snapshot = lambda table, batch_id: Appended(1, 0)  # type: ignore[method-assign]
     return sink
 
@@ -62,6 +64,17 @@ def test_a_commit_with_rows_carries_the_arrivals_and_a_position_only_commit_does
     assert with_rows[f"snapshot-property.{LAST_ARRIVAL_KEY}"] == "1800000004500"
     assert not any(key.endswith(("first-arrival-ms", "last-arrival-ms")) for key in position_only)
     assert position_only["snapshot-property.icestream.batch-id"] == "8", "the position commit itself happened"
+
+
+def test_the_commit_after_a_schema_change_names_it_once() -> None:
+    sink, frame = sink_of(), FakeWrite()
+    table = _Table("lake.db.events")
+    sink._schema_changes[table.name] = "coupon string,qty bigint"
+    sink._append(table, frame, 3, {"shardId-000000000000": "AFTER:3"}, 7, {})  # type: ignore[arg-type]
+    sink._append(table, frame, 2, {"shardId-000000000000": "AFTER:5"}, 8, {})  # type: ignore[arg-type]
+    changed, next_batch = frame.appended
+    assert changed[f"snapshot-property.{ADDED_KEY}"] == "coupon string,qty bigint"
+    assert f"snapshot-property.{ADDED_KEY}" not in next_batch
 
 
 def test_a_table_without_new_rows_commits_only_moved_positions_once_they_are_due() -> None:
