@@ -12,6 +12,7 @@ import json
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -50,10 +51,16 @@ class Workload:
         keys: Distinct partition keys.
         bad_every: One malformed record after every this many good events (0: none).
         duplicate_every: Resend every this many-th good event (0: none).
+        shape: Changes each good event's document before it is sent (its number, the document); it
+            must keep ``event_id`` and ``user_id``.
     """
 
-    def __init__(self, settings: Settings, keys: int = 16, bad_every: int = 9, duplicate_every: int = 7) -> None:
+    def __init__(
+        self, settings: Settings, keys: int = 16, bad_every: int = 9, duplicate_every: int = 7,
+        shape: Callable[[int, dict[str, Any]], dict[str, Any]] | None = None,
+    ) -> None:  # fmt: skip
         self.settings = settings
+        self.shape = shape
         self.client = kinesis_client(settings)
         self.keys = keys
         self.bad_every = bad_every
@@ -77,6 +84,8 @@ class Workload:
             self.counters[user] += 1
             event_id = f"{self._prefix}-{number}"
             document = event_document(event_id, user, self.counters[user])
+            if self.shape is not None:
+                document = self.shape(number, document)
             data = json.dumps(document).encode()
             records.append((data, user, event_id))
             if self.duplicate_every and number % self.duplicate_every == 0:
