@@ -7,6 +7,7 @@
 - :mod:`~icestream.producer.run`: one production run and its typed summary in the run folder.
 - :mod:`~icestream.producer.background`: live production in its own process (start, status, stop).
 - :mod:`~icestream.producer.hot_shard`: a shard's write limit shown on a stream of its own.
+- :mod:`~icestream.producer.routed_demo`: two record kinds and a new field, routed and evolved (notebook 04).
 """
 
 from icestream.producer.background import (
@@ -16,14 +17,17 @@ from icestream.producer.background import (
     stop_background_producer,
 )
 from icestream.producer.hot_shard import hot_shard_demo
+from icestream.producer.routed_demo import RoutedDemo, routed_stream_demo
 from icestream.producer.run import RunSummary, read_run_summary, run_production, run_summary_path
 
 __all__ = [
+    "RoutedDemo",
     "RunSummary",
     "background_producer_status",
     "hot_shard_demo",
     "ingest_seconds",
     "read_run_summary",
+    "routed_stream_demo",
     "run_production",
     "run_summary_path",
     "start_background_producer",

@@ -39,6 +39,8 @@ NOT_SCANNED = {
     "credentials; the scheduled jobs' role must not be able to",
     "hot_shard.py": "notebook 01's hot-shard demo makes and deletes a stream of its own, only on an emulator "
     "(local, localstack profiles; tests/unit/producer/test_hot_shard.py)",
+    "routed_demo.py": "notebook 04's routed demo makes and deletes a stream of its own, only on an emulator "
+    "(local, localstack profiles; tests/integration/test_routed_demo.py)",
     "moto_kinesis.py": "patches moto's in-process Kinesis backend, whose methods are named like the API",
     "security.py": "holds the statement patterns this test applies; it runs no SQL",
 }
