@@ -345,7 +345,8 @@ class PayloadEvolution:
         from icestream.validation import validate_identifier
 
         for attempt in range(attempts):
-            self.forget(table, None)
+            if attempt:
+                self.forget(table, None)  # a statement failed: read the schema as it is now
             columns = {column.name: column.dataType.simpleString() for column in self.table_fields(table)}
             plan = plan_table(columns, kinds, self.mode)
             # Names are checked identifiers and types come from this module's fixed set: both may stand in the text.
@@ -365,7 +366,7 @@ class PayloadEvolution:
                 if attempt == attempts - 1:
                     raise
                 continue
-            finally:
+            if statements:
                 self.forget(table, None)
             return plan
         raise AssertionError("unreachable")

@@ -119,3 +119,32 @@ def test_a_struct_column_takes_no_stream_value() -> None:
     plan = plan_table({"meta": "struct<a:string>"}, {"meta": {"s": 1}}, "add-and-widen")
     assert not plan.changes
     assert plan.conflicts_possible
+
+
+def test_a_column_added_meanwhile_by_another_writer_is_planned_again_not_fatal() -> None:
+    from pyspark.errors import AnalysisException
+    from pyspark.sql.types import LongType, StringType, StructField
+
+    from icestream.ingest.evolve import PayloadEvolution
+
+    schemas = [
+        [StructField("event_id", StringType())],
+        [StructField("event_id", StringType()), StructField("qty", LongType())],
+    ]
+    ran: list[str] = []
+
+    class RacingSpark:
+        def sql(self, statement: str) -> None:
+            ran.append(statement)
+            if len(ran) == 1:  # another ingest added qty between our plan and our ALTER
+                raise AnalysisException(message="Cannot add column, because qty already exists")
+
+    forgotten: list[str] = []
+    evolution = PayloadEvolution(
+        RacingSpark(), "add-columns", lambda table: schemas[min(len(ran), 1)], lambda table, _: forgotten.append(table)
+    )
+    plan = evolution.apply("lake.db.events", {"qty": {"i": 3}})
+    assert ran == ["ALTER TABLE lake.db.events ADD COLUMNS (qty BIGINT)"]
+    assert not plan.changes, "planned again from the schema that has qty: nothing left to add"
+    assert plan.types == {"qty": "bigint"}
+    assert forgotten == ["lake.db.events"]
