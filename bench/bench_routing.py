@@ -11,8 +11,7 @@ written per core-second, medians over ``--runs`` and their ratio (routed / one t
 
 What routing adds per batch: one Spark job that counts the batch's rows per route, one append (and
 commit) per routed table instead of one, and on a table's first sight its creation and a commit of
-positions. The cost of a column added while streaming is not measured here: payload schema evolution
-is not part of the ingest yet.
+positions. The cost of a column added while streaming is ``bench_schema_evolution.py``'s.
 
 Run: ``.venv/bin/python bench/bench_routing.py [--records 60000] [--runs 3]`` (about 3 minutes).
 """
