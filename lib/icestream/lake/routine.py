@@ -5,6 +5,12 @@ What a table the ingest writes every few seconds needs, as Iceberg's maintenance
 1. ``compact``: ``rewrite_data_files`` (binpack) of the *closed* hours only, ``event_ts`` before the
    start of the current hour: the hour being written still gets a file per batch, and rewriting it
    now would be redone within the hour (late events into a closed hour are merged by the next run);
+   When the table has delete files (merge-on-read writes: :mod:`icestream.lake.rowlevel`), the
+   rewrite also takes every data file with a delete file (``delete-file-threshold`` 1), so the
+   deletes are applied and reads stop paying for them, and drops the delete files that then point
+   at no live data file (``remove-dangling-deletes``). Iceberg's ``rewrite_position_delete_files``
+   is not used: with Iceberg 1.10.2 it fails on a table with a map column, as the events table has
+   (``ValidationException: Invalid partition field parent: map<string, string>``);
 2. ``manifests``: ``rewrite_manifests``, so planning reads few manifests grouped by partition;
 3. ``expire``: ``expire_snapshots`` older than an age, always keeping the newest snapshot that carries
    the ingest's Kinesis positions (:meth:`~icestream.lake.maintenance.Maintenance.retain_for_positions`),
@@ -191,16 +197,30 @@ def _compact(table: LakeTable, plan: MaintenancePlan) -> tuple[Outcome, dict[str
     # not partitioned by time is compacted whole.
     column = table.maintenance.time_partition_column()
     before = plan.compact_before if column is not None else None
-    outcome = table.maintenance.rewrite_data_files(
-        options=plan.rewrite_options, before=before, time_column=column or "event_ts"
-    )
+    options = dict(plan.rewrite_options)
+    delete_files_before = _delete_files(table)
+    if delete_files_before:
+        options.setdefault("delete-file-threshold", "1")  # rewrite the files that have deletes: apply them
+        options.setdefault("remove-dangling-deletes", "true")  # and drop the delete files left pointing at nothing
+        # New files take the rewrite's own sequence number, after every delete file's: all of them dangle.
+        options.setdefault("use-starting-sequence-number", "false")
+    outcome = table.maintenance.rewrite_data_files(options=options, before=before, time_column=column or "event_ts")
     counts = outcome.counts
-    return outcome, {
+    delete_files_after = _delete_files(table) if "delete-file-threshold" in options and outcome.ran else None
+    changed = {
         "files rewritten": counts.get("rewritten_data_files_count", 0),
         "files added": counts.get("added_data_files_count", 0),
         "bytes rewritten": counts.get("rewritten_bytes_count", 0),
         "files failed": counts.get("failed_data_files_count", 0),
     }
+    if delete_files_after is not None:
+        # The procedure's removed_delete_files_count leaves out the dangling ones it drops afterwards.
+        changed["delete files removed"] = delete_files_before - delete_files_after
+    return outcome, changed
+
+
+def _delete_files(table: LakeTable) -> int:
+    return int(table.run(Statement(f"SELECT count(*) AS n FROM {table.name}.delete_files")).first().n)
 
 
 def _manifests(table: LakeTable, plan: MaintenancePlan) -> tuple[Outcome, dict[str, int]]:

@@ -9,6 +9,7 @@ from icestream.config import TIME_TRAVEL_SUFFIX
 from icestream.lake.ddl import checked_table_name, create_events_table, setup_tables
 from icestream.lake.inspect import Inspect
 from icestream.lake.maintenance import Maintenance
+from icestream.lake.rowlevel import RowLevel
 from icestream.lake.statement import DataFrameCall, Outcome, Statement, show
 from icestream.lake.versions import Versions
 from icestream.validation import validate_identifier
@@ -37,6 +38,7 @@ class LakeTable:
         inspect: Metadata tables, properties and the snapshot ancestry (:class:`~icestream.lake.inspect.Inspect`).
         maintenance: Iceberg's maintenance procedures (:class:`~icestream.lake.maintenance.Maintenance`).
         versions: Time travel, refs and history-changing writes (:class:`~icestream.lake.versions.Versions`).
+        row_level: Copy-on-write or merge-on-read and the DML (:class:`~icestream.lake.rowlevel.RowLevel`).
     """
 
     def __init__(self, spark: SparkSession, name: str, *, dry_run: bool = False, echo: bool | None = None) -> None:
@@ -60,6 +62,7 @@ class LakeTable:
         self.inspect = Inspect(self)
         self.maintenance = Maintenance(self)
         self.versions = Versions(self)
+        self.row_level = RowLevel(self)
 
     def __repr__(self) -> str:
         return f"LakeTable({self.name!r}{', dry_run=True' if self.dry_run else ''})"

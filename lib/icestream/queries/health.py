@@ -63,6 +63,9 @@ class TableStats:
     metadata_bytes: int  # current metadata.json, manifest lists and manifests of the kept snapshots
     previous_metadata_bytes: int  # older metadata.json versions (history, bounded by the table properties)
     metadata_unavailable: str = ""  # why some metadata sizes are unknown (a listing failed); empty when all are known
+    # Rows the delete files mark as deleted (position deletes: one per row), which every read
+    # still scans and then drops: merge-on-read's read amplification until compaction applies them.
+    deleted_rows: int = 0
 
     def table(self) -> dict[str, float | int]:
         """The numbers as one row for a pandas table (sizes in MiB; ``metadata_unavailable`` is in the report)."""
@@ -115,6 +118,7 @@ def collect_stats(table: LakeTable, small_file_bytes: int | None = None) -> Tabl
         metadata_bytes=int(meta.loc[meta["kind"] != "previous metadata.json", "bytes"].fillna(0).sum()),
         previous_metadata_bytes=int(meta.loc[meta["kind"] == "previous metadata.json", "bytes"].fillna(0).sum()),
         metadata_unavailable=str(unavailable.iloc[0]) if len(unavailable) else "",
+        deleted_rows=int(files.loc[files["content"] != DATA_CONTENT, "record_count"].sum()),
     )
 
 
@@ -166,7 +170,7 @@ def health_report(stats: TableStats, thresholds: HealthThresholds = HealthThresh
          f"{stats.metadata_bytes / 2**20:.2f} MiB of metadata for {stats.data_bytes / 2**20:.2f} MiB of data, "
          f"{stats.manifests} manifests; {stats.previous_metadata_bytes / 2**20:.2f} MiB of older metadata.json"),
         ("delete files / data files", stats.delete_files / files, thresholds.max_delete_file_ratio, "max",
-         f"{stats.delete_files} delete files"),
+         f"{stats.delete_files} delete files, {stats.deleted_rows} rows deleted"),
     ]  # fmt: skip
     unknown = {"metadata bytes / data bytes": stats.metadata_unavailable} if stats.metadata_unavailable else {}
     rows = []

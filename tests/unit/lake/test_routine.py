@@ -47,9 +47,12 @@ def test_the_scheduled_plan_compacts_closed_hours_and_keeps_iceberg_ages() -> No
 
 
 class DescribeOnly:
-    """A session that answers only ``DESCRIBE TABLE`` (of a table partitioned by ``hours(event_ts)``)."""
+    """A session that answers only ``DESCRIBE TABLE`` (of a table partitioned by ``hours(event_ts)``) and the
+    count of its delete files (none)."""
 
     def sql(self, text: str, args: object = None) -> SimpleNamespace:
+        if text.endswith(".delete_files"):
+            return SimpleNamespace(first=lambda: SimpleNamespace(n=0))
         assert text.startswith("DESCRIBE TABLE "), text
         rows = [SimpleNamespace(col_name="event_ts", data_type="timestamp"), SimpleNamespace(col_name="# Partitioning",
                 data_type=""), SimpleNamespace(col_name="Part 0", data_type="hours(event_ts)")]  # fmt: skip
