@@ -41,6 +41,15 @@ def rows_frame(spark, table: str, rows: list[dict]):
     return spark.createDataFrame([tuple(row.get(field.name) for field in schema.fields) for row in rows], schema)
 
 
+def duckdb_count(location: str) -> int:
+    """Rows DuckDB reads from the table at ``location`` (a metadata file)."""
+    connection = duck.connect()
+    try:
+        return int(connection.execute(f"SELECT count(*) FROM iceberg_scan('{location}')").fetchone()[0])
+    finally:
+        connection.close()
+
+
 def files_by_content(table: LakeTable) -> dict[str, int]:
     files = table.inspect.files()
     return {
@@ -76,11 +85,7 @@ def test_second_readers_apply_position_deletes(spark, filled) -> None:
     expected = spark.table(table.name).count()
     assert expected == 120 - 24
     location, _ = table.inspect.metadata_location()
-    connection = duck.connect()
-    try:
-        (duck_rows,) = connection.execute(f"SELECT count(*) FROM iceberg_scan('{location}')").fetchone()
-    finally:
-        connection.close()
+    duck_rows = duckdb_count(location)
     assert duck_rows == expected, "DuckDB applies position deletes"
     assert len(ice.open_table(settings).scan().to_arrow()) == expected, "pyiceberg applies position deletes"
 
@@ -139,11 +144,7 @@ def test_deletion_vectors_of_format_3_are_applied_by_every_reader_here(spark, fr
     formats = set(table.run(Statement(f"SELECT file_format FROM {table.name}.delete_files")).toPandas()["file_format"])
     assert formats == {"PUFFIN"}, "format 3 writes deletion vectors (Puffin), not position delete files"
     location, _ = table.inspect.metadata_location()
-    connection = duck.connect()
-    try:
-        (duck_rows,) = connection.execute(f"SELECT count(*) FROM iceberg_scan('{location}')").fetchone()
-    finally:
-        connection.close()
+    duck_rows = duckdb_count(location)
     assert (spark.table(table.name).count(), duck_rows, len(StaticTable.from_metadata(location).scan().to_arrow())) == (
         90,
         90,
