@@ -483,3 +483,26 @@ def test_a_second_ingest_on_the_same_table_is_refused_while_the_first_runs(spark
     assert second.await_termination(timeout=120)
     events, _ = table_state(spark, settings)
     assert sum(events.values()) == 20
+
+
+def test_a_graceful_stop_leaves_every_table_at_the_querys_position(spark, fresh) -> None:
+    """A clean stream gives the rejects table no rows: it commits its position with the first batch
+    only (then every position_commit_seconds). Without the commit at stop, the next run would start
+    from that older position and read the later records again."""
+    settings = fresh(shards=2, prefix="stoppos")
+    put(settings, [(event_payload(n, f"u{n % 3}"), f"u{n % 3}") for n in range(30)])
+    first = drain(spark, settings, max_records_per_shard=5)
+    assert len(first.recent_progress) > 1, "several batches: the case is exercised"
+    latest = {}
+    for table in (settings.table_name, settings.rejects_table_name):
+        spark.catalog.refreshTable(table)
+        latest[table] = (
+            spark.sql(
+                f"SELECT summary['icestream.positions'] AS p FROM {table}.snapshots ORDER BY committed_at DESC LIMIT 1"
+            )
+            .first()
+            .p
+        )
+    assert latest[settings.rejects_table_name] == latest[settings.table_name]
+    again = drain(spark, settings, max_records_per_shard=5)
+    assert [batch["num_input_rows"] for batch in again.recent_progress] == [], "nothing read twice"

@@ -238,6 +238,13 @@ def conflict_rejects(frame: DataFrame, detail: Column, batch_id: int | None) -> 
     ).select(*REJECT_COLUMNS)  # fmt: skip
 
 
+def union(first: DataFrame | None, second: DataFrame | None) -> DataFrame | None:
+    """Both frames' rows (None stands for no rows)."""
+    if first is None or second is None:
+        return first if second is None else second
+    return first.unionByName(second)
+
+
 def count_routes(
     keyed: DataFrame, target: str, table_name: Callable[[str], str]
 ) -> tuple[dict[str | None, int], dict[str, Kinds]]:
@@ -328,8 +335,7 @@ class PayloadEvolution:
                 changes[name] = plan.summary()
             if plan.conflicts_possible:
                 detail = conflict_detail(plan.types)
-                rejected = conflict_rejects(frame, detail, batch_id)
-                conflicts = rejected if conflicts is None else conflicts.unionByName(rejected)
+                conflicts = union(conflicts, conflict_rejects(frame, detail, batch_id))
                 frames[name] = (frame.where(detail.isNull()), rows)
         return frames, conflicts, changes
 

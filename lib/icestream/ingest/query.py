@@ -181,6 +181,10 @@ class IngestQuery:
                     remaining = min(remaining, self.options.duration_seconds - (time.monotonic() - began))
                 if remaining > 0:
                     self._stop.wait(remaining)
+            if self._batches_run:
+                # A table that got no rows in the last batches holds older positions; a restart would
+                # read again from them. Stopping gracefully, every table says where the query stands.
+                self.sink.commit_positions(self.processed.events, self.next_batch_id - 1)
         except BaseException as error:  # noqa: BLE001 - kept and re-raised by await_termination
             self._exception = error
         finally:

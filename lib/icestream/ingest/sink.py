@@ -215,11 +215,11 @@ class TableSink:
         table_kinds = None
         if self.routing is not None:
             frames, unknown, table_kinds = self._route(events, read, new_positions)
-            routed = _union(routed, unknown)
+            routed = evo.union(routed, unknown)
         evolve_mark = time.monotonic()
         if self.evolution is not None:
             frames, conflicts, changes = self.evolution.split(frames, read.shards, table_kinds, read.batch_id)
-            routed = _union(routed, conflicts)
+            routed = evo.union(routed, conflicts)
             progress.schema_changes.update(changes)
             self._schema_changes.update(changes)
         evolve_seconds = time.monotonic() - evolve_mark
@@ -282,6 +282,17 @@ class TableSink:
             progress.written = sum(appended.rows for appended in written.values())
             if all(appended.snapshot_id is not None for appended in written.values()):
                 progress.transform_dropped = max(0, new_events - progress.written - routed_count)
+
+    def commit_positions(self, positions: dict[str, str], batch_id: int) -> int:
+        """At a graceful stop: commit the query's processed ``positions`` (no rows) to each table whose
+        last commit carries others, as a periodic commit of positions does; return how many committed."""
+        committed = 0
+        for table in self.tables:
+            target = pos.furthest(positions, table.committed) if table is self.archive else positions
+            if positions and table.committed != target:
+                self._write(table, self.spark.table(table.name).limit(0), 0, target, batch_id, {})
+                committed += 1
+        return committed
 
     def _route(
         self, events: DataFrame, read: ReadBatch, new_positions: dict[str, str]
@@ -433,10 +444,3 @@ def spark_fields(spark: SparkSession, schema: Any) -> list[StructField]:
 
     converted = spark._jvm.org.apache.iceberg.spark.SparkSchemaUtil.convert(schema)  # type: ignore[union-attr]
     return list(StructType.fromJson(json.loads(converted.json())).fields)
-
-
-def _union(first: DataFrame | None, second: DataFrame | None) -> DataFrame | None:
-    """Both frames' rows (None stands for no rows)."""
-    if first is None or second is None:
-        return first if second is None else second
-    return first.unionByName(second)
