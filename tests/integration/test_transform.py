@@ -12,7 +12,7 @@ from icestream.config import Settings
 from icestream.errors import IngestError
 from icestream.ingest.transform import DETAIL_COLUMN, REASON_COLUMN
 from tests.helpers.crash import crash_at
-from tests.helpers.ingest import drain
+from tests.helpers.ingest import drain, refresh_tables
 from tests.helpers.streams import event_payload, put, send_aggregated, user_records
 
 BLOCKED_USER = "u3"
@@ -42,6 +42,7 @@ def records(first: int, count: int) -> tuple[list[tuple[bytes, str]], set[str], 
 
 
 def state(spark, settings: Settings) -> tuple[Counter, Counter]:
+    refresh_tables(spark, settings)  # read what the last commit holds, not a table object cached earlier
     events = Counter(row.event_id for row in spark.table(settings.table_name).select("event_id").collect())
     reasons = Counter(row.reason for row in spark.table(settings.rejects_table_name).select("reason").collect())
     return events, reasons
