@@ -156,3 +156,20 @@ def test_routed_tables_each_gain_only_the_columns_their_own_rows_bring(spark, fr
         assert coupons == expected, kind
     assert "coupon" not in columns(spark, settings.table_name), "no row went to the events table"
     assert values(spark, tables["order"], "amount")["ev-4"] == 4.5
+
+
+def keep_table_columns(frame):
+    """A transform that returns only the table's columns (it drops the new fields and the payload)."""
+    from icestream.lake.schema import table_columns
+
+    return frame.select(*table_columns(), "extras")
+
+
+def test_a_conflict_after_a_transform_that_dropped_the_payload_is_rejected_with_the_row(spark, fresh) -> None:
+    settings = fresh(shards=1, prefix="evt")
+    put(settings, [with_fields(n, qty=n) for n in range(3)] + [with_fields(3, qty="many")])
+    drain(spark, settings, schema_evolution="add-columns", transform=keep_table_columns)
+    assert values(spark, settings.table_name, "qty") == {"ev-0": 0, "ev-1": 1, "ev-2": 2}
+    (conflict,) = rejects(spark, settings)
+    assert conflict.reason == CONFLICT
+    assert json.loads(conflict.raw_text)["event_id"] == "ev-3"

@@ -228,9 +228,11 @@ def conflict_rejects(frame: DataFrame, detail: Column, batch_id: int | None) -> 
 
     from icestream.ingest.transform import REJECT_COLUMNS
 
+    # A transform that dropped the payload's bytes leaves the row itself, as JSON (as its own rejects are).
+    raw = F.col("raw_data") if "raw_data" in frame.columns else F.encode(F.to_json(F.struct(*table_columns())), "UTF-8")
     return frame.where(detail.isNotNull()).select(
-        F.col("raw_data"),
-        F.substring(F.decode(F.col("raw_data"), "UTF-8"), 1, 4096).alias("raw_text"),
+        raw.alias("raw_data"),
+        F.substring(F.decode(raw, "UTF-8"), 1, 4096).alias("raw_text"),
         F.lit(CONFLICT).alias("reason"),
         detail.alias("detail"),
         F.lit(batch_id).cast("bigint").alias("batch_id"),
