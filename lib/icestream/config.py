@@ -111,6 +111,13 @@ class Settings:
     route_unknown: str = "default"  # a value with no table: "default" (its table) or "reject" (the rejects table)
     # New top-level payload fields (icestream.ingest.evolve): "off", "add-columns" or "add-and-widen".
     schema_evolution: str = "off"
+    # A change stream (icestream.ingest.changes): the keyed table's declaration; None: an event stream.
+    changes_columns: str | None = None  # "order_id bigint, status string, updated_at timestamp"
+    changes_key: str | None = None  # the key column(s), comma-separated
+    changes_order: str | None = None  # the ordering column (newer wins); None: the later arrival wins
+    changes_format: str = "flat"  # "flat" (op beside the columns) or "debezium" (before/after/op envelope)
+    changes_op_field: str = "op"  # flat: the field naming the operation
+    changes_mode: str = "merge-on-read"  # the keyed table's row-level mode (or "copy-on-write")
     sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @property

@@ -96,6 +96,9 @@ def _validate_aws(settings: Settings) -> None:
         "schema_evolution",
         f"choose one of {', '.join(SCHEMA_EVOLUTION_MODES)}.",
     )
+    _check(settings.changes_format in ("flat", "debezium"), "changes_format", "choose flat or debezium.")
+    _check(settings.changes_mode in ("merge-on-read", "copy-on-write"), "changes_mode",
+           "choose merge-on-read or copy-on-write.")  # fmt: skip
     _check(settings.s3_sse_type in S3_SSE_TYPES, "s3_sse_type", f"choose one of {', '.join(S3_SSE_TYPES)}.")
     _check(settings.s3_sse_key is None or settings.s3_sse_type == "kms", "s3_sse_key", "a key needs s3_sse_type=kms.")
     # s3a:// is Hadoop's S3A file system: Glue would record it as the table location, and Athena,

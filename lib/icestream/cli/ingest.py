@@ -54,6 +54,7 @@ def ingest_options_from(args: argparse.Namespace) -> dict[str, Any]:
     from datetime import datetime
 
     from icestream.ingest import parse_trigger
+    from icestream.ingest.changes import ChangeSpec
     from icestream.ingest.transform import load_transform
 
     options: dict[str, Any] = {
@@ -63,7 +64,7 @@ def ingest_options_from(args: argparse.Namespace) -> dict[str, Any]:
         "duration_seconds": args.duration,
         "starting_position": args.starting_position,
         "max_records_per_shard": args.max_records_per_shard,
-        "dedupe": not args.no_dedupe,
+        "dedupe": False if args.no_dedupe else None,  # None: on for events, off for changes
         "archive": True if args.archive else None,  # None: the archive_raw setting
         "on_progress": None if args.quiet else lambda progress: print(_progress_line(progress), flush=True),
         "min_records": args.min_records,
@@ -78,6 +79,13 @@ def ingest_options_from(args: argparse.Namespace) -> dict[str, Any]:
     routing = {"route": args.route, "route_tables": args.route_map, "route_default": args.route_default,
                "route_unknown": args.route_unknown}  # fmt: skip
     options["routing"] = {name: value for name, value in routing.items() if value is not None}
+    if args.changes or args.key or args.order or args.change_format or args.op_field:
+        settings = settings_from(args)
+        options["changes"] = ChangeSpec.parse(
+            args.changes or settings.changes_columns or "", args.key or settings.changes_key or "",
+            args.order or settings.changes_order, args.change_format or settings.changes_format,
+            args.op_field or settings.changes_op_field,
+        )  # fmt: skip
     if args.starting_timestamp:
         try:
             options["starting_timestamp"] = datetime.fromisoformat(args.starting_timestamp)
@@ -154,6 +162,18 @@ def add_ingest_options(ingest: argparse.ArgumentParser) -> None:
         "--route-unknown", choices=("default", "reject"), default=None,
         help="an unknown value goes to the default table or to the rejects table (default: default)",
     )  # fmt: skip
+    changes = ingest.add_argument_group(
+        "change data", "a stream of creates, updates and deletes by key, kept as a keyed table (docs/ingest.md)"
+    )
+    changes.add_argument(
+        "--changes", metavar="COLUMNS",
+        help="the keyed table's columns, e.g. 'order_id bigint, status string, version bigint' (default: the "
+        "changes_columns setting; none: an event stream)",
+    )  # fmt: skip
+    changes.add_argument("--key", metavar="COLUMN[,COLUMN]", help="with --changes: the key (default: changes_key)")
+    changes.add_argument("--order", metavar="COLUMN", help="with --changes: its newer value wins")
+    changes.add_argument("--change-format", choices=("flat", "debezium"), help="with --changes (default: flat)")
+    changes.add_argument("--op-field", metavar="FIELD", help="with --changes, flat: the operation field")
     ingest.add_argument(
         "--schema-evolution",
         choices=SCHEMA_EVOLUTION_MODES,

@@ -1,7 +1,16 @@
 """The streaming ingest: Kinesis → Spark → Iceberg, exactly once (see ``query`` for the design)."""
 
+from icestream.ingest.changes import ChangeSpec
 from icestream.ingest.options import IngestOptions, ingest_options, parse_trigger
 from icestream.ingest.positions import load_committed
 from icestream.ingest.query import IngestQuery, start_ingest
 
-__all__ = ["IngestOptions", "IngestQuery", "ingest_options", "load_committed", "parse_trigger", "start_ingest"]
+__all__ = [
+    "ChangeSpec",
+    "IngestOptions",
+    "IngestQuery",
+    "ingest_options",
+    "load_committed",
+    "parse_trigger",
+    "start_ingest",
+]

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from icestream.config import Settings
 from icestream.errors import ConfigError
+from icestream.ingest.changes import ChangeSpec, change_spec_from_settings
 from icestream.ingest.evolve import MODES
 from icestream.ingest.routing import Routing, routing_from_settings
 from icestream.limits import DEFAULT_MAX_EVENT_BYTES, DEFAULT_START_POSITION, START_POSITIONS
@@ -47,6 +48,9 @@ class IngestOptions:
     archive: bool = False  # keep every record as received in <table>_raw (ingest_options: archive_raw setting)
     routing: Routing | None = None  # events to the table their route names (ingest.routing); None: the events table
     schema_evolution: str = "off"  # new top-level fields become columns (ingest.evolve); ingest_options: the setting
+    # A change stream (ingest.changes): its records are upserts and deletes of a keyed table, the table the
+    # settings name, applied by one MERGE per batch. ingest_options: from the changes_* settings.
+    changes: ChangeSpec | None = None
     position_commit_seconds: float = 30.0  # commit positions to a table with no new rows this often
     batch_retries: int = 3  # a batch failed by a transient error is retried from the committed state
     # During a backlog, read the next batch while this one dedupes and commits. Off by default: on
@@ -94,6 +98,15 @@ class IngestOptions:
             (self.batch_retries >= 0, "batch_retries", "must not be negative"),
             (self.schema_evolution in MODES, "schema_evolution", f"choose {', '.join(MODES)}"),
         ]
+        if self.changes is not None:
+            # A change read twice is harmless under the order rule; an event's id, transform and route have no
+            # meaning for a keyed table's rows, and its columns are declared.
+            checks += [
+                (not self.dedupe, "dedupe", "does not apply to a change stream (a repeated change re-applies)"),
+                (self.transform is None, "transform", "does not apply to a change stream"),
+                (self.routing is None, "routing", "does not apply to a change stream (one keyed table)"),
+                (self.schema_evolution == "off", "schema_evolution", "must be off (declared columns)"),
+            ]
         for ok, name, message in checks:
             if not ok:
                 raise ConfigError(f"ingest option {name}: {message}.")
@@ -154,8 +167,14 @@ def ingest_options(settings: Settings, **options: Any) -> IngestOptions:
         options["archive"] = settings.archive_raw
     if options.get("schema_evolution") is None:
         options["schema_evolution"] = settings.schema_evolution
+    if options.get("changes") is None:
+        options["changes"] = change_spec_from_settings(settings)
+    if options.get("dedupe") is None:
+        options["dedupe"] = options["changes"] is None  # a change stream does not dedupe (see validated)
     routing = options.get("routing")
-    if not isinstance(routing, Routing):
+    if options["changes"] is not None and not routing:
+        options["routing"] = None  # the settings' route is for event streams
+    elif not isinstance(routing, Routing):
         overrides = {"route": routing} if isinstance(routing, str) else dict(routing or {})
         options["routing"] = routing_from_settings(settings, **overrides)
     if "dedupe_lookback" in options and not isinstance(options["dedupe_lookback"], timedelta):

@@ -195,10 +195,16 @@ def parse_payload(
         A :class:`ParsedEvent`, or a :class:`Rejection` whose ``reason`` is one of
         :data:`REJECT_REASONS`.
     """
+    document = decode_object(data, max_event_bytes)
+    return document if isinstance(document, Rejection) else _validate(document, evolve)
+
+
+def decode_object(data: bytes, max_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> dict[str, Any] | Rejection:
+    """The payload as a JSON object, or why it is none (``empty_payload`` ... ``not_an_object``, ``non_utf8``)."""
     if not data:
         return Rejection("empty_payload", "the record has no data")
-    if len(data) > max_event_bytes:
-        return Rejection("oversized", f"{len(data)} bytes, above the limit of {max_event_bytes}")
+    if len(data) > max_bytes:
+        return Rejection("oversized", f"{len(data)} bytes, above the limit of {max_bytes}")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -213,7 +219,7 @@ def parse_payload(
     # become U+FFFD and could merge distinct event ids. Only payloads with escapes need the check.
     if "\\u" in text and _has_lone_surrogate(document):
         return Rejection("non_utf8", "a \\u escape encodes a lone surrogate, which is not valid Unicode text")
-    return _validate(document, evolve)
+    return document
 
 
 def _has_lone_surrogate(value: Any) -> bool:

@@ -37,7 +37,8 @@ from icestream.ingest.progress import PROGRESS_FILE, BatchProgress, ProgressLog
 from icestream.ingest.retry import run_with_retries
 from icestream.ingest.sink import TableSink
 from icestream.ingest.source import SCHEDULER_POOLS, ShardSource, TablePositions
-from icestream.lake.ddl import create_archive_table
+from icestream.lake.ddl import create_archive_table, create_namespace, create_rejects_table
+from icestream.lake.keyed import create_keyed_table
 from icestream.stream.clients import kinesis_connection
 
 if TYPE_CHECKING:
@@ -271,6 +272,11 @@ def build_ingest(spark: SparkSession, settings: Settings, options: IngestOptions
     stop = threading.Event()
     source = ShardSource(spark, settings, connection, options, stop, partial(_inject_fault, options))
     archive = create_archive_table(spark, settings) if options.archive else None  # optional: setup may predate it
+    if options.changes is not None:  # a change stream's keyed table is declared by its options: made here
+        create_namespace(spark, settings)
+        comment = f"Entities by key, kept current from the changes on Kinesis stream {settings.stream_name}"
+        create_keyed_table(spark, settings.table_name, options.changes.keyed, comment, settings.changes_mode)
+        create_rejects_table(spark, settings)
     sink = TableSink(spark, settings, options, query_id, source.stream_created, archive)
     lease = Lease(spark, settings.table_name)
     return IngestQuery(IngestParts(spark, settings, options, query_id, stop, source, sink, lease))

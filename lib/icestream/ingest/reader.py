@@ -11,9 +11,9 @@ KPL aggregates, gzip and zlib); the cap ``max_records`` counts user records, so 
 inside an aggregate, at a position with a sub-sequence number (``AFTER:<seq>:<sub>``), and the next
 batch starts at that record again and skips the user records already done.
 
-It yields one row per user record kept (an event or a reject) and, last, one ``meta`` row describing
-the read (counts, last sequence number, whether the shard ended, lag, retries), so a batch needs a
-single Spark job to both read and learn what was read.
+It yields one row per user record kept (an event, or a change of a change stream, or a reject) and,
+last, one ``meta`` row describing the read (counts, last sequence, whether the shard ended, lag,
+retries), so a batch needs a single Spark job to both read and learn what was read.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from typing import Any
 
 from icestream.errors import ShardReadError
 from icestream.ingest import positions as pos
+from icestream.ingest.changes import ChangeSpec, parse_change
 from icestream.ingest.dedupe import Packer
 from icestream.ingest.expand import SPECIAL_FIRST_BYTES, expand_record, needs_decoding
 from icestream.ingest.parse import Rejection, parse_event
@@ -39,12 +40,9 @@ from icestream.limits import DEFAULT_MAX_EVENT_BYTES, GET_CALLS_PER_SECOND, MAX_
 from icestream.stream.clients import KinesisConnection
 
 # Columns of the rows a read task yields (see row_schema()).
-ROW_FIELDS = (
-    "kind", "shard_id", "sequence_number", "partition_key", "arrival_ts",
-    "event_id", "user_id", "session_id", "event_type", "event_ts", "properties", "device_info", "extras",
-    "raw_data", "raw_text", "reason", "detail", "ordinal", "meta",
-)  # fmt: skip
-
+ROW_FIELDS = ("kind", "shard_id", "sequence_number", "partition_key", "arrival_ts", "event_id", "user_id",
+              "session_id", "event_type", "event_ts", "properties", "device_info", "extras", "raw_data", "raw_text",
+              "reason", "detail", "ordinal", "meta")  # fmt: skip
 
 # Columns that hold one value for a whole batch: filled per Arrow batch, not per row. They come
 # with the rows (not as literals added on the driver) so every batch runs the same generated code.
@@ -62,6 +60,7 @@ class ReadOptions:
     dedupe: bool = True
     archive: bool = False  # also yield a ``raw`` row per record (the raw archive)
     evolve: bool = False  # schema evolution on: new top-level fields in ``extras`` (ingest.evolve)
+    changes: ChangeSpec | None = None  # a change stream: records are changes of its keyed table (ingest.changes)
     batch_id: int | None = None  # written to every row (BATCH_FIELDS)
     ingest_ts: datetime | None = None  # when the batch's read began, written to every row
     min_call_interval: float = 1 / GET_CALLS_PER_SECOND  # per shard and API
@@ -279,7 +278,12 @@ class _ShardReader:
         """The row of one user record, or None when it is not written (replayed, a repeat)."""
         stats = self.stats
         options = self.options
-        parsed = rejection if payload is None else parse_event(payload, options.max_event_bytes, options.evolve)
+        if payload is None:
+            parsed = rejection
+        elif options.changes is None:
+            parsed = parse_event(payload, options.max_event_bytes, options.evolve)
+        else:  # a change stream: checked against its table's declaration (ingest.changes)
+            parsed = parse_change(payload, options.changes, options.max_event_bytes, f"{sequence}:{sub or 0}")
         position = (self.plan.shard_id, sequence, partition_key, arrival)
         if type(parsed) is tuple:  # the fast path's event fields
             stats.good += 1
@@ -336,10 +340,8 @@ def _note_arrivals(stats: ReadStats, records: list[dict[str, Any]]) -> None:
 def _meta_row(stats: ReadStats, digests: bytes | None) -> tuple:
     """The last row of a task: its stats as JSON in ``meta``, its new events' digests in ``raw_data``."""
     values = dict.fromkeys(ROW_FIELDS)
-    values.update(
-        kind="meta", shard_id=stats.shard_id, sequence_number=stats.last_sequence, raw_data=digests,
-        meta=stats.to_json(),
-    )  # fmt: skip
+    values.update(kind="meta", shard_id=stats.shard_id, sequence_number=stats.last_sequence, raw_data=digests,
+                  meta=stats.to_json())  # fmt: skip
     return tuple(values[name] for name in ROW_FIELDS)
 
 

@@ -18,12 +18,11 @@ past its own (:func:`~icestream.ingest.transform.after_committed`, by id inside 
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -32,6 +31,7 @@ from icestream.errors import ConfigError
 from icestream.ingest import dedupe
 from icestream.ingest import evolve as evo
 from icestream.ingest import positions as pos
+from icestream.ingest.changes import apply_changes
 from icestream.ingest.options import IngestOptions
 from icestream.ingest.progress import BatchProgress, IndexStats, arrival_properties
 from icestream.ingest.routing import TARGET_COLUMN, remember_routed_table, routed_tables
@@ -40,7 +40,7 @@ from icestream.ingest.transform import REJECT_COLUMNS, after_committed, done_ids
 from icestream.lake.ddl import create_routed_table
 from icestream.lake.evolution import align_columns
 from icestream.lake.inspect import ancestry, load_iceberg_table
-from icestream.lake.schema import table_columns
+from icestream.lake.schema import spark_fields, table_columns
 from icestream.lake.summary import (
     BATCH_KEY,
     CREATED_KEY,
@@ -227,7 +227,8 @@ class TableSink:
             # Rows the rejects table already holds (a retry after a crash past its commit) are left out.
             marks = {plan.shard_id: plan.rejects_committed for plan in read.plans}
             routed = routed.where(after_committed(marks, done_ids(marks, read.shards)))
-        frames = {name: (self._aligned(frame, name), rows) for name, (frame, rows) in frames.items()}
+        if self.options.changes is None:  # a change stream's rows are folded and merged by _write
+            frames = {name: (self._aligned(frame, name), rows) for name, (frame, rows) in frames.items()}
         progress.dropped.update(key.rsplit(":", 1)[0] for key in drop)
         progress.durations.evolve = evolve_seconds
         progress.durations.dedupe = time.monotonic() - mark - evolve_seconds
@@ -382,12 +383,20 @@ class TableSink:
             properties.update({f"snapshot-property.{key}": value for key, value in arrivals.items()})
         if table.name in self._schema_changes:
             properties[f"snapshot-property.{evo.ADDED_KEY}"] = self._schema_changes[table.name]
-        tasks = max(1, -(-new_rows // WRITE_ROWS_PER_TASK))
-        frame.coalesce(tasks).writeTo(table.name).options(**properties).append()
+        changes = self.options.changes
+        if changes is not None and new_rows > 0 and table is self.events:
+            prefix = "snapshot-property."
+            summary = {key.removeprefix(prefix): value for key, value in properties.items() if key.startswith(prefix)}
+            apply_changes(self.spark, table.name, frame, changes, summary)  # one MERGE, the positions in its commit
+        else:
+            tasks = max(1, -(-new_rows // WRITE_ROWS_PER_TASK))
+            frame.coalesce(tasks).writeTo(table.name).options(**properties).append()
         table.last_commit = time.monotonic()
         table.committed = dict(positions)
         self._schema_changes.pop(table.name, None)
-        return self._committed_snapshot(table.name, batch_id)
+        appended = self._committed_snapshot(table.name, batch_id)
+        # A MERGE's added-records counts rewritten rows too: a change stream counts the changes it applied.
+        return Appended(appended.snapshot_id, new_rows) if changes is not None and table is self.events else appended
 
     def _commit_due(self, table: _Table, new_rows: int, positions: dict[str, str]) -> bool:
         """Whether ``table`` commits in this batch: it gets rows, or its positions moved and are due."""
@@ -436,11 +445,3 @@ class TableSink:
         if table not in self._fields or self._fields[table][0] != schema.schemaId():
             self._fields[table] = (schema.schemaId(), spark_fields(self.spark, schema))
         return self._fields[table][1]
-
-
-def spark_fields(spark: SparkSession, schema: Any) -> list[StructField]:
-    """The Spark columns of an Iceberg ``Schema`` (Java), converted the way Iceberg's Spark tables do."""
-    from pyspark.sql.types import StructType
-
-    converted = spark._jvm.org.apache.iceberg.spark.SparkSchemaUtil.convert(schema)  # type: ignore[union-attr]
-    return list(StructType.fromJson(json.loads(converted.json())).fields)

@@ -311,6 +311,7 @@ class ShardSource:
             dedupe=self.options.dedupe,
             archive=self.options.archive,
             evolve=self.options.schema_evolution != "off",
+            changes=self.options.changes,
             batch_id=batch_id,
             ingest_ts=ingest_ts,
             **self.options.read_options,

@@ -41,6 +41,7 @@ from __future__ import annotations
 from icestream.lake.archive import expire_archive
 from icestream.lake.ddl import readable_property, setup_tables, show_create_table, table_properties
 from icestream.lake.evolution import Evolution, partition_transform, promoted_type
+from icestream.lake.keyed import LIVE_FILTER, KeyedSpec
 from icestream.lake.layout import create_layout_demo, table_layout
 from icestream.lake.routine import MaintenancePlan, results_frame, run_maintenance
 from icestream.lake.statement import DataFrameCall, Outcome, Statement, show_statements
@@ -48,8 +49,10 @@ from icestream.lake.table import LakeTable, recreate_events_copy, setup_lake_tab
 from icestream.lake.window import Window, event_time_slices
 
 __all__ = [
+    "LIVE_FILTER",
     "DataFrameCall",
     "Evolution",
+    "KeyedSpec",
     "LakeTable",
     "MaintenancePlan",
     "Outcome",

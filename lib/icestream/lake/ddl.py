@@ -90,13 +90,13 @@ def _properties_sql(properties: dict[str, str]) -> str:
     return ",\n  ".join(f"'{key}' = '{value}'" for key, value in properties.items())
 
 
-def create_table_statement(name: str, columns: tuple[str, ...], partitioning: str, comment: str) -> Statement:
-    """The ``CREATE TABLE IF NOT EXISTS`` of one table, with the project's properties."""
+def create_table_statement(name: str, columns: tuple[str, ...], partitioning: str | None, comment: str) -> Statement:
+    """The ``CREATE TABLE IF NOT EXISTS`` of one table, with the project's properties (None: unpartitioned)."""
     body = ",\n  ".join(columns)
     return Statement(
         f"CREATE TABLE IF NOT EXISTS {checked_table_name(name)} (\n  {body}\n) USING iceberg\n"
-        f"PARTITIONED BY ({partitioning})\n"
-        f"COMMENT '{comment}'\n"
+        + (f"PARTITIONED BY ({partitioning})\n" if partitioning else "")
+        + f"COMMENT '{comment}'\n"
         f"TBLPROPERTIES (\n  {_properties_sql(TABLE_PROPERTIES)}\n)",
         writes=True,
     )

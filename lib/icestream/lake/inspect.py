@@ -106,7 +106,7 @@ def _exact_ids(frame: pd.DataFrame, column: str) -> pd.DataFrame:
 
 
 def _as_dict(value: Any) -> dict[str, Any]:
-    if value is None:
+    if value is None or value != value:  # NaN: pandas' null (an unpartitioned table's column)
         return {}
     if hasattr(value, "asDict"):
         return value.asDict()
@@ -186,9 +186,15 @@ class Inspect:
         return self._files("data_files")
 
     def _files(self, metadata_table: str) -> pd.DataFrame:
-        frame = self._frame(f"SELECT {FILE_COLUMNS} FROM {self._table.name}.{metadata_table} ORDER BY file_path")
+        columns = FILE_COLUMNS.replace("partition", self._partition())
+        frame = self._frame(f"SELECT {columns} FROM {self._table.name}.{metadata_table} ORDER BY file_path")
         frame["partition"] = [partition_label(_as_dict(value)) for value in frame["partition"]]
         return frame
+
+    def _partition(self, prefix: str = "") -> str:
+        """The metadata tables' ``partition`` column, or a null in its place: an unpartitioned table's have none."""
+        spec = load_iceberg_table(self._table.spark, self._table.name).spec()
+        return "CAST(NULL AS STRING) AS partition" if spec.isUnpartitioned() else f"{prefix}partition AS partition"
 
     def file_bounds(self, column: str = "event_ts") -> pd.DataFrame:
         """Each data file's lowest and highest value of ``column``: what lets a scan skip a file.
@@ -205,7 +211,7 @@ class Inspect:
         field_id = int(load_iceberg_table(self._table.spark, self._table.name).schema().findField(name).fieldId())
         frame = self._frame(
             f"""
-            SELECT file_path, partition, record_count,
+            SELECT file_path, {self._partition()}, record_count,
                    readable_metrics.{name}.lower_bound AS lower_bound,
                    readable_metrics.{name}.upper_bound AS upper_bound,
                    hex(lower_bounds[{field_id}]) AS lower_bounds_raw
@@ -230,7 +236,7 @@ class Inspect:
             f"""
             SELECT CASE status WHEN 0 THEN 'EXISTING' WHEN 1 THEN 'ADDED' ELSE 'DELETED' END AS status,
                    snapshot_id, sequence_number, data_file.file_path AS file_path,
-                   data_file.partition AS partition, data_file.record_count AS record_count
+                   {self._partition("data_file.")}, data_file.record_count AS record_count
             FROM {self._table.name}.entries
             ORDER BY sequence_number DESC, file_path
             """

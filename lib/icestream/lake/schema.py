@@ -12,10 +12,12 @@ adds the ingest metadata columns (where in Kinesis the record was, and when it a
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import json
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pyspark.sql.types import StructType
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import StructField, StructType
 
 REQUIRED_FIELDS = ("event_id", "event_type", "event_ts", "user_id")
 DEVICE_FIELDS = ("device_type", "os", "app_version")
@@ -88,3 +90,11 @@ def event_columns() -> tuple[str, ...]:
 def table_columns() -> tuple[str, ...]:
     """Names of all columns of the events table, in order."""
     return event_columns() + METADATA_COLUMNS
+
+
+def spark_fields(spark: SparkSession, schema: Any) -> list[StructField]:
+    """The Spark columns of an Iceberg ``Schema`` (Java), converted the way Iceberg's Spark tables do."""
+    from pyspark.sql.types import StructType
+
+    converted = spark._jvm.org.apache.iceberg.spark.SparkSchemaUtil.convert(schema)  # type: ignore[union-attr]
+    return list(StructType.fromJson(json.loads(converted.json())).fields)

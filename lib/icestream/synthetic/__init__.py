@@ -13,6 +13,7 @@
 - :mod:`~icestream.synthetic.samples`: the committed samples in ``data/samples/``.
 """
 
+from icestream.synthetic.entities import ORDER_COLUMNS, ORDER_KEY, ORDER_ORDER, EntityStream, apply_rule, order_changes
 from icestream.synthetic.generator import RUN_ID_PROPERTY, EventGenerator, GeneratorConfig, backfill_config, generate
 from icestream.synthetic.ground_truth import parse_anomalies, read_ground_truth
 from icestream.synthetic.malformed import BREAK_MARK, MALFORMED_DESCRIPTIONS, MALFORMED_KINDS, show_malformed
@@ -34,17 +35,23 @@ __all__ = [
     "MALFORMED_DESCRIPTIONS",
     "MALFORMED_KINDS",
     "NEW_FIELD",
+    "ORDER_COLUMNS",
     "ORDER_EVENT_TYPE",
+    "ORDER_KEY",
+    "ORDER_ORDER",
     "PROPERTY_FIELDS",
     "RUN_ID_PROPERTY",
+    "EntityStream",
     "EventGenerator",
     "GeneratorConfig",
     "TableTruth",
+    "apply_rule",
     "backfill_config",
     "decode_events",
     "expected_type_shares",
     "generate",
     "id_checksum",
+    "order_changes",
     "parse_anomalies",
     "read_ground_truth",
     "read_tables_truth",

@@ -32,3 +32,21 @@ def test_ingest_refuses_a_bad_min_records_or_delay_in_one_line(
     err = capsys.readouterr().err
     assert err.startswith(message)
     assert len(err.strip().splitlines()) == 1
+
+
+def test_ingest_takes_a_change_stream_declaration() -> None:
+    args = cli.build_parser().parse_args(
+        ["ingest", "--changes", "id bigint, v bigint, name string", "--key", "id", "--order", "v",
+         "--change-format", "debezium", "--quiet"]
+    )  # fmt: skip
+    spec = ingest_options_from(args)["changes"]
+    assert (spec.keyed.key, spec.keyed.order, spec.shape) == (("id",), "v", "debezium")
+    assert ingest_options_from(args)["dedupe"] is None, "the ingest decides: off for a change stream"
+    assert "changes" not in ingest_options_from(cli.build_parser().parse_args(["ingest", "--quiet"]))
+
+
+def test_ingest_refuses_a_bad_change_declaration_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["ingest", "--changes", "id bigint", "--key", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: changes key 'nope'")
+    assert len(err.strip().splitlines()) == 1
