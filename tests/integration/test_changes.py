@@ -3,9 +3,6 @@ pyiceberg, across crashes, a MERGE racing compaction, both shapes and both row-l
 
 from __future__ import annotations
 
-from collections import Counter
-from typing import Any
-
 import pytest
 
 from icestream.config import load_settings
@@ -13,60 +10,14 @@ from icestream.errors import ConfigError, IngestError
 from icestream.ingest import start_ingest
 from icestream.ingest.changes import ChangeSpec
 from icestream.lake import LakeTable
-from icestream.lake.keyed import LIVE_FILTER
 from icestream.lake.summary import POSITIONS_KEY
-from icestream.queries import duckdb_engine as duck
 from icestream.queries import pyiceberg_engine as ice
 from icestream.queries.health import collect_stats
-from icestream.stream.clients import ensure_stream
-from icestream.synthetic.entities import ORDER_COLUMNS, ORDER_KEY, ORDER_ORDER, EntityStream, order_changes
+from icestream.synthetic.entities import ORDER_COLUMNS, ORDER_KEY, ORDER_ORDER, order_changes
+from tests.helpers.changes import change_settings, drain_changes, duckdb_rows, expected_rows, rejected_reasons
 from tests.helpers.crash import crash_at
 from tests.helpers.ingest import refresh_tables
 from tests.helpers.streams import put
-
-COMPARED = ("order_id", "customer", "status", "amount", "version", "updated_at")
-
-
-def change_settings(prefix: str, **overrides: Any):
-    import uuid
-
-    suffix = uuid.uuid4().hex[:8]
-    settings = load_settings(stream_name=f"{prefix}-{suffix}", table=f"{prefix}_{suffix}", **overrides)
-    ensure_stream(settings, shard_count=2)
-    return settings
-
-
-def drain_changes(spark, settings, spec: ChangeSpec, **options: Any):
-    query = start_ingest(spark, settings, available_now=True, trigger_seconds=0, changes=spec, **options)
-    assert query.await_termination(timeout=300), "the drain did not end"
-    return query
-
-
-def duckdb_rows(table: LakeTable) -> dict[int, tuple]:
-    """The live rows as DuckDB reads the table's current metadata (it applies the delete files itself);
-    ``updated_at`` as epoch microseconds."""
-    location, _ = table.inspect.metadata_location()
-    columns = ", ".join(COMPARED[:-1])
-    connection = duck.connect()
-    try:
-        rows = connection.execute(
-            f"SELECT {columns}, epoch_us(updated_at) FROM iceberg_scan('{location}') WHERE {LIVE_FILTER}"
-        ).fetchall()
-    finally:
-        connection.close()
-    return {row[0]: row for row in rows}
-
-
-def expected_rows(stream: EntityStream) -> dict[int, tuple]:
-    """The truth as :func:`duckdb_rows` reads it."""
-    return {
-        key: (*(row[name] for name in COMPARED[:-1]), round(row["updated_at"].timestamp() * 1_000_000))
-        for key, row in stream.truth.items()
-    }
-
-
-def rejected_reasons(spark, settings) -> Counter:
-    return Counter(row.reason for row in spark.table(settings.rejects_table_name).select("reason").collect())
 
 
 @pytest.mark.parametrize("shape", ["flat", "debezium"])

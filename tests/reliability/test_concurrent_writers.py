@@ -12,9 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -23,26 +20,7 @@ from icestream.lake.inspect import ancestry
 from tests.reliability import figures
 from tests.reliability.figures import size
 from tests.reliability.workload import Workload, drain_and_verify
-
-HERE = Path(__file__).resolve().parent
-
-
-def spawn(script: str, args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    with log.open("wb") as output:
-        return subprocess.Popen(
-            [sys.executable, str(HERE / script), *args], env=env, stdout=output, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True,
-        )  # fmt: skip
-
-
-def finish(process: subprocess.Popen[bytes], timeout: float, log: Path) -> None:
-    try:
-        code = process.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=30)
-        raise AssertionError(f"{log.name}: still running after {timeout:.0f} s:\n{log.read_text()[-2000:]}") from None
-    assert code == 0, f"{log.name} exited {code}:\n{log.read_text(errors='replace')[-3000:]}"
+from tests.reliability.writer_runner import finish, spawn
 
 
 def test_ingest_maintenance_and_another_writer_lose_nothing(spark, fresh, tmp_path: Path) -> None:

@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 import sys
 import time
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+HERE = Path(__file__).resolve().parent
 
 
 def conflict_name(error: BaseException) -> str:
@@ -79,6 +83,26 @@ def append(spark: Any, settings: Any, seconds: float) -> dict[str, Any]:
         number += 50
         time.sleep(0.2)  # pacing between appends, not a wait for anything
     return {"committed_snapshots": committed, "rows": rows, "failed": dict(failed)}
+
+
+def spawn(script: str, args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    """Run ``script`` (a runner beside this file) as its own process group, output to ``log``."""
+    with log.open("wb") as output:
+        return subprocess.Popen(
+            [sys.executable, str(HERE / script), *args], env=env, stdout=output, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+
+
+def finish(process: subprocess.Popen[bytes], timeout: float, log: Path) -> None:
+    """Wait for a spawned runner; fail with its log's tail if it runs too long or exits non-zero."""
+    try:
+        code = process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+        raise AssertionError(f"{log.name}: still running after {timeout:.0f} s:\n{log.read_text()[-2000:]}") from None
+    assert code == 0, f"{log.name} exited {code}:\n{log.read_text(errors='replace')[-3000:]}"
 
 
 def main() -> int:
