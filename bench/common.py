@@ -358,3 +358,49 @@ def sum_phases(phases: list[dict[str, float]]) -> dict[str, float]:
     if not phases:
         return {}
     return {key: sum(batch[key] for batch in phases) for key in phases[0]}
+
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _children() -> dict[int, list[int]]:
+    tree: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        parent = int(stat[stat.rindex(")") + 2 :].split()[1])
+        tree.setdefault(parent, []).append(int(entry.name))
+    return tree
+
+
+def tree_cpu(root: int) -> dict[int, tuple[str, float]]:
+    """CPU seconds (user + system) of ``root`` and those descendants alive now that share its session,
+    by pid, with what each process is: ``driver`` (``root``, the Python side), ``jvm`` or ``workers``
+    (Spark's Python daemon and workers).
+
+    The emulator and the background producer start in sessions of their own (they outlive the
+    process that started them), so they are left out.
+    """
+    tree = _children()
+    session = None
+    found: dict[int, tuple[str, float]] = {}
+    todo = [root]
+    while todo:
+        pid = todo.pop()
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        session = fields[3] if session is None else session  # the root's session id
+        if fields[3] != session:
+            continue
+        name = stat[stat.index("(") + 1 : stat.rindex(")")]
+        kind = "driver" if pid == root else ("jvm" if name == "java" else "workers")
+        found[pid] = (kind, (int(fields[11]) + int(fields[12])) / CLOCK_TICKS)  # utime, stime
+        todo.extend(tree.get(pid, []))
+    return found
