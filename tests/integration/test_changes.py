@@ -10,6 +10,7 @@ from icestream.errors import ConfigError, IngestError
 from icestream.ingest import start_ingest
 from icestream.ingest.changes import ChangeSpec
 from icestream.lake import LakeTable
+from icestream.lake.routine import MaintenancePlan, run_maintenance
 from icestream.lake.summary import POSITIONS_KEY
 from icestream.queries import pyiceberg_engine as ice
 from icestream.queries.health import collect_stats
@@ -113,6 +114,11 @@ def test_both_row_level_modes_end_equal_and_only_merge_on_read_leaves_delete_fil
         assert stats.deleted_rows > 0
     else:
         assert (stats.delete_files, stats.deleted_rows) == (0, 0)
+    assert duckdb_rows(table) == expected_rows(stream)
+    # Compaction applies the delete files and drops every one of them; the rows stay.
+    (compaction,) = run_maintenance(table, MaintenancePlan.scheduled(None, steps=("compact",)))
+    assert compaction.ok, compaction.line()
+    assert (collect_stats(table).delete_files, collect_stats(table).deleted_rows) == (0, 0)
     assert duckdb_rows(table) == expected_rows(stream)
     # pyiceberg applies the delete files too.
     scanned = ice.open_table(settings).scan().to_arrow().to_pylist()
