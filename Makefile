@@ -101,7 +101,7 @@ test: system venv  ## set up, then lint and the whole test suite (TEST_WORKERS=1
 	  wait $$jars
 	@$(BIN)/pytest $(if $(filter-out 0 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile) $(PYTEST_ARGS)
 
-reliability: setup  ## the full reliability campaigns, and the cluster tests including notebooks 03-06 there
+reliability: setup  ## the full reliability campaigns, and the cluster tests including notebooks 03-07 there
 	@ICESTREAM_RELIABILITY=full $(BIN)/pytest -m "reliability or cluster" $(PYTEST_ARGS)
 
 bench: setup  ## the benchmark suite (about 15 minutes); BENCH_ARGS=--full for the larger sizes

@@ -1,11 +1,11 @@
-"""The workbook end to end (item 7): ``make run``'s notebooks 00 → 06 after set-up, per notebook.
+"""The workbook end to end (item 7): ``make run``'s notebooks 00 → 07 after set-up, per notebook.
 
 Set-up (the venv, Java, the jars) is done already, as after a first ``make run``; the benchmark starts
 its own emulator in a fresh private environment (warehouse, run and output folders under
 ``bench/results/tmp/workbook/``) and runs every notebook headless with papermill through
 ``icestream.operations.runner.run_notebooks``, exactly as ``icestream run`` does, with the notebooks' default
 parameters. Reported: wall seconds per notebook and in total (``--runs`` times; medians), against the
-target from issue 5: 00 → 06 in under 5 minutes. Notebook 01 starts a background producer; it is
+target from issue 5: 00 → 07 in under 5 minutes. Notebook 01 starts a background producer; it is
 stopped at the end, with the emulator.
 
 Run: ``.venv/bin/python bench/bench_workbook.py`` (about 4 minutes per run), or ``make bench``.
@@ -31,7 +31,7 @@ def main() -> None:
     parser.add_argument("notebooks", nargs="*", help="names or prefixes (default: all)")
     args = parser.parse_args()
 
-    facts = banner("workbook: notebooks 00 -> 06 end to end", command_line())
+    facts = banner("workbook: notebooks 00 -> 07 end to end", command_line())
     from icestream.operations.runner import notebook_paths, run_notebooks
 
     runs: list[dict[str, float]] = []

@@ -211,5 +211,5 @@ def workbook(result: dict[str, Any], path: Path) -> Path:
     axis.invert_yaxis()
     axis.set_xlabel("wall seconds (median)")
     total = result["total_seconds"]["median"]
-    axis.set_title(f"Notebooks 00 → 06 after set-up: {total:.0f} s in all (target < {result['target_seconds']:.0f} s)")
+    axis.set_title(f"Notebooks 00 → 07 after set-up: {total:.0f} s in all (target < {result['target_seconds']:.0f} s)")
     return _save(figure, path)

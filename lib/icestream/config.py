@@ -36,7 +36,7 @@ REJECTS_SUFFIX = "rejects"  # records the ingest could not accept
 ARCHIVE_SUFFIX = "raw"  # every record as received (archive_raw)
 TIME_TRAVEL_SUFFIX = "time_travel"  # notebook 04's copy for writes
 LAYOUT_DEMO_SUFFIX = "layout_demo"  # notebook 00's demo table
-SORT_DEMO_SUFFIX = "sort_demo"  # notebook 06's copy of one hour, for the sort-order rewrite
+SORT_DEMO_SUFFIX = "sort_demo"  # notebook 07's copy of one hour, for the sort-order rewrite
 # The copies notebooks create (and reset drops).
 COPY_SUFFIXES = (LAYOUT_DEMO_SUFFIX, TIME_TRAVEL_SUFFIX, SORT_DEMO_SUFFIX)
 

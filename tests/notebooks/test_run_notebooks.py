@@ -12,17 +12,23 @@ import pytest
 from icestream.config import Settings, project_home
 from icestream.operations.runner import notebook_paths, run_notebooks
 
+SMALL_05 = {"mode_orders": 5000, "demo_changes": 1000}  # 05's cells and checks on smaller tables
 # The second pass of the notebooks a re-run can trip (01 adds a backfill with new ids to a table that
-# holds the first one; 05 must score only its own run): small and bounded (3½ minutes measured on 2 busy cores).
+# holds the first one; 06 must score only its own run): small and bounded (3½ minutes measured on 2 busy cores).
 SECOND_PASS = (
     ("00", {}),  # set-up again: harmless (same stream, same tables, nothing written)
-    ("01", {"live_seconds": 10.0}),  # the default history (05 asserts its score at the defaults), short live part
+    ("01", {"live_seconds": 10.0}),  # the default history (06 asserts its score at the defaults), short live part
     ("02", None),  # the scheduled ingest of docs/scheduling.md, twice: drain what the stream holds, commit, stop
-    ("05", {}),
+    ("05", SMALL_05),  # its tables and stream made again: a second run reads as the first
+    ("06", {}),
 )
 # The first pass: every notebook at its defaults, except 01's live part (45 s in make run), which 02 then
 # ingests until it ends: 20 s show the same cells at a third of the CPU (the live ingest is most of it).
-FIRST_PASS = (("00", {}), ("01", {"live_seconds": 20.0}), ("02", {}), ("03", {}), ("04", {}), ("05", {}), ("06", {}))
+FIRST_PASS = (
+    ("00", {}), ("01", {"live_seconds": 20.0}), ("02", {}), ("03", {}), ("04", {}),
+    ("05", SMALL_05),  # the same cells and checks on smaller tables
+    ("06", {}), ("07", {}),
+)  # fmt: skip
 SCHEDULED_INGEST = ("run", "02", "--stamp", "--no-progress", "-p", "available_now", "true")
 
 
@@ -41,7 +47,7 @@ def test_every_notebook_then_a_second_run_on_the_same_lake(
     spark, emulator: str, settings: Settings, test_home: Path
 ) -> None:
     """Every notebook once through the runner (papermill, as ``make run``, 01's live part shorter) in the
-    test environment (same emulator, same warehouse), then 00 → 01 → the scheduled ingest twice → 05 a second time on
+    test environment (same emulator, same warehouse), then 00 → 01 → the scheduled ingest twice → 06 a second time on
     the same stream and tables: a second run must pass its checks too, and set-up run again changes
     nothing. Then what every executed copy shows a reader is checked (``output_defects``): no count
     as a float, no epoch number for a time, no NaN, no bare empty frame. One pass of every notebook,
@@ -85,13 +91,13 @@ def test_every_notebook_then_a_second_run_on_the_same_lake(
     second_run = read_run_summary(run_summary_path(settings, "backfill"))
     assert second_run is not None
     assert second_run.run_id != first_run.run_id, "01 ran again: a new run with its own id"
-    scored = json.loads((settings.path("output_dir") / "05_anomaly_summary.json").read_text())
-    assert scored["run_id"] == second_run.run_id, "05 scored the second run, not the table's first"
+    scored = json.loads((settings.path("output_dir") / "06_anomaly_summary.json").read_text())
+    assert scored["run_id"] == second_run.run_id, "06 scored the second run, not the table's first"
     assert scored["evaluation"]["anomalies"] == len(second_run.anomalies) > 0
     assert scored["evaluation"]["recall"] == 1.0, scored["evaluation"]
 
     copies = sorted(first_pass.glob("*.ipynb")) + sorted(output.glob("*.ipynb"))
-    assert len(copies) >= 7 + 4, [copy.name for copy in copies]
+    assert len(copies) >= 8 + 5, [copy.name for copy in copies]
     defects = [defect for copy in copies for defect in output_defects(copy)]
     assert not defects, "what the executed notebooks show a reader:\n" + "\n".join(defects)
 

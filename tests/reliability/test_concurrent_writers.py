@@ -1,7 +1,7 @@
 """Three processes on one catalog: the ingest, a maintenance loop on the same table, appends to another.
 
 The workbook's real-time workflow is the ingest in one process while a notebook compacts, rewrites
-manifests and expires snapshots in another (06), and something else writes a second table. This
+manifests and expires snapshots in another (07), and something else writes a second table. This
 campaign runs exactly that for a bounded time (``make test``: about a minute; ``make reliability``:
 10 minutes) with a live producer and a 1 s trigger, then checks: every event once (nothing lost,
 nothing duplicated), every malformed record once, every append the third process saw commit is in

@@ -8,7 +8,7 @@
   positions, its dedupe index and the position-keeping snapshot expiry all use;
 - ``table.maintenance``: ``rewrite_data_files``, ``rewrite_manifests``, ``expire_snapshots`` (which
   can keep the ingest's positions) and ``remove_orphan_files``; :mod:`icestream.lake.routine` runs
-  them in order as one scheduled plan (``icestream maintain``, notebook 06);
+  them in order as one scheduled plan (``icestream maintain``, notebook 07);
 - ``table.versions``: ``VERSION AS OF`` / ``TIMESTAMP AS OF`` reads, counts at a version,
   incremental reads, tags, branches, write-audit-publish, rollback, adding a column, and
   ``append_window``.
@@ -41,7 +41,7 @@ from __future__ import annotations
 from icestream.lake.archive import expire_archive
 from icestream.lake.ddl import readable_property, setup_tables, show_create_table, table_properties
 from icestream.lake.evolution import Evolution, partition_transform, promoted_type
-from icestream.lake.keyed import LIVE_FILTER, KeyedSpec
+from icestream.lake.keyed import LIVE_FILTER, KeyedSpec, create_keyed_table, merge_statement
 from icestream.lake.layout import create_layout_demo, table_layout
 from icestream.lake.routine import MaintenancePlan, results_frame, run_maintenance
 from icestream.lake.statement import DataFrameCall, Outcome, Statement, show_statements
@@ -58,9 +58,11 @@ __all__ = [
     "Outcome",
     "Statement",
     "Window",
+    "create_keyed_table",
     "create_layout_demo",
     "event_time_slices",
     "expire_archive",
+    "merge_statement",
     "partition_transform",
     "promoted_type",
     "readable_property",

@@ -166,14 +166,27 @@ def newer_condition(spec: KeyedSpec, new: str = "s", held: str = "t") -> str:
     )
 
 
-def merge_statement(name: str, source: str, spec: KeyedSpec) -> Statement:
-    """The ``MERGE INTO`` that applies folded changes (one per key) from the view ``source``."""
+def merge_statement(name: str, source: str, spec: KeyedSpec, columns: tuple[str, ...] | None = None) -> Statement:
+    """The ``MERGE INTO`` that applies folded changes (one per key) from the view ``source``.
+
+    Args:
+        name: The keyed table.
+        source: A view with one change per key.
+        spec: The table's declaration (key and ordering column).
+        columns: The columns ``source`` sets (None: all of the table's, ``UPDATE SET *`` and ``INSERT *``);
+            the others keep their value on an update and are null on an insert.
+    """
     name, source = checked_table_name(name), validate_identifier(source, "changes view")
     on = " AND ".join(f"t.{key} = s.{key}" for key in spec.key)
+    update, insert = "*", "*"
+    if columns is not None:
+        names = [validate_identifier(column, "column") for column in columns]
+        update = ", ".join(f"t.{column} = s.{column}" for column in names if column not in spec.key)
+        insert = f"({', '.join(names)}) VALUES ({', '.join(f's.{column}' for column in names)})"
     return Statement(
         f"MERGE INTO {name} t\nUSING {source} s\nON {on}\n"
-        f"WHEN MATCHED AND ({newer_condition(spec)}) THEN UPDATE SET *\n"
-        "WHEN NOT MATCHED THEN INSERT *",
+        f"WHEN MATCHED AND ({newer_condition(spec)}) THEN UPDATE SET {update}\n"
+        f"WHEN NOT MATCHED THEN INSERT {insert}",
         writes=True,
     )
 

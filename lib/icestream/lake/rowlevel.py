@@ -23,14 +23,19 @@ from typing import TYPE_CHECKING, Any
 
 from icestream.errors import ConfigError
 from icestream.lake.statement import Outcome, Statement
+from icestream.validation import validate_identifier
 
 if TYPE_CHECKING:
+    import pandas as pd
     from pyspark.sql import SparkSession
 
     from icestream.lake.table import LakeTable
 
 ROW_LEVEL_MODES = ("copy-on-write", "merge-on-read")
 MODE_PROPERTIES = ("write.delete.mode", "write.update.mode", "write.merge.mode")
+# What a row-level commit wrote and removed (Iceberg snapshot-summary keys).
+COMMIT_COUNTS = ("added-data-files", "deleted-data-files", "added-delete-files", "added-position-deletes",
+                 "added-records", "deleted-records")  # fmt: skip
 
 
 class _JavaCallable:
@@ -128,3 +133,42 @@ class RowLevel:
         if not properties:
             return self._table.apply(statement)
         return with_commit_properties(self._table.spark, properties, lambda: self._table.apply(statement))
+
+    def changelog(self, start_snapshot_id: int, end_snapshot_id: int, key: tuple[str, ...]) -> pd.DataFrame:
+        """The rows changed between two snapshots: ``create_changelog_view`` read back, oldest change first.
+
+        Iceberg pairs a deleted and an inserted row of the same key in one commit into ``UPDATE_BEFORE``
+        and ``UPDATE_AFTER`` (``compute_updates``). Its changelog scan reads data files only: a table
+        with delete files (merge-on-read) fails it, so compare a copy-on-write table, or compact first.
+
+        Args:
+            start_snapshot_id: The snapshot before the changes (exclusive).
+            end_snapshot_id: The last snapshot of the changes (inclusive).
+            key: The key columns that pair a delete with an insert.
+
+        Returns:
+            The view's rows: the table's columns, ``_change_type``, ``_change_ordinal``, ``_commit_snapshot_id``.
+        """
+        view = f"{self._table.identifier.replace('.', '_')}_changes"
+        keys = ", ".join(f"'{validate_identifier(column, 'key column')}'" for column in key)
+        span = f"'start-snapshot-id', '{int(start_snapshot_id)}', 'end-snapshot-id', '{int(end_snapshot_id)}'"
+        self._table.apply(self._table.procedure(
+            "create_changelog_view",
+            options=f"map({span})",
+            changelog_view=f"'{validate_identifier(view, 'view')}'", compute_updates="true",
+            identifier_columns=f"array({keys})",
+        ))  # fmt: skip
+        order = ", ".join(("_change_ordinal", *key, "_change_type"))
+        return self._table.run(Statement(f"SELECT * FROM {view} ORDER BY {order}")).toPandas()
+
+    def last_commit(self) -> dict[str, int | str]:
+        """What the table's newest commit wrote and removed, from its snapshot summary.
+
+        Returns:
+            ``operation`` and, as integers (0 when absent), the summary's :data:`COMMIT_COUNTS`.
+        """
+        fields = ", ".join(f"summary['{key}'] AS `{key}`" for key in COMMIT_COUNTS)
+        newest = "ORDER BY committed_at DESC LIMIT 1"
+        statement = Statement(f"SELECT operation, {fields} FROM {self._table.name}.snapshots {newest}")
+        row = self._table.run(statement).first()
+        return {"operation": row.operation, **{key: int(row[key] or 0) for key in COMMIT_COUNTS}}

@@ -1,7 +1,7 @@
 """Athena on the lake: the workbook's dashboard, time-travel and health questions in Trino's dialect.
 
 Athena (engine version 3, Trino's SQL) reads the same Iceberg tables through the Glue catalog, where
-the Glue database is the workbook's namespace. The questions are those that notebooks 03, 04 and 06
+the Glue database is the workbook's namespace. The questions are those that notebooks 03, 04 and 07
 ask through :mod:`icestream.queries.realtime`, :mod:`icestream.lake.versions` and
 :mod:`icestream.queries.health` in Spark SQL; each :class:`AthenaQuery` says which function answers it
 in Spark, what had to change for Trino, and whether DuckDB can run it here.
@@ -89,7 +89,7 @@ class AthenaQuery:
 
     Attributes:
         key: Short name in CamelCase; the resource is ``AthenaQuery<key>``.
-        notebook: The notebook whose question it answers (``03``, ``04``, ``06``).
+        notebook: The notebook whose question it answers (``03``, ``04``, ``07``).
         description: What it answers, and what its ``?`` parameters are, in order.
         sql: The statement, Trino's dialect.
         parameters: Names of the ``?`` execution parameters, in order.
@@ -277,7 +277,7 @@ def _health(table: str, rejects: str) -> list[AthenaQuery]:
     return [
         AthenaQuery(
             "DataFiles",
-            "06",
+            "07",
             "Current files by content (0 data, 1 position deletes, 2 equality deletes): count, rows, bytes, "
             "and how many are below a size. Parameter: the small-file size in bytes (Spark's health report "
             "uses 75 % of write.target-file-size-bytes).",
@@ -298,7 +298,7 @@ ORDER BY content""",
         ),
         AthenaQuery(
             "Partitions",
-            "06",
+            "07",
             "Partitions: how many, and the files, rows and bytes in the fullest and in all of them.",
             f"""SELECT count(*) AS partitions,
        sum(file_count) AS data_files,
@@ -314,7 +314,7 @@ FROM "{table}$partitions\"""",
         ),
         AthenaQuery(
             "Manifests",
-            "06",
+            "07",
             "Manifests of the current snapshot: how many, their bytes, and the data files they track.",
             f"""SELECT count(*) AS manifests,
        sum(length) AS manifest_bytes,
@@ -329,7 +329,7 @@ FROM "{table}$manifests\"""",
         ),
         AthenaQuery(
             "BatchLag",
-            "06",
+            "07",
             "Each snapshot's arrival-to-commit lag in seconds, from the ingest's keys in its summary.",
             f"""SELECT snapshot_id, committed_at,
        CAST(element_at(summary, '{BATCH_KEY}') AS bigint) AS batch_id,
@@ -346,7 +346,7 @@ ORDER BY committed_at, snapshot_id""",
         ),
         AthenaQuery(
             "RejectsByReason",
-            "06",
+            "07",
             "Records the ingest could not accept, by reason, with one example detail each.",
             f"""SELECT reason, count(*) AS records, min(detail) AS example_detail
 FROM {rejects}
@@ -365,7 +365,7 @@ def named_queries(settings: Settings | None = None) -> tuple[AthenaQuery, ...]:
     The names are unqualified: a named query runs in its Glue database (the namespace).
 
     Returns:
-        The queries: dashboard (03), time travel (04), health (06).
+        The queries: dashboard (03), time travel (04), health (07).
     """
     settings = settings or Settings()
     table = validate_identifier(settings.table, "table")

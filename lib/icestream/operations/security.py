@@ -111,6 +111,7 @@ PROCEDURE_GRANTS: dict[str, tuple[Grant, ...]] = {
     # Lists the table's location (S3FileIO.listPrefix: ListObjectsV2, i.e. s3:ListBucket), then deletes.
     "remove_orphan_files": (*_READ, ("s3:ListBucket", BUCKET), *_DELETE),
     "register_table": (*_READ, ("glue:GetDatabase", CATALOG_DATABASE), ("glue:CreateTable", CATALOG_TABLE)),
+    "create_changelog_view": _READ,  # reads the snapshots' data files; the view is the session's own
 }
 
 # pyiceberg's Catalog methods (its GlueCatalog calls the same Glue operations as Iceberg's Java one).

@@ -1,4 +1,4 @@
-"""Charts of notebook 06: file sizes, files per partition, the snapshot timeline, before/after maintenance."""
+"""Charts of notebook 07: file sizes, files per partition, the snapshot timeline, before/after maintenance."""
 
 from __future__ import annotations
 

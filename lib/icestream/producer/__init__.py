@@ -16,14 +16,17 @@ from icestream.producer.background import (
     start_background_producer,
     stop_background_producer,
 )
+from icestream.producer.change_demo import ChangeDemo, change_stream_demo
 from icestream.producer.hot_shard import hot_shard_demo
 from icestream.producer.routed_demo import RoutedDemo, routed_stream_demo
 from icestream.producer.run import RunSummary, read_run_summary, run_production, run_summary_path
 
 __all__ = [
+    "ChangeDemo",
     "RoutedDemo",
     "RunSummary",
     "background_producer_status",
+    "change_stream_demo",
     "hot_shard_demo",
     "ingest_seconds",
     "read_run_summary",

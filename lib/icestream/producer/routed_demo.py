@@ -84,6 +84,19 @@ class RoutedDemo:
         return pd.DataFrame(rows)
 
 
+def start_afresh(spark: SparkSession, demo: Settings, others: tuple[str, ...] = ()) -> Any:
+    """Drop a demo's tables (its table, its rejects and ``others``) and make its 2-shard stream again, so a
+    second run of a notebook reads as the first; return a Kinesis client of the demo's endpoint."""
+    for name in (demo.table_name, *others, demo.rejects_table_name):
+        table = LakeTable(spark, name)
+        table.apply(Statement(f"DROP TABLE IF EXISTS {table.name} PURGE", writes=True))
+    client = kinesis_client(demo)
+    if demo.stream_name in client.list_streams()["StreamNames"]:
+        client.delete_stream(StreamName=demo.stream_name, EnforceConsumerDeletion=True)
+    ensure_stream(demo, shard_count=2)
+    return client
+
+
 def routed_stream_demo(
     spark: SparkSession,
     settings: Settings,
@@ -114,14 +127,8 @@ def routed_stream_demo(
     from icestream.ingest import start_ingest  # here: the live producer's process imports this package too
 
     demo = replace(settings.companion(DEMO_SUFFIX), stream_name=f"{settings.stream_name}-{DEMO_SUFFIX}")
-    for name in (demo.table_name, demo.companion_table_name(ORDERS_SUFFIX), demo.rejects_table_name):
-        table = LakeTable(spark, name)
-        table.apply(Statement(f"DROP TABLE IF EXISTS {table.name} PURGE", writes=True))
+    client = start_afresh(spark, demo, (demo.companion_table_name(ORDERS_SUFFIX),))
     setup_tables(spark, demo)
-    client = kinesis_client(demo)
-    if demo.stream_name in client.list_streams()["StreamNames"]:
-        client.delete_stream(StreamName=demo.stream_name, EnforceConsumerDeletion=True)
-    ensure_stream(demo, shard_count=2)
     config = backfill_config(
         hours=hours, records=records, seed=seed, anomalies=(),
         **as_options(order_rate, hours * 3600 * new_field_share),

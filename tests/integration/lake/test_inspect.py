@@ -72,7 +72,7 @@ def test_every_query_is_recorded_with_its_arguments(loaded) -> None:
 
 
 def test_a_folder_that_cannot_be_listed_raises_a_clear_error(spark) -> None:
-    # The failure notebook 06 hits on an s3:// warehouse without an S3 Hadoop FileSystem (iceberg#11541).
+    # The failure notebook 07 hits on an s3:// warehouse without an S3 Hadoop FileSystem (iceberg#11541).
     from icestream.errors import StorageListingError
     from icestream.lake.inspect import _list_sizes
 
@@ -108,7 +108,7 @@ def test_unlisted_metadata_sizes_are_marked_unavailable_not_dropped(loaded, monk
 
 def test_snapshot_ids_are_exact_integers_never_floats(loaded) -> None:
     """Ids are 64-bit: as float64 (what pandas makes of a column with a null) they print as 8.416206e+18
-    and lose their last digits, so every frame notebooks 04 and 06 show keeps them as integers."""
+    and lose their last digits, so every frame notebooks 04 and 07 show keeps them as integers."""
     table, _ = loaded
     snaps = table.inspect.snapshots()
     history = table.inspect.history()

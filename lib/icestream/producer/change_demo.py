@@ -1,0 +1,114 @@
+"""A change stream sent and ingested into a keyed table, with its truth (notebook 05).
+
+:func:`change_stream_demo` sends a generated entity stream of orders
+(:func:`icestream.synthetic.order_changes`: creates, updates, deletes, re-creates, late and replayed
+changes, a few malformed records) to a stream of its own, ``<stream>-orders``, then runs the change
+ingest over it once: the keyed table ``<table>_orders`` (merge-on-read) with its rejects table
+``<table>_orders_rejects``, one ``MERGE`` per batch. The tables are dropped and made again on every
+run, so a second run reads as the first; the stream is deleted after the ingest. It runs on the local
+emulator only (on AWS it would create and pay for a stream).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from icestream.ingest.changes import ChangeSpec
+from icestream.lake import LIVE_FILTER, LakeTable, Statement
+from icestream.producer.put import produce
+from icestream.producer.routed_demo import start_afresh
+from icestream.synthetic.entities import ORDER_COLUMNS, ORDER_KEY, ORDER_ORDER, EntityStream, order_changes
+from icestream.synthetic.wire import Record
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from pyspark.sql import SparkSession
+
+    from icestream.config import Settings
+
+DEMO_SUFFIX = "orders"
+COMPARED = ("customer", "status", "amount", "version", "updated_at")
+
+
+@dataclass(frozen=True)
+class ChangeDemo:
+    """What the demo sent and what its ingest did."""
+
+    settings: Settings  # the demo's stream and tables (its table_name is the keyed table)
+    spec: ChangeSpec
+    stream: EntityStream  # the records sent, in order, and the truth
+    progress: list[dict[str, Any]]  # the ingest's batches
+
+    def compare(self, spark: SparkSession) -> pd.DataFrame:
+        """The keyed table against the truth: live orders, tombstones, orders that differ, rejects.
+
+        Each read is a recorded :class:`~icestream.lake.statement.Statement` of its table.
+        """
+        import pandas as pd
+
+        table = LakeTable(spark, self.settings.table_name)
+        columns = ", ".join((ORDER_KEY, *COMPARED))
+        live = table.run(Statement(f"SELECT {columns} FROM {table.name} WHERE {LIVE_FILTER}")).collect()
+        held = {row[ORDER_KEY]: tuple(row[name] for name in COMPARED) for row in live}
+        truth = {key: tuple(_naive(row[name]) for name in COMPARED) for key, row in self.stream.truth.items()}
+        tombstones = table.run(Statement(f"SELECT {ORDER_KEY} FROM {table.name} WHERE NOT ({LIVE_FILTER})")).collect()
+        rejects = LakeTable(spark, self.settings.rejects_table_name)
+        rejected = rejects.run(Statement(f"SELECT count(*) AS n FROM {rejects.name}")).first().n
+        differ = sum(held.get(key) != row for key, row in truth.items()) + len(set(held) - set(truth))
+        return pd.DataFrame({
+            "live orders": [len(held)], "live orders expected": [len(truth)], "orders that differ": [differ],
+            "tombstones": [len(tombstones)], "deleted orders expected": [len(self.stream.deleted)],
+            "rejects": [int(rejected)], "malformed records sent": [self.stream.sent["malformed"]],
+        }).T.rename(columns={0: self.settings.table_name})  # fmt: skip
+
+
+def _naive(value: Any) -> Any:
+    """A timestamp as Spark returns it in a UTC session (naive UTC); anything else as it is."""
+    return value.replace(tzinfo=None) if hasattr(value, "tzinfo") and value.tzinfo is not None else value
+
+
+def demo_settings(settings: Settings) -> Settings:
+    """The demo's stream ``<stream>-orders`` and keyed table ``<table>_orders``."""
+    return replace(settings.companion(DEMO_SUFFIX), stream_name=f"{settings.stream_name}-{DEMO_SUFFIX}")
+
+
+def change_stream_demo(
+    spark: SparkSession, settings: Settings, orders: int = 200, changes: int = 2_000, seed: int = 7,
+    timeout: float = 600.0,
+) -> ChangeDemo | None:  # fmt: skip
+    """Send an entity stream of order changes to a new stream and ingest it into a keyed table.
+
+    Args:
+        spark: The session.
+        settings: The workbook's settings (see :func:`demo_settings` for the demo's names).
+        orders: Orders the stream creates.
+        changes: Change steps (late, replayed and malformed records come on top of some).
+        seed: The generator's seed.
+        timeout: Seconds the ingest may take.
+
+    Returns:
+        The demo, or None (nothing sent) when Kinesis is not an emulator.
+    """
+    if not settings.is_local_endpoint:
+        return None
+    from icestream.ingest import start_ingest  # here: the live producer's process imports this package too
+
+    demo = demo_settings(settings)
+    client = start_afresh(spark, demo)
+    stream = order_changes(orders=orders, changes=changes, seed=seed)
+    spec = ChangeSpec.parse(ORDER_COLUMNS, ORDER_KEY, ORDER_ORDER)
+    try:
+        # Within the emulator's per-shard write limits, retrying what it throttles (as the workbook's producer does).
+        produce(demo, [Record(data, key, "change", 0.0, 0.0) for data, key in stream.records], progress=False)
+        query = start_ingest(
+            spark, demo, available_now=True, trigger_seconds=0, changes=spec,
+            max_records_per_shard=max(50, len(stream.records) // 12),  # several batches, several MERGEs
+            progress_file=demo.path("run_dir") / f"{DEMO_SUFFIX}_progress.jsonl",
+        )  # fmt: skip
+        query.await_termination(timeout=timeout)
+    finally:
+        client.delete_stream(StreamName=demo.stream_name, EnforceConsumerDeletion=True)
+    if query.exception() is not None:
+        raise query.exception()
+    return ChangeDemo(demo, spec, stream, list(query.recent_progress))
