@@ -90,7 +90,8 @@ def reads(spark: Any, table: str, count: int) -> dict[str, Any]:
     spark_times, duck_times, answers = [], [], set()
     for _ in range(count):
         began = time.perf_counter()
-        answers.add(tuple(spark.sql(sql.format(table)).first()))
+        live, amount = spark.sql(sql.format(table)).first()
+        answers.add((live, round(amount, 2)))  # a sum of doubles varies in its last bits with the task order
         spark_times.append(time.perf_counter() - began)
     lake_table = LakeTable(spark, table)
     location, _ = lake_table.inspect.metadata_location()
