@@ -135,6 +135,8 @@ def test_profiles_set_their_defaults() -> None:
         ({"jar_source": "ivy"}, "JAR_SOURCE"),
         ({"ship": "rsync"}, "SHIP"),
         ({"start_position": "earliest"}, "START_POSITION"),
+        ({"changes_format": "avro"}, "CHANGES_FORMAT"),
+        ({"changes_mode": "merge-on-write"}, "CHANGES_MODE"),
     ],
 )
 def test_invalid_values_fail_at_load_naming_the_setting(overrides: dict[str, object], named: str) -> None:

@@ -125,3 +125,15 @@ def test_a_change_stream_defaults_to_no_dedupe_and_refuses_event_only_options(se
             IngestOptions(changes=FLAT, **{"dedupe": False, **wrong}).validated()
     with pytest.raises(ConfigError, match="routing"):
         ingest_options(settings, changes=FLAT, routing="event_type").validated()
+
+
+def test_the_settings_declare_a_change_stream_or_none() -> None:
+    from icestream.config import load_settings
+    from icestream.ingest.changes import change_spec_from_settings
+
+    assert change_spec_from_settings(load_settings()) is None
+    spec = change_spec_from_settings(load_settings(changes_columns="id bigint, v bigint", changes_key="id",
+                                                   changes_order="v", changes_format="debezium"))  # fmt: skip
+    assert spec == ChangeSpec.parse("id bigint, v bigint", "id", "v", "debezium")
+    with pytest.raises(ConfigError, match="changes_key needs changes_columns"):
+        change_spec_from_settings(load_settings(changes_key="id"))
