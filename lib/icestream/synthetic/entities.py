@@ -106,7 +106,7 @@ def order_changes(
             row = {"order_id": key, "customer": f"c-{rng.randrange(1000):04d}", "status": "created",
                    "amount": round(rng.uniform(5, 500), 2), "version": 1, "updated_at": moment}  # fmt: skip
             op, before = "c", None
-        elif stream.deleted and rng.random() < 0.05:
+        elif stream.deleted and (not live or rng.random() < 0.05):  # every order deleted: one comes back
             key = rng.choice(sorted(stream.deleted))
             before = state[key]
             row = {**before, "status": "created", "version": before["version"] + 1, "updated_at": moment}

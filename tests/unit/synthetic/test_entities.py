@@ -40,3 +40,10 @@ def test_arrival_order_alone_would_be_wrong_so_the_stream_tests_the_rule() -> No
 def test_same_seed_same_records() -> None:
     assert order_changes(seed=3).records == order_changes(seed=3).records
     assert order_changes(seed=3).records != order_changes(seed=4).records
+
+
+def test_a_stream_whose_every_order_is_deleted_goes_on_by_creating_one_again() -> None:
+    # Few orders and many deletes: at some step no order is live; that step creates a deleted one again.
+    stream = order_changes(orders=3, changes=500, seed=5, delete_share=0.5)
+    assert apply_rule(stream.records) == stream.truth
+    assert stream.sent["change"] + stream.sent["late"] > 400
