@@ -133,11 +133,22 @@ def is_ours(state: Mapping[str, Any], marks: Sequence[str]) -> bool:
     current = start_time(pid)
     if current and current != state.get("process_start"):
         return False
-    try:
-        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except OSError:
+    command = command_line(pid)
+    if command is None:
         return True  # no /proc: the pid is alive and the start check was skipped
+    if not command and current:
+        # Its start time is the recorded one, so it is our process, caught inside exec(): the
+        # kernel closes the starter's pipe (Popen returns) before it sets the new command line.
+        return True
     return all(mark in command for mark in marks)
+
+
+def command_line(pid: int) -> str | None:
+    """The process's command line, words joined by spaces ('' while it is inside exec(); None without /proc)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return None
 
 
 def terminate(pid: int, timeout: float) -> None:

@@ -56,6 +56,16 @@ def test_a_process_is_ours_only_with_its_start_time_and_command(tmp_path: Path, 
     assert not processes.is_ours({"pid": 0}, ())
 
 
+def test_a_process_caught_inside_exec_is_ours_by_its_start_time(tmp_path: Path, started, monkeypatch) -> None:
+    # Popen returns once exec() has closed the starter's pipe, a moment before the kernel sets the new
+    # command line: read then, /proc/<pid>/cmdline is empty (seen once under load, as "not running").
+    process = started(SLEEPER)
+    state = processes.write_state(tmp_path / "x.json", process.pid)
+    monkeypatch.setattr(processes, "command_line", lambda pid: "")
+    assert processes.is_ours(state, ("icestream-test-sleeper",))
+    assert not processes.is_ours({**state, "process_start": "1"}, ("icestream-test-sleeper",)), "a reused pid"
+
+
 def test_a_process_is_spawned_in_its_own_session_with_a_log(tmp_path: Path, started) -> None:
     sleeper = started(SLEEPER)
     assert os.getsid(sleeper.pid) == os.getpgid(sleeper.pid) == sleeper.pid, "it leads its own session"
