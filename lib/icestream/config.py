@@ -34,6 +34,7 @@ SQLITE_JDBC_JAR = "/usr/share/java/sqlite-jdbc.jar"  # Debian's libxerial-sqlite
 # <table>, <table>_<suffix> (Settings.table_name, Settings.companion_table_name).
 REJECTS_SUFFIX = "rejects"  # records the ingest could not accept
 ARCHIVE_SUFFIX = "raw"  # every record as received (archive_raw)
+METRICS_SUFFIX = "metrics"  # the continuous aggregate real_time_metrics (metrics)
 TIME_TRAVEL_SUFFIX = "time_travel"  # notebook 04's copy for writes
 LAYOUT_DEMO_SUFFIX = "layout_demo"  # notebook 00's demo table
 SORT_DEMO_SUFFIX = "sort_demo"  # notebook 07's copy of one hour, for the sort-order rewrite
@@ -104,6 +105,7 @@ class Settings:
     emulator_write_limits: bool = True  # the local emulator throttles puts beyond 1,000 records or 1 MiB/s per shard
     archive_raw: bool = False  # the ingest also keeps every record as received in <table>_raw
     archive_retention_days: int = 30  # days of arrival the raw archive keeps (expire_archive)
+    metrics: bool = False  # the ingest keeps <table>_metrics (real_time_metrics) current after every batch
     # Routing (icestream.ingest.routing): each event goes to the table its route names. None: one events table.
     route: str | None = None  # a field (event_type, properties.kind) or module:function returning a Column
     route_tables: tuple[str, ...] = ()  # value=suffix pairs: value -> <table>_<suffix>; empty: <table>_<value>
@@ -134,6 +136,11 @@ class Settings:
     def archive_table_name(self) -> str:
         """The raw archive: every record as received (with ``archive_raw``)."""
         return self.companion_table_name(ARCHIVE_SUFFIX)
+
+    @property
+    def metrics_table_name(self) -> str:
+        """The continuous aggregate ``real_time_metrics`` of the events table (with ``metrics``)."""
+        return self.companion_table_name(METRICS_SUFFIX)
 
     def companion(self, suffix: str) -> Settings:
         """These settings for the table ``<table>_<suffix>`` (a copy or a companion of the events table)."""

@@ -19,6 +19,7 @@ def test_companion_tables_are_named_from_the_table_setting() -> None:
     assert settings.table_name == "lake.ns.clicks"
     assert settings.rejects_table_name == "lake.ns.clicks_rejects"
     assert settings.archive_table_name == "lake.ns.clicks_raw"
+    assert settings.metrics_table_name == "lake.ns.clicks_metrics"
     assert settings.companion_table_name("time_travel") == "lake.ns.clicks_time_travel"
     assert settings.companion("layout_demo").table == "clicks_layout_demo"
 
@@ -28,6 +29,7 @@ def test_reset_drops_the_tables_config_names() -> None:
     assert workbook_tables(settings) == (
         "lake.ns.clicks",
         "lake.ns.clicks_rejects",
+        "lake.ns.clicks_metrics",
         *(f"lake.ns.clicks_{suffix}" for suffix in COPY_SUFFIXES),
     )
 

@@ -1,4 +1,4 @@
-"""The ``icestream`` command line: emulator, setup, doctor, produce, ingest, load, ship, maintain, reset, run.
+"""The ``icestream`` command line: emulator, setup, doctor, produce, ingest, load, ship, maintain, metrics, reset, run.
 
 Each command lives in a module of this package with a ``register(commands)`` function; adding a
 command is one module and one entry in :data:`COMMAND_MODULES`. Errors a user can cause are printed
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import argparse
 
-from icestream.cli import ingest, load, local, maintain, notebooks, produce, reset, ship
+from icestream.cli import ingest, load, local, maintain, metrics, notebooks, produce, reset, ship
 from icestream.cli.common import add_common_options, run_handler
 
-COMMAND_MODULES = (local, notebooks, produce, ingest, ship, load, maintain, reset)
+COMMAND_MODULES = (local, notebooks, produce, ingest, ship, load, maintain, metrics, reset)
 
 
 def build_parser() -> argparse.ArgumentParser:

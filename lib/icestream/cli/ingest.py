@@ -66,6 +66,7 @@ def ingest_options_from(args: argparse.Namespace) -> dict[str, Any]:
         "max_records_per_shard": args.max_records_per_shard,
         "dedupe": False if args.no_dedupe else None,  # None: on for events, off for changes
         "archive": True if args.archive else None,  # None: the archive_raw setting
+        "metrics": True if args.metrics else None,  # None: the metrics setting
         "on_progress": None if args.quiet else lambda progress: print(_progress_line(progress), flush=True),
         "min_records": args.min_records,
         "schema_evolution": args.schema_evolution,  # None: the schema_evolution setting
@@ -144,6 +145,10 @@ def add_ingest_options(ingest: argparse.ArgumentParser) -> None:
     ingest.add_argument(
         "--archive", action="store_true",
         help="also keep every record as received in <table>_raw (default: the archive_raw setting)",
+    )  # fmt: skip
+    ingest.add_argument(
+        "--metrics", action="store_true",
+        help="also keep <table>_metrics (real_time_metrics per minute, type and device) current after every batch",
     )  # fmt: skip
     ingest.add_argument(
         "--transform", metavar="MODULE:FUNCTION",

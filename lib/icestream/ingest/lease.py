@@ -161,6 +161,7 @@ class Lease:
         ttl_seconds: float = DEFAULT_TTL_SECONDS,
         identity: Identity | None = None,
         clock: Callable[[], float] = time.time,
+        holder: tuple[str, str] = ("ingest", "ingested"),
     ) -> None:
         """Prepare a lease (nothing is recorded until :meth:`acquire`).
 
@@ -170,6 +171,8 @@ class Lease:
             ttl_seconds: How long the lease outlives its last renewal; above the longest batch.
             identity: Who holds it (default: this process).
             clock: Epoch seconds (tests pass their own).
+            holder: What holds it and what it does to the table, as a refusal names them
+                (``("metrics refresh", "refreshed")`` for a metrics table).
         """
         if not ttl_seconds > 0:
             raise IngestError(f"lease ttl_seconds: {ttl_seconds} must be positive.")
@@ -178,6 +181,7 @@ class Lease:
         self._spark = spark
         self._identity = identity or Identity.current()
         self._clock = clock
+        self.holder = holder
         self._lease_id = os.urandom(8).hex()
         self._held: Holder | None = None
         self._committed_at = 0.0
@@ -201,9 +205,10 @@ class Lease:
             now = self._clock()
             if current is not None and current.lease_id != self._lease_id and current.live(now):
                 raise IngestError(
-                    f"{self.table} is already being ingested ({current.describe()}; lease valid until "
-                    f"{_when(current.expires)} unless renewed). Stop that ingest first (`kill {current.pid}` on "
-                    f"{current.host} stops it gracefully); if it is gone, start again after {_when(current.expires)}."
+                    f"{self.table} is already being {self.holder[1]} ({current.describe()}; lease valid until "
+                    f"{_when(current.expires)} unless renewed). Stop that {self.holder[0]} first "
+                    f"(`kill {current.pid}` on {current.host} stops it gracefully); if it is gone, start again "
+                    f"after {_when(current.expires)}."
                 )
             since = current.since if current is not None and current.lease_id == self._lease_id else now
             return self._record(since, now)

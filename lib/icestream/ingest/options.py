@@ -51,6 +51,9 @@ class IngestOptions:
     # A change stream (ingest.changes): its records are upserts and deletes of a keyed table, the table the
     # settings name, applied by one MERGE per batch. ingest_options: from the changes_* settings.
     changes: ChangeSpec | None = None
+    # Keep <table>_metrics (real_time_metrics, lake.metrics) current: a MERGE of each batch's new events
+    # after the batch commits. ingest_options: the metrics setting.
+    metrics: bool = False
     position_commit_seconds: float = 30.0  # commit positions to a table with no new rows this often
     batch_retries: int = 3  # a batch failed by a transient error is retried from the committed state
     # During a backlog, read the next batch while this one dedupes and commits. Off by default: on
@@ -107,6 +110,12 @@ class IngestOptions:
                 (self.routing is None, "routing", "does not apply to a change stream (one keyed table)"),
                 (self.schema_evolution == "off", "schema_evolution", "must be off (declared columns)"),
             ]
+        if self.metrics:
+            checks += [
+                (self.changes is None, "metrics", "follows an events table, not a change stream's keyed table"),
+                (self.routing is None, "metrics", "follows the one events table; with a routing, refresh per table "
+                 "with `icestream metrics --table`"),
+            ]  # fmt: skip
         for ok, name, message in checks:
             if not ok:
                 raise ConfigError(f"ingest option {name}: {message}.")
@@ -165,6 +174,8 @@ def ingest_options(settings: Settings, **options: Any) -> IngestOptions:
         options["starting_position"] = settings.start_position
     if options.get("archive") is None:
         options["archive"] = settings.archive_raw
+    if options.get("metrics") is None:
+        options["metrics"] = settings.metrics
     if options.get("schema_evolution") is None:
         options["schema_evolution"] = settings.schema_evolution
     if options.get("changes") is None:

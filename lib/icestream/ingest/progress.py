@@ -119,6 +119,7 @@ class PhaseSeconds:
     evolve: float = 0.0  # schema evolution: deciding new columns, their DDL (0 when off or no new field)
     write_rejects: float = 0.0
     write_events: float = 0.0
+    metrics: float = 0.0  # the metrics table's refresh (lake.metrics), with --metrics
     total: float = 0.0
 
 
@@ -138,6 +139,7 @@ class BatchProgress:
     schema_changes: dict[str, str] = field(default_factory=dict)  # per table: columns added or widened (ingest.evolve)
     events_snapshot_id: int | None = None
     rejects_snapshot_id: int | None = None
+    metrics_snapshot_id: int | None = None  # the metrics table's commit after this batch (with --metrics)
     durations: PhaseSeconds = field(default_factory=PhaseSeconds)
     dedupe_index: IndexStats | None = None
     prefetched: bool = False  # its read ran while the previous batch committed
@@ -220,6 +222,7 @@ class BatchProgress:
             "caught_up": self.caught_up,
             "events_snapshot_id": self.events_snapshot_id,
             "rejects_snapshot_id": self.rejects_snapshot_id,
+            "metrics_snapshot_id": self.metrics_snapshot_id,
             "reject_reasons": dict(reasons),
             "first_arrival": min(arrivals) if arrivals else None,
             "last_arrival": max(arrivals) if arrivals else None,

@@ -39,6 +39,7 @@ from icestream.ingest.sink import TableSink
 from icestream.ingest.source import SCHEDULER_POOLS, ShardSource, TablePositions
 from icestream.lake.ddl import create_archive_table, create_namespace, create_rejects_table
 from icestream.lake.keyed import create_keyed_table
+from icestream.lake.metrics import METRICS_HOLDER, create_metrics_table, refresh_metrics
 from icestream.stream.clients import kinesis_connection
 
 if TYPE_CHECKING:
@@ -63,6 +64,8 @@ class IngestQuery:
         self.source = parts.source
         self.sink = parts.sink
         self.table_lease = parts.lease  # one ingest per table (fencing)
+        self.metrics_lease = parts.metrics_lease  # and one refresher of its metrics table (with --metrics)
+        self._metrics_behind = parts.metrics_lease is not None  # refresh before the first batch too
         self.processed = TablePositions()  # where reading has got to, per table
         self.recovered_from: dict[str, str] = {}
         self.next_batch_id = 0
@@ -146,6 +149,13 @@ class IngestQuery:
         before it writes again (see ``icestream.ingest.lease``).
         """
         getattr(self.table_lease, step)()
+        if self.metrics_lease is not None:
+            try:
+                getattr(self.metrics_lease, step)()
+            except BaseException:
+                if step == "acquire":
+                    self.table_lease.release()  # refused: leave the events table free as found
+                raise
 
     # -- the loop -----------------------------------------------------------------------------------
 
@@ -156,6 +166,20 @@ class IngestQuery:
         self.recovered_from = recovered.sources
         self.next_batch_id = recovered.next_batch_id
         self.source.reset()  # iterators and any read ahead: only what the tables say counts
+        self._metrics_behind = self.metrics_lease is not None
+
+    def _refresh_metrics(self, progress: BatchProgress | None) -> None:
+        """Fold what the events table committed into its metrics table (see icestream.lake.metrics).
+
+        A crash between the events commit and this refresh leaves the metrics behind, never wrong:
+        the next refresh (after a restart, a retry, or the next batch) folds the rest.
+        """
+        began = time.monotonic()
+        refresh = refresh_metrics(self.spark, self.settings.table_name, self.settings.metrics_table_name)
+        self._metrics_behind = False
+        if progress is not None:
+            progress.durations.metrics = time.monotonic() - began
+            progress.metrics_snapshot_id = refresh.snapshot_id
 
     def _run(self) -> None:
         began = time.monotonic()
@@ -203,6 +227,8 @@ class IngestQuery:
         progress = BatchProgress(self.id, batch_id, datetime.now(UTC))
         read = self.source.next_read(batch_id, self.processed, self.sink.committed)
         if read is None:
+            if self._metrics_behind:
+                self._refresh_metrics(None)
             return None
         try:
             progress.shards, progress.capped, progress.prefetched = read.shards, read.capped, read.prefetched
@@ -212,10 +238,15 @@ class IngestQuery:
             new_positions = read.advance(self.processed.events)
             if read.records == 0 and not read.any_finished:
                 self.source.keep_iterators(read, new_positions)
+                if self._metrics_behind:
+                    self._refresh_metrics(None)
                 return None  # nothing new (a shard reaching its end counts)
             self._fault("after_read", batch_id)
             self.source.prefetch(read, new_positions, self.sink.committed)
             self.sink.commit(read, new_positions, progress, self._fault)
+            if self.metrics_lease is not None:
+                self._fault("before_metrics", batch_id)
+                self._refresh_metrics(progress)
         finally:
             read.unpersist()
         self.processed = TablePositions.same(new_positions)
@@ -254,6 +285,7 @@ class IngestParts:
     source: ShardSource
     sink: TableSink
     lease: Lease
+    metrics_lease: Lease | None = None  # with metrics: the metrics table's refresher
 
 
 def build_ingest(spark: SparkSession, settings: Settings, options: IngestOptions) -> IngestQuery:
@@ -279,7 +311,11 @@ def build_ingest(spark: SparkSession, settings: Settings, options: IngestOptions
         create_rejects_table(spark, settings)
     sink = TableSink(spark, settings, options, query_id, source.stream_created, archive)
     lease = Lease(spark, settings.table_name)
-    return IngestQuery(IngestParts(spark, settings, options, query_id, stop, source, sink, lease))
+    metrics_lease = None
+    if options.metrics:
+        metrics = create_metrics_table(spark, settings.metrics_table_name, settings.table_name)
+        metrics_lease = Lease(spark, metrics, holder=METRICS_HOLDER)
+    return IngestQuery(IngestParts(spark, settings, options, query_id, stop, source, sink, lease, metrics_lease))
 
 
 def start_ingest(spark: SparkSession | None = None, settings: Settings | None = None, **options: Any) -> IngestQuery:

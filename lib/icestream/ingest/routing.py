@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from icestream.config import ARCHIVE_SUFFIX, COPY_SUFFIXES, REJECTS_SUFFIX, Settings
+from icestream.config import ARCHIVE_SUFFIX, COPY_SUFFIXES, METRICS_SUFFIX, REJECTS_SUFFIX, Settings
 from icestream.errors import ConfigError
 from icestream.ingest.transform import DETAIL_COLUMN, REASON_COLUMN, load_function
 from icestream.validation import validate_identifier
@@ -39,7 +39,7 @@ UNKNOWN_ROUTE = "unknown_route"  # the reject reason of an event whose route nam
 UNKNOWN_CHOICES = ("default", "reject")
 TARGET_COLUMN = "_icestream_route_table"  # the routed table's key while a batch is split (dropped before writes)
 VALUE_COLUMN = "_icestream_route_value"
-RESERVED_SUFFIXES = frozenset((REJECTS_SUFFIX, ARCHIVE_SUFFIX, *COPY_SUFFIXES))
+RESERVED_SUFFIXES = frozenset((REJECTS_SUFFIX, ARCHIVE_SUFFIX, METRICS_SUFFIX, *COPY_SUFFIXES))
 # Values that name a table by themselves (no mapping): lower case, so two spellings never make two tables.
 VALUE_SUFFIX = r"^[a-z][a-z0-9_]{0,63}$"
 EVENTS_KEY = ""  # the key of the events table itself

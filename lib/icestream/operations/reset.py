@@ -71,7 +71,7 @@ class ResetPlan:
 def workbook_tables(settings: Settings) -> tuple[str, ...]:
     """The qualified names of every table the workbook creates (existing or not)."""
     copies = [settings.companion_table_name(suffix) for suffix in COPY_SUFFIXES]
-    return (settings.table_name, settings.rejects_table_name, *copies)
+    return (settings.table_name, settings.rejects_table_name, settings.metrics_table_name, *copies)
 
 
 def run_state_files(settings: Settings) -> tuple[Path, ...]:

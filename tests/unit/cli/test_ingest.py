@@ -50,3 +50,12 @@ def test_ingest_refuses_a_bad_change_declaration_in_one_line(capsys: pytest.Capt
     err = capsys.readouterr().err
     assert err.startswith("error: changes key 'nope'")
     assert len(err.strip().splitlines()) == 1
+
+
+def test_ingest_and_metrics_take_the_continuous_aggregate() -> None:
+    parser = cli.build_parser()
+    assert ingest_options_from(parser.parse_args(["ingest", "--metrics", "--quiet"]))["metrics"] is True
+    assert ingest_options_from(parser.parse_args(["ingest", "--quiet"]))["metrics"] is None, "the setting decides"
+    args = parser.parse_args(["metrics", "--table", "clicks", "--rebuild", "--view"])
+    assert (args.table, args.rebuild, args.view) == ("clicks", True, "real_time_metrics")
+    assert parser.parse_args(["metrics"]).view is None

@@ -65,3 +65,15 @@ def test_parse_trigger(text: str, seconds: float) -> None:
 def test_parse_trigger_refuses_other_text(text: str) -> None:
     with pytest.raises(ConfigError):
         parse_trigger(text)
+
+
+def test_the_metrics_follow_the_settings_and_only_an_event_stream_into_one_table() -> None:
+    settings = load_settings(metrics=True, table="clicks")
+    assert ingest_options(settings).metrics is True
+    assert settings.metrics_table_name == "lake.streaming_analytics.clicks_metrics"
+    assert ingest_options(settings, metrics=False).metrics is False
+    with pytest.raises(ConfigError, match="ingest option metrics: follows the one events table"):
+        ingest_options(settings, routing="event_type").validated()
+    changes = load_settings(metrics=True, changes_columns="id bigint, v bigint", changes_key="id")
+    with pytest.raises(ConfigError, match="ingest option metrics: follows an events table, not a change stream"):
+        ingest_options(changes).validated()

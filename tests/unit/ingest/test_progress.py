@@ -37,15 +37,16 @@ def test_the_reported_dict_keeps_its_keys_and_totals() -> None:
     assert list(reported) == [
         "id", "batch_id", "timestamp", "num_input_rows", "written", "rejected", "deduplicated", "replayed",
         "transform_dropped", "schema_changes", "duration_ms", "millis_behind_latest", "millis_behind_before_read",
-        "caught_up", "events_snapshot_id", "rejects_snapshot_id", "reject_reasons", "first_arrival", "last_arrival",
-        "shards", "dedupe_index", "prefetched", "ingest_ts", "input_rows_per_second", "processed_rows_per_second",
+        "caught_up", "events_snapshot_id", "rejects_snapshot_id", "metrics_snapshot_id", "reject_reasons",
+        "first_arrival", "last_arrival", "shards", "dedupe_index", "prefetched", "ingest_ts", "input_rows_per_second",
+        "processed_rows_per_second",
     ]  # fmt: skip
     assert reported["num_input_rows"] == 15
     assert reported["deduplicated"] == 3, "one in a read task, two on the driver"
     assert reported["replayed"] == 1
     assert reported["duration_ms"] == {
         "plan": 10.0, "read": 500.0, "parse": 0.0, "dedupe": 0.0, "evolve": 0.0, "write_rejects": 0.0,
-        "write_events": 0.0, "total": 1250.0,
+        "write_events": 0.0, "metrics": 0.0, "total": 1250.0,
     }  # fmt: skip
     assert reported["millis_behind_latest"] == 1500
     assert reported["millis_behind_before_read"] == 9000, "the largest over the shards"
