@@ -149,3 +149,28 @@ def test_a_second_refresher_is_refused_and_the_view_reads_the_table(spark, emula
     assert table[0] > 0
     summaries = spark.sql(f"SELECT summary FROM {settings.metrics_table_name}.snapshots").collect()
     assert all(SOURCE_SNAPSHOT_KEY in row.summary for row in summaries)
+
+
+def test_icestream_maintain_on_the_metrics_table_keeps_its_mark_so_refreshes_fold_on(spark, emulator) -> None:
+    settings = metrics_settings(spark, "metricsmaint")
+    stream = records(900, seed=12)
+    half = len(stream) // 2
+    for part in (stream[: half // 2], stream[half // 2 : half]):
+        sent(settings, part)
+        drain(spark, settings, metrics=True)
+    metrics = settings.metrics_table_name
+    refresh_tables(spark, settings, metrics)
+    assert spark.sql(f"SELECT count(*) FROM {metrics}.delete_files").first()[0] > 0, "merge-on-read refreshes"
+    # Every step; expiry keeps the newest snapshot that carries the refresh's mark, as it keeps positions.
+    arguments = ["maintain", "--table", f"{settings.table}_metrics", "--expire-older-than", "0s",
+                 "--steps", "compact,manifests,expire"]  # fmt: skip
+    assert cli_main(arguments) == 0
+    refresh_tables(spark, settings, metrics)
+    assert spark.sql(f"SELECT count(*) FROM {metrics}.delete_files").first()[0] == 0
+    assert read_mark(spark, metrics).source_snapshot is not None, "the mark outlived the expiry"
+    sent(settings, stream[half:])
+    drain(spark, settings)  # without --metrics: the scheduled form refreshes them afterwards
+    refresh = refresh_metrics(spark, settings.table_name, metrics)
+    assert refresh.mode == "fold", refresh.describe()
+    refresh_tables(spark, settings, metrics)
+    assert duckdb_metrics(LakeTable(spark, metrics)) == expected(stream)

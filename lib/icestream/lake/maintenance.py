@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from icestream.errors import ConfigError
 from icestream.lake.statement import Outcome, Statement, timestamp_literal
-from icestream.lake.summary import POSITIONS_KEY, STREAM_KEY
+from icestream.lake.summary import METRICS_SOURCE_KEY, POSITIONS_KEY, STREAM_KEY
 from icestream.runtime.platforms import at_least, iceberg_version
 from icestream.validation import validate_identifier
 
@@ -231,7 +231,8 @@ class Maintenance:
 
         The ingest finds its position in the newest ancestor snapshot whose summary has it;
         maintenance snapshots (``replace``) carry none. Keeping that ancestor keeps the ingest
-        answering from the snapshot, not from a derivation over the rows.
+        answering from the snapshot, not from a derivation over the rows. On a metrics table
+        (:mod:`icestream.lake.metrics`) the snapshot kept is the newest with the refresh's mark.
 
         Args:
             stream_name: The stream whose positions must survive.
@@ -243,6 +244,8 @@ class Maintenance:
         for depth, snapshot in enumerate(self._table.inspect.ancestry(), start=1):
             summary = snapshot.summary()
             if summary.get(POSITIONS_KEY) is not None and summary.get(STREAM_KEY) == stream_name:
+                return depth
+            if summary.get(METRICS_SOURCE_KEY) is not None:  # a metrics table: its refreshes fold on from there
                 return depth
         return 1
 

@@ -46,12 +46,12 @@ from icestream.lake.ddl import checked_table_name, create_table_statement
 from icestream.lake.inspect import ancestry, load_iceberg_table
 from icestream.lake.rowlevel import MODE_PROPERTIES, with_commit_properties
 from icestream.lake.statement import Statement
+from icestream.lake.summary import METRICS_SOURCE_KEY as SOURCE_SNAPSHOT_KEY
+from icestream.lake.summary import METRICS_TABLE_KEY as SOURCE_TABLE_KEY
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-SOURCE_SNAPSHOT_KEY = "icestream.metrics.source-snapshot"  # the events snapshot a metrics commit folded in
-SOURCE_TABLE_KEY = "icestream.metrics.source-table"
 SOURCE_PROPERTY = "icestream.metrics.source"  # on the metrics table: the events table it follows
 VIEW_NAME = "real_time_metrics"
 METRICS_HOLDER = ("metrics refresh", "refreshed")  # how a refusal of the metrics table's lease names its holder

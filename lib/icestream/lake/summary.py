@@ -3,7 +3,7 @@
 They live with the table layer because more than the ingest reads them: the ingest finds its
 Kinesis positions again from them (:mod:`icestream.ingest.positions`), the dedupe index recognises
 its own commits by the query id, and snapshot expiry keeps the newest snapshot that carries the
-positions (:meth:`icestream.lake.maintenance.Maintenance.retain_for_positions`).
+positions, or a metrics table's mark (:meth:`icestream.lake.maintenance.Maintenance.retain_for_positions`).
 """
 
 from __future__ import annotations
@@ -17,3 +17,6 @@ CREATED_KEY = "icestream.stream-created"  # which incarnation of the stream the 
 # newest record: with the snapshot's commit time they give the batch's arrival -> commit lag.
 FIRST_ARRIVAL_KEY = "icestream.first-arrival-ms"
 LAST_ARRIVAL_KEY = "icestream.last-arrival-ms"
+# A metrics table's refresh (icestream.lake.metrics): the events snapshot it folded in, and that table.
+METRICS_SOURCE_KEY = "icestream.metrics.source-snapshot"
+METRICS_TABLE_KEY = "icestream.metrics.source-table"
