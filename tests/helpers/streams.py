@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from typing import Any
 
@@ -100,3 +101,25 @@ def read_stream(settings: Settings) -> list[dict[str, Any]]:
                 break
             iterator = answer.get("NextShardIterator")
     return found
+
+
+class PacedProducer:
+    """Sends the records in order, ``per_call`` at a time every ``interval`` seconds, until all are sent."""
+
+    def __init__(self, settings, records: list[tuple[bytes, str]], per_call: int, interval: float) -> None:
+        self.settings, self.records, self.per_call, self.interval = settings, records, per_call, interval
+        self.sent = 0
+        self.hurry = threading.Event()  # set: send the rest without pausing
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while self.sent < len(self.records):
+            chunk = self.records[self.sent : self.sent + self.per_call]
+            put(self.settings, chunk)
+            self.sent += len(chunk)
+            self.hurry.wait(self.interval)
+
+    def finish(self) -> None:
+        self.hurry.set()
+        self.thread.join(timeout=300)
+        assert self.sent == len(self.records), "the producer did not send every record"

@@ -4,8 +4,8 @@ It runs what ``icestream ingest`` runs (settings from ``ICESTREAM_*``, :func:`st
 fault hook that (1) appends each phase it reaches to ``RELIABILITY_PHASE_LOG``, so the campaign
 knows where a kill landed, and (2) when ``RELIABILITY_KILL_PHASE`` is set, SIGKILLs its own process
 group (Python and the JVM together, like a machine losing power) at that phase of the
-``RELIABILITY_KILL_BATCH``-th batch this process runs. SIGKILL cannot be caught: nothing gets to
-clean up, which is the point.
+``RELIABILITY_KILL_BATCH``-th batch this process runs, or ``RELIABILITY_KILL_AFTER`` seconds later.
+SIGKILL cannot be caught: nothing gets to clean up, which is the point.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,7 +43,7 @@ def running(env: dict[str, str], log: Path) -> Iterator[subprocess.Popen[bytes]]
 
 
 def sigkill_trial(
-    settings: Any, log_dir: Path, number: int, phase: str | None, batch: int, delay: float
+    settings: Any, log_dir: Path, number: int, phase: str | None, batch: int, delay: float, after: float = 0.0
 ) -> tuple[int | None, str | None]:
     """Run the ingest process once and SIGKILL it; return its exit code and the last phase it reached.
 
@@ -53,6 +54,7 @@ def sigkill_trial(
         phase: The phase at which the process kills itself, in batch ``batch`` (None: no phase).
         batch: Which batch of this process (1: its first) the kill at ``phase`` waits for.
         delay: Seconds after which the trial is killed from outside if it still runs.
+        after: Seconds between reaching ``phase`` and the kill (0: at once), to land inside what follows it.
     """
     phase_log = log_dir / f"trial-{number:02d}.phases"
     env = {
@@ -64,6 +66,7 @@ def sigkill_trial(
     }
     if phase:
         env["RELIABILITY_KILL_PHASE"] = phase
+        env["RELIABILITY_KILL_AFTER"] = str(after)
     with running(env, log_dir / f"trial-{number:02d}.log") as process, contextlib.suppress(subprocess.TimeoutExpired):
         process.wait(timeout=delay)  # past it, leaving the block SIGKILLs the trial's process group
     lines = phase_log.read_text().split("\n") if phase_log.exists() else []
@@ -79,6 +82,7 @@ def main() -> int:
     log_path = Path(os.environ["RELIABILITY_PHASE_LOG"])
     kill_phase = os.environ.get("RELIABILITY_KILL_PHASE")
     kill_batch = int(os.environ.get("RELIABILITY_KILL_BATCH", "1"))
+    kill_after = float(os.environ.get("RELIABILITY_KILL_AFTER", "0"))
     batches: list[int] = []
     log = log_path.open("a", buffering=1)  # a line reaches the kernel before the next statement runs
 
@@ -87,7 +91,10 @@ def main() -> int:
             batches.append(batch_id)
         log.write(f"{time.time():.3f} {phase} {batch_id}\n")
         if phase == kill_phase and len(batches) == kill_batch:
-            os.killpg(0, signal.SIGKILL)
+            if kill_after > 0:  # the batch goes on; the kill lands inside what follows the phase
+                threading.Timer(kill_after, os.killpg, (0, signal.SIGKILL)).start()
+            else:
+                os.killpg(0, signal.SIGKILL)
 
     query = start_ingest(
         settings=load_settings(),

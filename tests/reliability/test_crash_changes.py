@@ -15,7 +15,6 @@ import json
 import os
 import random
 import signal
-import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -27,33 +26,11 @@ from icestream.lake.ddl import create_rejects_table
 from icestream.lake.keyed import create_keyed_table
 from icestream.synthetic.entities import ORDER_COLUMNS, ORDER_KEY, ORDER_ORDER, order_changes
 from tests.helpers.changes import change_settings, drain_changes, duckdb_rows, expected_rows
-from tests.helpers.streams import put
+from tests.helpers.streams import PacedProducer
 from tests.reliability import figures
 from tests.reliability.figures import size
 from tests.reliability.ingest_runner import sigkill_trial
 from tests.reliability.writer_runner import finish, spawn
-
-
-class Producer:
-    """Sends the records in order, ``per_call`` at a time every ``interval`` seconds, until all are sent."""
-
-    def __init__(self, settings, records: list[tuple[bytes, str]], per_call: int, interval: float) -> None:
-        self.settings, self.records, self.per_call, self.interval = settings, records, per_call, interval
-        self.sent = 0
-        self.hurry = threading.Event()  # set: send the rest without pausing
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while self.sent < len(self.records):
-            chunk = self.records[self.sent : self.sent + self.per_call]
-            put(self.settings, chunk)
-            self.sent += len(chunk)
-            self.hurry.wait(self.interval)
-
-    def finish(self) -> None:
-        self.hurry.set()
-        self.thread.join(timeout=300)
-        assert self.sent == len(self.records), "the producer did not send every record"
 
 
 def test_sigkill_campaign_on_a_change_stream_with_compaction_in_another_process(spark, emulator, tmp_path: Path,
@@ -70,7 +47,7 @@ def test_sigkill_campaign_on_a_change_stream_with_compaction_in_another_process(
     # Bounded: one kill at each phase, then two at random moments; full: three rounds of both.
     trials = size(len(PHASES) + 2, 3 * (len(PHASES) + 2))
     stream = order_changes(orders=60, changes=size(1_200, 3_600), seed=seed)
-    producer = Producer(settings, stream.records, per_call=12, interval=0.3)
+    producer = PacedProducer(settings, stream.records, per_call=12, interval=0.3)
     maintain_seconds = float(size(60, 240))
     base_env = {**os.environ, "ICESTREAM_STREAM_NAME": settings.stream_name, "ICESTREAM_TABLE": settings.table}
     maintain_log, maintain_result = tmp_path / "maintain.log", tmp_path / "maintain.json"

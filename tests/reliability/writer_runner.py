@@ -4,7 +4,8 @@
 settings from ``ICESTREAM_*`` and writes what it did as JSON to ``WRITER_RESULT``:
 
 - ``maintain``: loops compaction (binpack), manifest rewrite and snapshot expiry (keeping the
-  ingest's positions) on the events table, as notebook 07 does while the ingest runs;
+  ingest's positions) on the events table, as notebook 07 does while the ingest runs, or on the
+  tables ``WRITER_TABLES`` names (bare names, comma-separated: the events table and its companions);
 - ``append``: appends small batches to another table (``WRITER_TABLE``) and records the snapshot id
   each append committed, so the campaign can check that every commit it was told about is there.
 
@@ -14,6 +15,7 @@ resolve by its own retries shows up here as ``failed``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -40,16 +42,22 @@ def conflict_name(error: BaseException) -> str:
 def maintain(spark: Any, settings: Any, seconds: float) -> dict[str, Any]:
     from icestream.lake import LakeTable
 
-    table = LakeTable(spark, settings.table_name)
+    # The events table, or the bare names in WRITER_TABLES (e.g. the events table and its metrics table).
+    names = [name for name in os.environ.get("WRITER_TABLES", "").split(",") if name] or [settings.table]
     done: Counter[str] = Counter()
     failed: Counter[str] = Counter()
-    steps = {
-        "rewrite_data_files": lambda: table.maintenance.rewrite_data_files("binpack", options={"min-input-files": 2}),
-        "rewrite_manifests": table.maintenance.rewrite_manifests,
-        "expire_snapshots": lambda: table.maintenance.expire_snapshots(
-            older_than=datetime.now(UTC), retain_last=5, keep_positions_of=settings.stream_name
-        ),
-    }
+    steps = {}
+    for name in names:
+        table = LakeTable(spark, dataclasses.replace(settings, table=name).table_name)
+        suffix = "" if name == settings.table else f" ({name})"
+        steps.update({
+            f"rewrite_data_files{suffix}": lambda table=table: table.maintenance.rewrite_data_files(
+                "binpack", options={"min-input-files": 2}),
+            f"rewrite_manifests{suffix}": table.maintenance.rewrite_manifests,
+            f"expire_snapshots{suffix}": lambda table=table: table.maintenance.expire_snapshots(
+                older_than=datetime.now(UTC), retain_last=5, keep_positions_of=settings.stream_name
+            ),
+        })  # fmt: skip
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         for name, step in steps.items():
