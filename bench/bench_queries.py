@@ -62,6 +62,33 @@ def timed(function, runs: int) -> list[float]:
     return seconds
 
 
+def ensure_table(spark, settings, events: int, seed: int, rebuild: bool = False) -> tuple[str, float | None]:
+    """The benchmark's events table of ``events`` generated events: built unless an earlier run left it.
+
+    Returns:
+        How it came to be (one line) and the load's seconds (None when reused).
+    """
+    from icestream.lake import ddl
+    from icestream.load.bulk import load_payloads
+    from icestream.synthetic.generator import backfill_config, generate
+
+    name = settings.table_name
+    if rebuild:
+        spark.sql(f"DROP TABLE IF EXISTS {name} PURGE")
+    ddl.create_namespace(spark, settings)
+    ddl.create_events_table(spark, settings)
+    if not spark.table(name).isEmpty():
+        return "reused from an earlier run", None
+    start = time.perf_counter()
+    # 24 h of history with no bad records: every generated record becomes a row.
+    config = backfill_config(hours=24, count=events, end=datetime(2026, 11, 21, tzinfo=UTC),
+                             seed=seed, bad_rate=0.0, duplicate_rate=0.0)  # fmt: skip
+    records, _ = generate(config)
+    counts = load_payloads(spark, name, ((r.data, r.partition_key) for r in records), chunk_rows=250_000)
+    load_seconds = round(time.perf_counter() - start, 1)
+    return f"built now: {counts['written']:,} events by load_payloads in {load_seconds} s", load_seconds
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000, help="clean events in the table")
@@ -72,33 +99,17 @@ def main() -> int:
 
     os.environ["ICESTREAM_WAREHOUSE"] = str(WAREHOUSE)
     from icestream.config import load_settings
-    from icestream.lake import LakeTable, ddl
-    from icestream.load.bulk import load_payloads
+    from icestream.lake import LakeTable
     from icestream.queries import duckdb_engine as duck
     from icestream.queries import realtime
     from icestream.runtime.spark import get_spark
-    from icestream.synthetic.generator import backfill_config, generate
 
     command = " ".join(["python", "bench/bench_queries.py", *map(shlex.quote, sys.argv[1:])])
     print(f"reproduce: {command}")
     settings = load_settings(table=f"bench_{args.events}_s{args.seed}")
     spark = get_spark(settings, app_name="icestream-bench")
     name = settings.table_name
-    if args.rebuild:
-        spark.sql(f"DROP TABLE IF EXISTS {name} PURGE")
-    ddl.create_namespace(spark, settings)
-    ddl.create_events_table(spark, settings)
-    built = "reused from an earlier run"
-    load_seconds = None
-    if spark.table(name).isEmpty():
-        start = time.perf_counter()
-        # 24 h of history with no bad records: every generated record becomes a row.
-        config = backfill_config(hours=24, count=args.events, end=datetime(2026, 11, 21, tzinfo=UTC),
-                                 seed=args.seed, bad_rate=0.0, duplicate_rate=0.0)  # fmt: skip
-        records, _ = generate(config)
-        counts = load_payloads(spark, name, ((r.data, r.partition_key) for r in records), chunk_rows=250_000)
-        load_seconds = round(time.perf_counter() - start, 1)
-        built = f"built now: {counts['written']:,} events by load_payloads in {load_seconds} s"
+    built, load_seconds = ensure_table(spark, settings, args.events, args.seed, args.rebuild)
     table = LakeTable(spark, name)
     location, snapshot_id = table.inspect.metadata_location()
     files = len(table.inspect.data_files())

@@ -39,17 +39,27 @@ hand are :class:`icestream.lake.evolution.Evolution` (notebook 04).
 from __future__ import annotations
 
 from icestream.lake.archive import expire_archive
-from icestream.lake.ddl import readable_property, setup_tables, show_create_table, table_properties
+from icestream.lake.ddl import qualified_name, readable_property, setup_tables, show_create_table, table_properties
 from icestream.lake.evolution import Evolution, partition_transform, promoted_type
 from icestream.lake.keyed import LIVE_FILTER, KeyedSpec, create_keyed_table, merge_statement
 from icestream.lake.layout import create_layout_demo, table_layout
+from icestream.lake.metrics import (
+    METRICS_VIEW,
+    create_metrics_table,
+    create_metrics_view,
+    fold_statement,
+    refresh_metrics,
+)
 from icestream.lake.routine import MaintenancePlan, results_frame, run_maintenance
 from icestream.lake.statement import DataFrameCall, Outcome, Statement, show_statements
+from icestream.lake.summary import METRICS_SOURCE_KEY
 from icestream.lake.table import LakeTable, recreate_events_copy, setup_lake_tables
 from icestream.lake.window import Window, event_time_slices
 
 __all__ = [
     "LIVE_FILTER",
+    "METRICS_SOURCE_KEY",
+    "METRICS_VIEW",
     "DataFrameCall",
     "Evolution",
     "KeyedSpec",
@@ -60,13 +70,18 @@ __all__ = [
     "Window",
     "create_keyed_table",
     "create_layout_demo",
+    "create_metrics_table",
+    "create_metrics_view",
     "event_time_slices",
     "expire_archive",
+    "fold_statement",
     "merge_statement",
     "partition_transform",
     "promoted_type",
+    "qualified_name",
     "readable_property",
     "recreate_events_copy",
+    "refresh_metrics",
     "results_frame",
     "run_maintenance",
     "setup_lake_tables",

@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 SOURCE_PROPERTY = "icestream.metrics.source"  # on the metrics table: the events table it follows
-VIEW_NAME = "real_time_metrics"
+METRICS_VIEW = "real_time_metrics"
 METRICS_HOLDER = ("metrics refresh", "refreshed")  # how a refusal of the metrics table's lease names its holder
 FOLDABLE = frozenset(("append", "replace"))  # what a range may hold for a fold: new rows, or the same rows moved
 GROUP_COLUMNS = ("minute", "event_type", "device_type")
@@ -135,7 +135,7 @@ def groups_query(source: str) -> str:
         """
 
 
-def merge_statement(name: str, groups: str) -> Statement:
+def fold_statement(name: str, groups: str) -> Statement:
     """The ``MERGE INTO`` that folds the groups of view ``groups`` into the metrics table ``name``."""
     united = "array_sort(array_union(t.users, s.users))"
     total, count = "t.duration_sum + s.duration_sum", "t.duration_count + s.duration_count"
@@ -300,7 +300,7 @@ def _apply(spark: SparkSession, metrics: str, frame: DataFrame, properties: dict
             options = {f"snapshot-property.{key}": value for key, value in properties.items()}
             spark.table(metrics).limit(0).writeTo(metrics).options(**options).append()
         elif fold:
-            with_commit_properties(spark, properties, lambda: merge_statement(metrics, view).run(spark))
+            with_commit_properties(spark, properties, lambda: fold_statement(metrics, view).run(spark))
         else:
             options = {f"snapshot-property.{key}": value for key, value in properties.items()}
             spark.sql(rebuild_query(view)).writeTo(metrics).options(**options).overwrite(F.lit(True))

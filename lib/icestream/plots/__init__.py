@@ -6,7 +6,7 @@ from icestream.plots.ingest import plot_freshness, plot_lag, plot_phases, plot_r
 from icestream.plots.layout import layout_diagram
 from icestream.plots.live import live_dashboard, live_figure
 from icestream.plots.realtime import device_split, events_per_minute
-from icestream.plots.rowlevel import modes_compared
+from icestream.plots.rowlevel import metrics_growth, modes_compared
 from icestream.plots.time_travel import counts_compared, table_growth
 
 __all__ = [
@@ -19,6 +19,7 @@ __all__ = [
     "layout_diagram",
     "live_dashboard",
     "live_figure",
+    "metrics_growth",
     "modes_compared",
     "plot_freshness",
     "plot_lag",

@@ -47,3 +47,29 @@ def modes_compared(costs: pd.DataFrame, title: str = "The same changes, two ways
     fig.suptitle(title)
     fig.tight_layout()
     return fig
+
+
+def metrics_growth(growth: pd.DataFrame, title: str = "real_time_metrics as the ingest keeps it") -> Figure:
+    """Events per minute the metrics table held after each part of a stream was ingested.
+
+    Args:
+        growth: ``part``, ``minute``, ``events`` (:class:`icestream.producer.metrics_demo.MetricsDemo`).
+        title: The figure's title.
+
+    Returns:
+        The figure: one line per part, so minutes that grow after they were first shown (late
+        events folded into their own minute) stand out.
+    """
+    import matplotlib.pyplot as plt
+
+    fig, axis = plt.subplots(figsize=(11, 3.8))
+    parts = sorted(growth["part"].unique())
+    for index, part in enumerate(parts):
+        mine = growth[growth["part"] == part].sort_values("minute")
+        axis.plot(mine["minute"], mine["events"], marker=".", linewidth=1.2, color=f"C{index}",
+                  label=f"after part {part}: {int(mine['events'].sum()):,} events")  # fmt: skip
+    axis.set(xlabel="minute of event time (UTC)", ylabel="events in the minute", title=title)
+    axis.legend(fontsize=8)
+    fig.autofmt_xdate()
+    fig.tight_layout()
+    return fig

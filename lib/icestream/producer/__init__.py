@@ -8,6 +8,8 @@
 - :mod:`~icestream.producer.background`: live production in its own process (start, status, stop).
 - :mod:`~icestream.producer.hot_shard`: a shard's write limit shown on a stream of its own.
 - :mod:`~icestream.producer.routed_demo`: two record kinds and a new field, routed and evolved (notebook 04).
+- :mod:`~icestream.producer.change_demo`, :mod:`~icestream.producer.metrics_demo`: change data kept as a
+  keyed table, and real_time_metrics kept by the ingest (notebook 05).
 """
 
 from icestream.producer.background import (
@@ -18,17 +20,20 @@ from icestream.producer.background import (
 )
 from icestream.producer.change_demo import ChangeDemo, change_stream_demo
 from icestream.producer.hot_shard import hot_shard_demo
+from icestream.producer.metrics_demo import MetricsDemo, metrics_stream_demo
 from icestream.producer.routed_demo import RoutedDemo, routed_stream_demo
 from icestream.producer.run import RunSummary, read_run_summary, run_production, run_summary_path
 
 __all__ = [
     "ChangeDemo",
+    "MetricsDemo",
     "RoutedDemo",
     "RunSummary",
     "background_producer_status",
     "change_stream_demo",
     "hot_shard_demo",
     "ingest_seconds",
+    "metrics_stream_demo",
     "read_run_summary",
     "routed_stream_demo",
     "run_production",

@@ -1,7 +1,7 @@
 """Questions asked of the tables: real-time metrics, table health, the ingest's report, a live look
 at a running ingest, anomaly detection, and the same tables read by DuckDB and pyiceberg.
 
-The modules ``realtime``, ``health``, ``anomaly``, ``duckdb_engine`` and ``pyiceberg_engine`` are part of
+The modules ``realtime``, ``health``, ``anomaly``, ``metrics``, ``duckdb_engine`` and ``pyiceberg_engine`` are part of
 this face (``realtime.kpi_dashboard(...)`` reads as what it is); the ingest's report, the live look and
 what notebook 06 uses of ``anomaly`` are offered by name.
 Everything is loaded on first use: DuckDB and pyiceberg load only where they are asked for.
@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-_MODULES = ("anomaly", "duckdb_engine", "health", "pyiceberg_engine", "realtime")
+_MODULES = ("anomaly", "duckdb_engine", "health", "metrics", "pyiceberg_engine", "realtime")
 _ANOMALY = (
     "DetectorOptions",
     "evaluate",
@@ -47,6 +47,7 @@ __all__ = [
     "health",
     "label_windows",
     "live_frame",
+    "metrics",
     "percentiles",
     "positions_statement",
     "progress_frame",
@@ -62,7 +63,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from icestream.queries import anomaly, duckdb_engine, health, pyiceberg_engine, realtime
+    from icestream.queries import anomaly, duckdb_engine, health, metrics, pyiceberg_engine, realtime
     from icestream.queries.anomaly import (
         DetectorOptions,
         evaluate,

@@ -129,7 +129,8 @@ def connect(settings: Settings | None = None) -> duckdb.DuckDBPyConnection:
     return connection
 
 
-def _frame(connection: duckdb.DuckDBPyConnection, statement: Statement) -> pd.DataFrame:
+def statement_frame(connection: duckdb.DuckDBPyConnection, statement: Statement) -> pd.DataFrame:
+    """Run a DuckDB statement (shown as it runs) and return its rows as a pandas frame."""
     # Through Arrow: DuckDB's own .df() uses pandas APIs that pandas 3 deprecates, and fetchall()
     # of TIMESTAMPTZ values needs pytz.
     show(statement)
@@ -143,7 +144,7 @@ def duckdb_statement(sql: str, parameters: dict[str, object]) -> Statement:
 
 def snapshots(connection: duckdb.DuckDBPyConnection, location: str) -> pd.DataFrame:
     """The snapshots DuckDB sees in a metadata file (``iceberg_snapshots``)."""
-    return _frame(
+    return statement_frame(
         connection,
         duckdb_statement(
             "SELECT sequence_number, snapshot_id, timestamp_ms, manifest_list FROM iceberg_snapshots($location) "
@@ -184,7 +185,7 @@ def kpi_dashboard(
             raise ConfigError(f"window minutes: {minutes} must be positive.")
         if now is None:
             sql = f"SELECT epoch_us(max(event_ts)) AS newest FROM iceberg_scan($location) WHERE true{runs}"
-            newest = _frame(connection, duckdb_statement(sql, parameters))["newest"].iloc[0]
+            newest = statement_frame(connection, duckdb_statement(sql, parameters))["newest"].iloc[0]
             end = 0 if newest is None or newest != newest else int(newest)  # NaN (no event) is not equal to itself
         else:
             end = to_micros(now)
@@ -195,4 +196,6 @@ def kpi_dashboard(
     totals, counts = (
         duckdb_statement(sql, parameters) for sql in dashboard_sql("iceberg_scan($location)", where, "epoch_us")
     )
-    return dashboard_from_parts(_frame(connection, totals), _frame(connection, counts), (totals, counts))
+    return dashboard_from_parts(
+        statement_frame(connection, totals), statement_frame(connection, counts), (totals, counts)
+    )

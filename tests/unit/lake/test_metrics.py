@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from icestream.lake.metrics import ANSWER_COLUMNS, GROUP_COLUMNS, Refresh, full_query, groups_query, merge_statement
+from icestream.lake.metrics import ANSWER_COLUMNS, GROUP_COLUMNS, Refresh, fold_statement, full_query, groups_query
 
 
 def test_the_merge_adds_counts_and_unites_users_on_a_null_safe_group() -> None:
-    sql = merge_statement("lake.db.clicks_metrics", "grouped").sql
+    sql = fold_statement("lake.db.clicks_metrics", "grouped").sql
     assert "MERGE INTO lake.db.clicks_metrics t\nUSING grouped s" in sql
     # A group without an event type or device is a group too: = would never match its null.
     assert "t.event_type <=> s.event_type AND t.device_type <=> s.device_type" in sql

@@ -43,6 +43,8 @@ NOT_SCANNED = {
     "(local, localstack profiles; tests/integration/test_routed_demo.py)",
     "change_demo.py": "notebook 05's change stream makes and deletes a stream of its own, only on an emulator "
     "(local, localstack profiles; notebooks/05_row_level_changes.ipynb)",
+    "metrics_demo.py": "notebook 05's metrics demo makes and deletes a stream of its own, only on an emulator "
+    "(local, localstack profiles; notebooks/05_row_level_changes.ipynb)",
     "moto_kinesis.py": "patches moto's in-process Kinesis backend, whose methods are named like the API",
     "security.py": "holds the statement patterns this test applies; it runs no SQL",
 }
