@@ -115,6 +115,9 @@ def test_compaction_is_folded_past_and_a_delete_makes_it_rebuild(spark, emulator
     refresh = refresh_metrics(spark, settings.table_name, settings.metrics_table_name)
     assert refresh.mode == "rebuild"
     assert "delete" in refresh.reason or "overwrite" in refresh.reason
+    # Its counts come from the snapshots' summaries: the events it read and the groups it wrote.
+    assert refresh.events == spark.table(settings.table_name).count()
+    assert refresh.groups == spark.table(settings.metrics_table_name).count()
     refresh_tables(spark, settings, settings.metrics_table_name)
     after = duckdb_metrics(metrics)
     assert after == {group: answer for group, answer in expected(stream).items() if group[1] != "login"}
@@ -169,8 +172,9 @@ def test_icestream_maintain_on_the_metrics_table_keeps_its_mark_so_refreshes_fol
     assert spark.sql(f"SELECT count(*) FROM {metrics}.delete_files").first()[0] == 0
     assert read_mark(spark, metrics).source_snapshot is not None, "the mark outlived the expiry"
     sent(settings, stream[half:])
-    drain(spark, settings)  # without --metrics: the scheduled form refreshes them afterwards
+    query = drain(spark, settings)  # without --metrics: the scheduled form refreshes them afterwards
     refresh = refresh_metrics(spark, settings.table_name, metrics)
     assert refresh.mode == "fold", refresh.describe()
+    assert refresh.events == sum(batch["written"] for batch in query.recent_progress)
     refresh_tables(spark, settings, metrics)
     assert duckdb_metrics(LakeTable(spark, metrics)) == expected(stream)

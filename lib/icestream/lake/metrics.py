@@ -273,43 +273,59 @@ def refresh_metrics(spark: SparkSession, events: str, metrics: str, rebuild: boo
         reason = range_problem(spark, events, mark.source_snapshot, end) or ""
     reader = spark.read.format("iceberg")
     if reason:
-        frame, start = reader.option("snapshot-id", end).load(events), None
+        frame, events_read = reader.option("snapshot-id", end).load(events), _records(current, "total-records")
     else:
-        start = mark.source_snapshot
-        frame = reader.option("start-snapshot-id", start).option("end-snapshot-id", end).load(events)
+        frame = reader.option("start-snapshot-id", mark.source_snapshot).option("end-snapshot-id", end).load(events)
+        events_read = sum(_records(snapshot, "added-records") for snapshot in _appends(spark, events, mark, end))
     properties = {SOURCE_SNAPSHOT_KEY: str(end), SOURCE_TABLE_KEY: events}
-    events_read, groups, snapshot_id = _apply(spark, metrics, frame, properties, fold=not reason)
+    groups, snapshot_id = _apply(spark, metrics, frame, properties, fold=not reason, empty=events_read == 0)
     return Refresh("rebuild" if reason else "fold", mark.source_snapshot, end, events_read, groups, snapshot_id,
                    time.monotonic() - began, reason)  # fmt: skip
 
 
-def _apply(spark: SparkSession, metrics: str, frame: DataFrame, properties: dict[str, str], fold: bool
-           ) -> tuple[int, int, int | None]:  # fmt: skip
-    """Fold (MERGE) or rebuild (overwrite) from the events in ``frame``; the commit carries ``properties``."""
+def _records(snapshot: Any, key: str) -> int:
+    """A record count from a snapshot's summary (0 when it has none)."""
+    return int(snapshot.summary().get(key) or 0)
+
+
+def _appends(spark: SparkSession, events: str, mark: Mark, end: int) -> Iterator[Any]:
+    """The append snapshots after the mark up to ``end`` (what a fold reads)."""
+    for snapshot in _ancestry_from(spark, events, end):
+        if int(snapshot.snapshotId()) == mark.source_snapshot:
+            return
+        if str(snapshot.operation()) == "append":
+            yield snapshot
+
+
+def _apply(spark: SparkSession, metrics: str, frame: DataFrame, properties: dict[str, str], fold: bool,
+           empty: bool) -> tuple[int, int | None]:  # fmt: skip
+    """Fold (MERGE) or rebuild (overwrite) from the events in ``frame``; the commit carries ``properties``.
+
+    The events are grouped inside the ``MERGE`` (or the overwrite) itself: no job of its own.
+
+    Returns:
+        The groups written (from the commit's summary) and the metrics table's new snapshot.
+    """
     import uuid
 
     from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
+    options = {f"snapshot-property.{key}": value for key, value in properties.items()}
     view = f"icestream_metrics_{uuid.uuid4().hex[:12]}"  # per call: queries sharing a session never collide
-    grouped = spark.sql(groups_query("{frame}"), frame=frame).persist()
+    spark.sql(groups_query("{frame}"), frame=frame).createOrReplaceTempView(view)
     try:
-        grouped.createOrReplaceTempView(view)
-        totals = grouped.agg(F.count(F.lit(1)), F.coalesce(F.sum("events"), F.lit(0))).first()
-        groups, events_read = int(totals[0]), int(totals[1])
-        if fold and not groups:  # only compactions since the mark: it moves, in a commit of no rows
-            options = {f"snapshot-property.{key}": value for key, value in properties.items()}
+        if fold and empty:  # only compactions since the mark: it moves, in a commit of no rows
             spark.table(metrics).limit(0).writeTo(metrics).options(**options).append()
         elif fold:
             with_commit_properties(spark, properties, lambda: fold_statement(metrics, view).run(spark))
         else:
-            options = {f"snapshot-property.{key}": value for key, value in properties.items()}
             spark.sql(rebuild_query(view)).writeTo(metrics).options(**options).overwrite(F.lit(True))
     finally:
         spark.catalog.dropTempView(view)
-        grouped.unpersist()
-    committed = read_mark(spark, metrics)
-    ours = committed.source_snapshot == int(properties[SOURCE_SNAPSHOT_KEY])
-    return events_read, groups, committed.metrics_snapshot if ours else None
+    for snapshot in ancestry(spark, metrics):  # ours, or a commit made after it: find ours by its mark
+        if snapshot.summary().get(SOURCE_SNAPSHOT_KEY) == properties[SOURCE_SNAPSHOT_KEY]:
+            return _records(snapshot, "added-records"), int(snapshot.snapshotId())
+    return 0, None
 
 
 def create_metrics_view(spark: SparkSession, metrics: str, view: str) -> str | None:
