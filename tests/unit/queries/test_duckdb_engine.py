@@ -32,7 +32,7 @@ def test_with_show_statements_each_duckdb_statement_prints_as_it_runs(tmp_path, 
     connection = duck.connect(load_settings(warehouse=str(tmp_path)))
     show_statements()
     try:
-        frame = duck._frame(connection, duck.duckdb_statement("SELECT $n + 1 AS answer", {"n": 41}))
+        frame = duck.statement_frame(connection, duck.duckdb_statement("SELECT $n + 1 AS answer", {"n": 41}))
     finally:
         show_statements(False)
     assert int(frame["answer"][0]) == 42
