@@ -12,7 +12,7 @@ import pytest
 from icestream.config import Settings, project_home
 from icestream.operations.runner import notebook_paths, run_notebooks
 
-SMALL_05 = {"mode_orders": 5000, "demo_changes": 1000, "metrics_records": 900}  # 05 on smaller tables
+SMALL_05 = {"mode_orders": 5000, "demo_changes": 1000, "metrics_records": 600, "metrics_parts": 2}  # smaller
 # The second pass of the notebooks a re-run can trip (01 adds a backfill with new ids to a table that
 # holds the first one; 06 must score only its own run): small and bounded (3½ minutes measured on 2 busy cores).
 SECOND_PASS = (
