@@ -332,8 +332,9 @@ def create_metrics_view(spark: SparkSession, metrics: str, view: str) -> str | N
     """Create (or replace) an Iceberg view ``view`` over the metrics table's answer columns.
 
     Returns:
-        The view's name, or None when the catalog keeps no views (Iceberg's Hadoop catalog; the JDBC
-        catalog and Glue do).
+        The view's name, or None when the catalog keeps no views (Spark's ``MISSING_CATALOG_ABILITY``:
+        Iceberg's Hadoop catalog, and its Glue catalog as of 1.10, apache/iceberg#12488). The JDBC
+        catalog keeps them.
     """
     metrics, view = checked_table_name(metrics), checked_table_name(view)
     columns = ", ".join(ANSWER_COLUMNS)
