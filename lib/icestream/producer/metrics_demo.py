@@ -82,7 +82,7 @@ def metrics_stream_demo(
             produce(demo, chunk, progress=False)  # within the emulator's write limits, retrying what it throttles
             query = start_ingest(
                 spark, demo, available_now=True, trigger_seconds=0, metrics=True,
-                max_records_per_shard=max(50, len(chunk) // 3),  # two batches a part, or so: a MERGE each
+                max_records_per_shard=len(chunk),  # one batch a part: one MERGE
                 progress_file=demo.path("run_dir") / f"{DEMO_SUFFIX}_progress.jsonl",
             )  # fmt: skip
             query.await_termination(timeout=timeout)
