@@ -63,6 +63,9 @@ def sigkill_trial(
         "ICESTREAM_TABLE": settings.table,
         "RELIABILITY_PHASE_LOG": str(phase_log),
         "RELIABILITY_KILL_BATCH": str(batch),
+        # A SIGKILLed Spark leaves its temporary folder (about 100 MiB of jars) behind: keep it in the
+        # test's own folder, which pytest prunes, not in /tmp (where 300 of them once filled the disk).
+        "SPARK_LOCAL_DIRS": str(log_dir / "spark-local"),
     }
     if phase:
         env["RELIABILITY_KILL_PHASE"] = phase

@@ -94,7 +94,11 @@ def append(spark: Any, settings: Any, seconds: float) -> dict[str, Any]:
 
 
 def spawn(script: str, args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    """Run ``script`` (a runner beside this file) as its own process group, output to ``log``."""
+    """Run ``script`` (a runner beside this file) as its own process group, output to ``log``.
+
+    Its Spark's temporary folder goes beside the log (see ``ingest_runner.sigkill_trial``).
+    """
+    env = {**env, "SPARK_LOCAL_DIRS": str(log.parent / "spark-local")}
     with log.open("wb") as output:
         return subprocess.Popen(
             [sys.executable, str(HERE / script), *args], env=env, stdout=output, stderr=subprocess.STDOUT,
