@@ -21,7 +21,7 @@ TEST_WORKERS ?= 2
 BENCH_ARGS ?=
 LINT_PATHS := $(wildcard lib tests bench notebooks)
 
-.PHONY: help setup system browser venv jars emulator run test lint format lab stop clear-outputs clean reliability bench reset
+.PHONY: help setup system browser venv jars emulator run test lint format lab stop clear-outputs clean reliability bench reset prune-uv-cache
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -64,11 +64,19 @@ $(STAMP): pyproject.toml constraints.txt
 	@# uv installs the pinned set in about 40 s where pip took 2 m 21 s on the same machine (docs/testing.md).
 	@$(BIN)/pip install -q -c constraints.txt uv 2>&1 | grep -v -E '^WARNING: Location' || true
 	@$(BIN)/uv pip install -q --python $(BIN)/python -c constraints.txt -e '.[workbook,dev]'
+	@$(MAKE) --no-print-directory prune-uv-cache
 	@$(BIN)/python -c 'import icestream, pyspark, papermill'  # fail here if the install did not work
 	@$(BIN)/python -m ipykernel install --sys-prefix --name icestream --display-name "Python (icestream)" >/dev/null
 	@rm -f $(VENV)/.installed-* && touch $@
 
 venv: $(STAMP)
+
+# uv builds pyspark's source distribution anew at each install into a new environment (this venv,
+# the packed executor environment of `icestream ship`) and keeps every build, about 1 GB each, in
+# its cache (~/.cache/uv): 93 of them had filled 72 GB here and CI runs failed on a full disk.
+# Pruning keeps the newest build of each and removes the rest.
+prune-uv-cache:
+	@[ ! -x $(BIN)/uv ] || $(BIN)/uv cache prune -q 2>/dev/null || true
 
 jars: system venv  ## build the Iceberg runtime + relocated Jackson jars, and the driver's class archive, into .cache/jars (once)
 	@$(BIN)/python -c 'from icestream.config import load_settings; from icestream.runtime.jars import resolve_jars; p = resolve_jars(load_settings()); print(">> iceberg jars:", p.source)'
@@ -99,6 +107,7 @@ test: system venv  ## set up, then lint and the whole test suite (TEST_WORKERS=1
 	@$(MAKE) --no-print-directory jars & jars=$$!; \
 	  $(MAKE) --no-print-directory browser lint || { wait $$jars; exit 1; }; \
 	  wait $$jars
+	@$(MAKE) --no-print-directory prune-uv-cache
 	@$(BIN)/pytest $(if $(filter-out 0 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile) $(PYTEST_ARGS)
 
 reliability: setup  ## the full reliability campaigns, and the cluster tests including notebooks 03-07 there
