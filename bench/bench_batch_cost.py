@@ -7,6 +7,8 @@ trigger, each warmed up and then measured over the same window:
   Iceberg's streaming sink into a table of the same catalog (no Kinesis): the baseline;
 - **tip**: the icestream ingest of a 4-shard stream that a background producer feeds at ``--rate``
   events/s (``starting_position='latest'``: it reads only what arrives);
+- **tip-spark**: the same as **tip**, but every batch read by a Spark job (``tip_on_driver=False``,
+  the ingest before it read batches at the tip on the driver): the change's baseline, in the same run;
 - **empty**: the icestream ingest of a 4-shard stream nobody writes to.
 
 CPU is the busy time of the process tree that runs the queries: this process (the Spark driver's
@@ -83,7 +85,7 @@ def spark_own(spark: Any, rate: float, warmup: float, seconds: float) -> dict:
     return figures
 
 
-def icestream_query(spark: Any, rate: float, warmup: float, seconds: float) -> dict:
+def icestream_query(spark: Any, rate: float, warmup: float, seconds: float, **options: Any) -> dict:
     """The ingest at a stream's tip: fed at ``rate`` events/s by a background producer (0: nobody writes)."""
     from icestream.config import load_settings
     from icestream.ingest import start_ingest
@@ -99,7 +101,7 @@ def icestream_query(spark: Any, rate: float, warmup: float, seconds: float) -> d
         start_background_producer(
             settings, rate=rate, duration=warmup + seconds + 30, bad_rate=0.0, duplicate_rate=0.0, late_rate=0.0
         )
-    query = start_ingest(spark, settings, trigger_seconds=1.0, starting_position="latest")
+    query = start_ingest(spark, settings, trigger_seconds=1.0, starting_position="latest", **options)
     try:
         time.sleep(warmup)
         figures = measure(lambda: (query.last_progress or {"batch_id": -1})["batch_id"], seconds)
@@ -116,7 +118,8 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=100.0, help="events (rows) per second")
     parser.add_argument("--warmup", type=float, default=150.0, help="seconds each query runs before measuring")
     parser.add_argument("--seconds", type=float, default=40.0, help="seconds measured per query")
-    parser.add_argument("--only", choices=("spark", "tip", "empty"), action="append", help="run only these")
+    parser.add_argument("--only", choices=("spark", "tip", "tip-spark", "empty"), action="append",
+                        help="run only these, in this order")  # fmt: skip
     args = parser.parse_args()
     cases = args.only or ["spark", "tip", "empty"]
 
@@ -127,7 +130,8 @@ def main() -> None:
             if case == "spark":
                 figures = spark_own(spark, args.rate, args.warmup, args.seconds)
             else:
-                figures = icestream_query(spark, args.rate if case == "tip" else 0, args.warmup, args.seconds)
+                rate = 0 if case == "empty" else args.rate
+                figures = icestream_query(spark, rate, args.warmup, args.seconds, tip_on_driver=case != "tip-spark")
             results[case] = figures
             print(f"{case:6s} " + ", ".join(f"{key} {value}" for key, value in figures.items()), flush=True)
     if "spark" in results and "tip" in results:
@@ -135,6 +139,10 @@ def main() -> None:
         verdict = "met" if ratio <= TARGET_RATIO else "NOT met"
         print(f"tip / Spark's own, cores: {ratio:.2f} (target <= {TARGET_RATIO}: {verdict})")
         results["ratio_tip_to_spark"] = round(ratio, 2)
+    if "tip" in results and "tip-spark" in results:
+        ratio = results["tip"]["cpu_s_per_batch"] / results["tip-spark"]["cpu_s_per_batch"]
+        print(f"tip read on the driver / by a Spark job, CPU per batch: {ratio:.2f}")
+        results["ratio_driver_to_spark_read"] = round(ratio, 2)
     if "empty" in results:
         verdict = "met" if results["empty"]["cores"] <= TARGET_EMPTY_CORES else "NOT met"
         print(f"empty stream: {results['empty']['cores']:.3f} cores (target <= {TARGET_EMPTY_CORES}: {verdict})")

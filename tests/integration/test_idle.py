@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from icestream.config import load_settings
 from icestream.ingest import start_ingest
+from tests.helpers.spark_jobs import last_job_id
 from tests.helpers.waiting import wait_until
 from tests.reliability.faultproxy import FaultProxy
 from tests.reliability.workload import Workload, verify
@@ -14,17 +15,16 @@ def test_a_caught_up_ingest_asks_kinesis_from_the_driver_and_reads_when_records_
     spark, fresh, emulator: str
 ) -> None:
     made = fresh(shards=2, prefix="idle")
-    tracker = spark.sparkContext.statusTracker()
     with FaultProxy(emulator, operations=()) as proxy:  # forwards everything, counts each operation
         via_proxy = load_settings(kinesis_endpoint=proxy.endpoint, stream_name=made.stream_name, table=made.table)
         query = start_ingest(spark, via_proxy, trigger_seconds=0.2, starting_position="trim_horizon")
         try:
             # The first trigger reads (a job); from then on every trigger only asks Kinesis.
             wait_until(lambda: proxy.requests["ListShards"] >= 3, 120, message="the first triggers")
-            jobs = set(tracker.getJobIdsForGroup(None))
+            jobs = last_job_id(spark)
             calls = proxy.requests["GetRecords"]
             wait_until(lambda: proxy.requests["GetRecords"] >= calls + 10, 120, message="five quiet triggers")
-            assert set(tracker.getJobIdsForGroup(None)) == jobs, "a quiet trigger ran a Spark job"
+            assert last_job_id(spark) == jobs, "a quiet trigger ran a Spark job"
             assert query.is_active, query.exception()
 
             workload = Workload(made)

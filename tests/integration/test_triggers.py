@@ -11,6 +11,7 @@ from icestream.config import load_settings
 from icestream.ingest import start_ingest
 from icestream.lake import LakeTable
 from icestream.queries import health
+from tests.helpers.spark_jobs import last_job_id
 from tests.helpers.waiting import wait_until
 from tests.reliability.faultproxy import FaultProxy
 from tests.reliability.workload import Workload, verify
@@ -22,7 +23,6 @@ LONG_DELAY = 3600.0  # never reached here: only min_records decides
 def test_min_records_holds_batches_back_and_one_batch_commits_them_all(spark, fresh, emulator: str) -> None:
     made = fresh(shards=2, prefix="minrec")
     events, rejects = LakeTable(spark, made.table_name), LakeTable(spark, made.rejects_table_name)
-    tracker = spark.sparkContext.statusTracker()
     workload = Workload(made, bad_every=0, duplicate_every=0)  # one Kinesis record per event: exact counts
     with FaultProxy(emulator, operations=()) as proxy:  # forwards everything, counts each operation
         via_proxy = load_settings(kinesis_endpoint=proxy.endpoint, stream_name=made.stream_name, table=made.table)
@@ -31,13 +31,13 @@ def test_min_records_holds_batches_back_and_one_batch_commits_them_all(spark, fr
         try:
             # The first trigger reads (an empty stream); from then on triggers ask Kinesis first.
             wait_until(lambda: proxy.requests["ListShards"] >= 3, 120, message="the first triggers")
-            jobs = set(tracker.getJobIdsForGroup(None))
+            jobs = last_job_id(spark)
 
             workload.send(MIN_RECORDS - 10)
             calls = proxy.requests["GetRecords"]
             wait_until(lambda: proxy.requests["GetRecords"] >= calls + 10, 120, message="five triggers after the send")
             assert query.is_active, query.exception()
-            assert set(tracker.getJobIdsForGroup(None)) == jobs, "a trigger below min_records ran a Spark job"
+            assert last_job_id(spark) == jobs, "a trigger below min_records ran a Spark job"
             assert list(query.recent_progress) == []
             assert events.inspect.snapshots().empty, "no commit while fewer than min_records wait"
 

@@ -60,6 +60,9 @@ class IngestOptions:
     # 2 cores it measured 0.99x and 1.05x (two sets of 5 paired runs, bench/bench_ingest.py): everything
     # is CPU-bound there; it is meant for clusters, whose executors idle while the driver commits.
     prefetch: bool = False
+    # At the stream's tip (the last read ended there), read the batch on the driver: its append is
+    # then its only Spark job (ingest.tip_read). Off: every batch is read by a Spark job.
+    tip_on_driver: bool = True
     # Tests: called at each of PHASES; what it raises counts as a crash there (a transient failure).
     fault_hook: Callable[[str, int], None] | None = None
     on_progress: Callable[[dict[str, Any]], None] | None = None  # called after every batch

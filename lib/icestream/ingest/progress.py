@@ -143,6 +143,7 @@ class BatchProgress:
     durations: PhaseSeconds = field(default_factory=PhaseSeconds)
     dedupe_index: IndexStats | None = None
     prefetched: bool = False  # its read ran while the previous batch committed
+    on_driver: bool = False  # read at the tip by the driver, without a Spark job (ingest.tip_read)
     ingest_ts: datetime | None = None  # every row's ingest_ts (report.freshness finds rows by it)
     input_rows_per_second: float = 0.0
     processed_rows_per_second: float = 0.0
@@ -231,6 +232,7 @@ class BatchProgress:
         if self.dedupe_index is not None:
             progress["dedupe_index"] = asdict(self.dedupe_index)
         progress["prefetched"] = self.prefetched
+        progress["read_on"] = "driver" if self.on_driver else "spark"
         progress["ingest_ts"] = self.ingest_ts.isoformat() if self.ingest_ts is not None else None
         progress["input_rows_per_second"] = self.input_rows_per_second
         progress["processed_rows_per_second"] = self.processed_rows_per_second

@@ -225,6 +225,8 @@ class IngestQuery:
         batch_id = self.next_batch_id
         began = time.monotonic()
         progress = BatchProgress(self.id, batch_id, datetime.now(UTC))
+        # Every Spark job of the batch is in its job group: the Spark UI shows them per batch.
+        self.spark.sparkContext.setJobGroup(job_group(self.id, batch_id), f"icestream batch {batch_id}")
         read = self.source.next_read(batch_id, self.processed, self.sink.committed)
         if read is None:
             if self._metrics_behind:
@@ -232,6 +234,7 @@ class IngestQuery:
             return None
         try:
             progress.shards, progress.capped, progress.prefetched = read.shards, read.capped, read.prefetched
+            progress.on_driver = read.on_driver
             progress.ingest_ts = read.ingest_ts  # the rows' ingest_ts (report.freshness)
             progress.durations.plan, progress.durations.read = read.plan_seconds, read.read_seconds
             progress.durations.parse = sum(stats.parse_seconds for stats in read.shards)
@@ -259,6 +262,11 @@ class IngestQuery:
         self._last_batch_began = began
         self._log.record(progress)
         return progress
+
+
+def job_group(query_id: str, batch_id: int) -> str:
+    """The Spark job group of one batch's jobs (``SparkContext.statusTracker().getJobIdsForGroup``)."""
+    return f"icestream-{query_id}-batch-{batch_id}"
 
 
 def _inject_fault(options: IngestOptions, phase: str, batch_id: int) -> None:

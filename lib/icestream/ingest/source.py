@@ -11,11 +11,14 @@ sees exactly the same records.
 It also carries shard iterators from one batch to the next (each saves a GetShardIterator call)
 and, during a backlog, reads the next batch ahead while this one commits (``prefetch``).
 
-A caught-up stream costs no Spark job: after a read that left every shard at its tip, the next
-trigger first asks Kinesis from the driver (:class:`~icestream.ingest.gate.TriggerGate`: one
-ListShards, and GetRecords from a probe iterator per shard) and runs the read job only when enough
-arrived (one record, or ``min_records``; after ``max_trigger_delay_seconds`` one record), or the
-shards changed. Spark's own sources skip a batch the same way when their offsets have not moved.
+At the tip (the last read ended there, nothing capped) a batch is read on the driver instead
+(:mod:`~icestream.ingest.tip_read`): its append is then its only Spark job.
+
+A caught-up stream costs no Spark job at all: after a read that left every shard at its tip, the
+next trigger first asks Kinesis from the driver (:class:`~icestream.ingest.gate.TriggerGate`: one
+ListShards, and GetRecords from a probe iterator per shard) and reads only when enough arrived (one
+record, or ``min_records``; after ``max_trigger_delay_seconds`` one record), or the shards changed.
+Spark's own sources skip a batch the same way when their offsets have not moved.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from icestream.ingest.gate import ITERATOR_REUSE_SECONDS, TriggerGate
 from icestream.ingest.options import IngestOptions
 from icestream.ingest.progress import ReadStats
 from icestream.ingest.reader import ReadOptions, read_arrow, row_schema
+from icestream.ingest.tip_read import TIP_RECORDS_PER_SHARD, read_on_driver
 from icestream.limits import DEFAULT_RECORDS_PER_SHARD
 from icestream.runtime.shipping import raise_if_executor_import_failed
 from icestream.stream.clients import list_shards
@@ -103,6 +107,7 @@ class ReadBatch:
     read_seconds: float
     plan_seconds: float = 0.0
     prefetched: bool = False  # read while the previous batch committed
+    on_driver: bool = False  # read at the tip by the driver, without a Spark job (tip_read)
 
     @property
     def records(self) -> int:
@@ -152,8 +157,9 @@ class ReadBatch:
         return self.rows.where(f"kind = '{kind}' AND ({in_range})")
 
     def unpersist(self) -> None:
-        """Free the kept rows."""
-        release_rows(self.rows)
+        """Free the kept rows (a read on the driver kept none: its rows go when its plan goes)."""
+        if not self.on_driver:
+            release_rows(self.rows)
 
 
 def release_rows(rows: DataFrame) -> None:
@@ -207,6 +213,8 @@ class ShardSource:
         min_records = None if options.available_now else options.min_records
         self._gate = TriggerGate(min_records, options.max_trigger_delay_seconds, clock)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="icestream-prefetch")
+        self._tip_pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="icestream-tip-read")
+        self._at_tip = False  # the last read left every shard at its tip: the next is read on the driver
         self._prefetched: Future[ReadBatch] | None = None
         fixed = options.max_records_per_shard
         self._cap = DEFAULT_RECORDS_PER_SHARD if fixed is None else fixed  # records per shard and batch
@@ -296,17 +304,20 @@ class ShardSource:
         if not plans:
             return None
         self._gate.read_started()
-        return replace(self._read(listing, plans, batch_id), plan_seconds=plan_seconds)
+        on_driver = self._at_tip and self.options.tip_on_driver
+        return replace(self._read(listing, plans, batch_id, on_driver), plan_seconds=plan_seconds)
 
-    def _read(self, listing: list[dict[str, Any]], plans: list[pos.ShardPlan], batch_id: int) -> ReadBatch:
-        """The read phase: one Spark job, rows kept, one meta row per shard collected."""
+    def _read(
+        self, listing: list[dict[str, Any]], plans: list[pos.ShardPlan], batch_id: int, on_driver: bool = False
+    ) -> ReadBatch:
+        """The read phase: on the driver at the tip, else one Spark job (rows kept, a meta row per shard collected)."""
         self._fault("before_read", batch_id)
         began = time.monotonic()
         ingest_ts = datetime.now(UTC)
         read_options = ReadOptions(
             connection=self._connection,
             stream_name=self.settings.stream_name,
-            max_records=self._cap,
+            max_records=min(self._cap, TIP_RECORDS_PER_SHARD) if on_driver else self._cap,
             max_event_bytes=self.options.max_event_bytes,
             dedupe=self.options.dedupe,
             archive=self.options.archive,
@@ -316,6 +327,21 @@ class ShardSource:
             ingest_ts=ingest_ts,
             **self.options.read_options,
         )
+        if on_driver:
+            rows, collected = read_on_driver(self.spark, read_options, plans, self._tip_pool)
+        else:
+            rows, collected = self._read_with_spark(read_options, plans)
+        shards = [ReadStats.from_json(meta) for meta, _ in collected]
+        packed = {stats.shard_id: digests for stats, (_, digests) in zip(shards, collected, strict=True)}
+        return ReadBatch(
+            batch_id, listing, plans, rows, shards, packed, ingest_ts, read_options.max_records,
+            read_seconds=time.monotonic() - began, on_driver=on_driver,
+        )  # fmt: skip
+
+    def _read_with_spark(
+        self, read_options: ReadOptions, plans: list[pos.ShardPlan]
+    ) -> tuple[DataFrame, list[tuple[str, bytes]]]:
+        """One Spark job reads every shard and keeps the rows; returns them and the meta rows' (meta, digests)."""
         # One partition per shard plan (range puts exactly one id in each), so one read task per shard.
         ids = self.spark.range(len(plans), numPartitions=len(plans))
         read_rows = ids.mapInArrow(read_arrow(read_options, tuple(plans)), row_schema())
@@ -329,13 +355,7 @@ class ShardSource:
             # An executor without icestream: one clear line instead of the worker's traceback.
             raise_if_executor_import_failed(error, self.settings, self.spark.sparkContext.master)
             raise
-        shards = [ReadStats.from_json(row.meta) for row in collected]
-        packed = {stats.shard_id: bytes(row.raw_data or b"") for stats, row in zip(shards, collected, strict=True)}
-        read = ReadBatch(
-            batch_id, listing, plans, rows, shards, packed, ingest_ts, read_options.max_records,
-            read_seconds=time.monotonic() - began,
-        )  # fmt: skip
-        return read
+        return rows, [(row.meta, bytes(row.raw_data or b"")) for row in collected]
 
     def keep_iterators(self, read: ReadBatch, positions: dict[str, str]) -> None:
         """Remember where each shard's iterator continues, for the next batch; and arm the gate.
@@ -355,6 +375,7 @@ class ShardSource:
             and not read.capped
             and all(stats.next_iterator and stats.millis_behind in (0, None) for stats in read.shards)
         )
+        self._at_tip = at_tip
         if at_tip and (read.records == 0 or self._gate.holds_back):
             iterators = {stats.shard_id: stats.next_iterator for stats in read.shards if stats.next_iterator}
             self._gate.arm(read.listing, iterators)
@@ -415,6 +436,7 @@ class ShardSource:
     def reset(self) -> None:
         """Forget iterators and any read ahead: after a failure only the tables count."""
         self._iterators.clear()
+        self._at_tip = False
         self._gate.disarm()
         self._discard_prefetched()
 
@@ -422,3 +444,4 @@ class ShardSource:
         """Drop any read ahead and end the prefetch thread."""
         self._discard_prefetched()
         self._pool.shutdown(wait=True)
+        self._tip_pool.shutdown(wait=True)

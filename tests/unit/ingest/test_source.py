@@ -146,10 +146,12 @@ class Trigger:
         self.source._read = self._read_job  # type: ignore[method-assign]
         self.jobs: list[list[ShardPlan]] = []
         self.reads: list[int] = []
+        self.on_driver: list[bool] = []  # per read: asked of the driver (tip_read), not of a Spark job
         self.processed: dict[str, str] = {}
 
-    def _read_job(self, listing: list[dict], plans: list[ShardPlan], batch_id: int) -> ReadBatch:
+    def _read_job(self, listing: list[dict], plans: list[ShardPlan], batch_id: int, on_driver: bool) -> ReadBatch:
         self.jobs.append(plans)
+        self.on_driver.append(on_driver)
         shards = []
         for plan in plans:
             records = self.fake.records[plan.shard_id]
@@ -364,3 +366,22 @@ def test_a_probe_iterator_near_its_expiry_runs_the_read_path(triggers: Callable[
     clock.now += 240.0  # a trigger four minutes later: Kinesis iterators expire after five
     assert trigger() is not None
     assert trigger.reads == [0, 1]
+
+
+@pytest.mark.parametrize("tip_on_driver", [True, False])
+def test_a_batch_after_a_read_that_ended_at_the_tip_is_read_on_the_driver(
+    triggers: Callable[..., Trigger], tip_on_driver: bool
+) -> None:
+    fake = QuietKinesis(shards=2)
+    shard = "shardId-000000000000"
+    fake.records[shard] += [f"r{n}" for n in range(150)]  # the fake read caps at 100: a backlog
+    trigger = triggers(fake, tip_on_driver=tip_on_driver)
+    assert trigger().capped, "the first read is of a backlog"
+    fake.records[shard] += ["late-1"]
+    assert not trigger().capped  # read after a capped one: still by Spark; it ends at the tip
+    fake.records[shard] += ["late-2"]
+    assert trigger().records == 1
+    trigger.source.reset()  # a failed batch: only the tables count, and the next read is Spark's
+    trigger.processed = {}
+    trigger()
+    assert trigger.on_driver == [False, False, tip_on_driver, False]
