@@ -107,6 +107,12 @@ def freshness_point(spark: Any, rate: float, trigger: float, seconds: float, dra
         "caught_up": bool(progress and progress[-1]["caught_up"]),
         "batch_seconds": summary([batch["duration_ms"]["total"] / 1000 for batch in steady]) if steady else None,
         "batch_p95_s": summary(per_batch_p95) if per_batch_p95 else None,
+        # Where a batch's time goes: the median of each phase over the steady batches (ingest.progress).
+        "phase_median_ms": {
+            phase: round(statistics.median(batch["duration_ms"][phase] for batch in steady), 1)
+            for phase in (steady[0]["duration_ms"] if steady else {})
+        },
+        "read_on_driver": sum(batch.get("read_on") == "driver" for batch in steady),
         **percentiles(frame["freshness_s"]),
         "mean": float(frame["freshness_s"].mean()) if len(frame) else None,
         # A process that ended meanwhile is not counted (Spark reuses its Python workers).

@@ -1,20 +1,20 @@
-"""Whether a trigger runs the read job: Kinesis is asked from the driver first, with no Spark job.
+"""Whether a trigger reads: Kinesis is asked from the driver first, with no Spark job.
 
 After a read that left every shard at its tip, the next trigger asks Kinesis from the driver: one
 ListShards (a split or merge, which closes shards, shows there) and GetRecords from a *probe
 iterator* per shard, asking for as many records as are still needed. The probe iterators advance
-past what they count, so a record is counted once however many triggers it waits; the read job
+past what they count, so a record is counted once however many triggers it waits; the read
 still starts from the read's own iterators (or the committed positions), so a record counted and
 held back is read by the batch that runs. Records held back are uncommitted in Kinesis: a stop
 loses none of them.
 
-A trigger runs the read job when the records counted since the last batch reach ``min_records``,
+A trigger reads when the records counted since the last batch reach ``min_records``,
 or when ``max_trigger_delay`` has passed since the last batch and at least one record waits: the
 trade Spark's Kafka source offers with ``minOffsetsPerTrigger`` and ``maxTriggerDelay`` (fewer,
 larger files against freshness). With ``min_records`` off one record is enough, so a caught-up
 stream costs a ListShards and a GetRecords of one record per shard per trigger, and no Spark job.
 A changed listing, a probe iterator missing or near its expiry, a shard behind its tip
-(``MillisBehindLatest`` > 0: more waits than was counted) or any error runs the read job, which
+(``MillisBehindLatest`` > 0: more waits than was counted) or any error reads, which
 plans and handles errors as always.
 """
 
@@ -60,7 +60,7 @@ class _Armed:
 
 
 class TriggerGate:
-    """Decides at each trigger whether the read job runs (see the module docstring)."""
+    """Decides at each trigger whether the batch reads (see the module docstring)."""
 
     def __init__(
         self,
@@ -79,7 +79,7 @@ class TriggerGate:
         self.max_trigger_delay_seconds = max_trigger_delay_seconds
         self.clock = clock
         self._armed: _Armed | None = None
-        self._last_batch = clock()  # when the read job last ran
+        self._last_batch = clock()  # when a batch last read
 
     @property
     def holds_back(self) -> bool:
@@ -88,7 +88,7 @@ class TriggerGate:
 
     @property
     def armed(self) -> bool:
-        """True when the next trigger asks Kinesis before running the read job."""
+        """True when the next trigger asks Kinesis before reading."""
         return self._armed is not None
 
     @property
@@ -97,7 +97,7 @@ class TriggerGate:
         return 0 if self._armed is None else self._armed.counted
 
     def read_started(self) -> None:
-        """The read job runs now: the delay counts from here."""
+        """The batch reads now: the delay counts from here."""
         self._last_batch = self.clock()
 
     def arm(self, listing: list[dict[str, Any]], iterators: dict[str, str]) -> None:
@@ -112,18 +112,18 @@ class TriggerGate:
         self._armed = _Armed(listing_key(listing), probes)
 
     def disarm(self) -> None:
-        """Forget the probes: the next trigger runs the read job."""
+        """Forget the probes: the next trigger reads."""
         self._armed = None
 
     def hold(self, client: Any, stream_name: str) -> bool:
-        """Ask Kinesis whether this trigger may skip the read job.
+        """Ask Kinesis whether this trigger may skip the read.
 
         Args:
             client: A boto3 Kinesis client.
             stream_name: The stream.
 
         Returns:
-            True to skip this trigger; False to run the read job (the gate is disarmed then).
+            True to skip this trigger; False to read (the gate is disarmed then).
         """
         from botocore.exceptions import BotoCoreError, ClientError
 

@@ -113,7 +113,7 @@ class PhaseSeconds:
     """Seconds each phase of a batch took (reported in milliseconds, as ``duration_ms``)."""
 
     plan: float = 0.0  # ListShards and the shard plans (0 for a read done ahead)
-    read: float = 0.0  # the read job: GetRecords, parsing, caching the rows
+    read: float = 0.0  # the read: GetRecords, parsing, keeping the rows (a Spark job, or the driver at the tip)
     parse: float = 0.0  # of which parsing, summed over the read tasks
     dedupe: float = 0.0
     evolve: float = 0.0  # schema evolution: deciding new columns, their DDL (0 when off or no new field)

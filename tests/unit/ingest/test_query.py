@@ -21,6 +21,9 @@ class FakeSparkContext:
     def setLocalProperty(self, key: str, value: str) -> None:  # noqa: N802 - Spark's name
         pass
 
+    def setJobGroup(self, group: str, description: str) -> None:  # noqa: N802 - Spark's name
+        pass
+
 
 class FakeSpark:
     sparkContext = FakeSparkContext()  # noqa: N815 - Spark's name
