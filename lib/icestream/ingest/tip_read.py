@@ -52,13 +52,27 @@ def arrow_frame(spark: SparkSession, batches: Sequence[Any], schema: Any) -> Dat
     from pyspark.sql.pandas.serializers import ArrowStreamSerializer
 
     jvm = spark.sparkContext._jvm
+    utils = _sql_utils(jvm)
     rdd = spark.sparkContext._serialize_to_jvm(
         list(batches),
         ArrowStreamSerializer(),
-        lambda path: jvm.PythonSQLUtils.readArrowStreamFromFile(path),
+        lambda path: utils.readArrowStreamFromFile(path),
         lambda: jvm.ArrowIteratorServer(),  # only with spark.io.encryption.enabled
     )
-    return DataFrame(jvm.PythonSQLUtils.toDataFrame(rdd, schema.json(), spark._jsparkSession), spark)
+    return DataFrame(utils.toDataFrame(rdd, schema.json(), spark._jsparkSession), spark)
+
+
+_RESOLVED: list[tuple[Any, Any]] = []  # (the JVM view, its PythonSQLUtils class)
+
+
+def _sql_utils(jvm: Any) -> Any:
+    """Spark's ``PythonSQLUtils`` class, looked up once per JVM: py4j finds a short name by trying each
+    imported package in turn, and every package before the right one is a failed class lookup."""
+    for view, utils in _RESOLVED:
+        if view is jvm:
+            return utils
+    _RESOLVED[:] = [(jvm, jvm.org.apache.spark.sql.api.python.PythonSQLUtils)]
+    return _RESOLVED[0][1]
 
 
 def _shard_rows(plan: ShardPlan, options: ReadOptions) -> list[tuple]:

@@ -25,7 +25,7 @@ from icestream.validation import validate_identifier
 
 if TYPE_CHECKING:
     import pandas as pd
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import DataFrame
     from pyspark.sql.types import StructField
 
     from icestream.lake.table import LakeTable
@@ -35,6 +35,16 @@ TRANSFORMS = ("identity", "bucket", "truncate", "years", "months", "days", "hour
 PROMOTIONS = {"INT": "BIGINT", "FLOAT": "DOUBLE"}  # Iceberg's type promotions (decimals: precision only)
 _DECIMAL = re.compile(r"DECIMAL\((\d+),\s*(\d+)\)")
 SCAN_METRICS = ("resultDataFiles", "skippedDataFiles")  # Iceberg's Spark scan metrics: files kept / pruned
+
+
+def _quoted(name: str) -> str:
+    """A column name as Spark SQL text: in backticks, any backtick doubled."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _string_literal(text: str) -> str:
+    """A Spark SQL string literal (backslash escapes, Spark's default parser mode)."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def align_columns(frame: DataFrame, fields: Sequence[StructField], extras_column: str | None = None) -> DataFrame:
@@ -47,20 +57,23 @@ def align_columns(frame: DataFrame, fields: Sequence[StructField], extras_column
             (:mod:`icestream.ingest.evolve`), read before ``properties`` when ``frame`` has it.
 
     Returns:
-        One ``select`` (each DataFrame step is analysed again on the driver, so one step, not many).
+        One ``selectExpr`` (each DataFrame step is analysed again on the driver, so one step, not
+        many). SQL text, not ``functions.col`` per column: pyspark resolves ``functions`` through
+        py4j's imports for every column, and each of the packages tried before the right one costs
+        the JVM a failed class lookup over every jar (a tenth of the ingest's JVM samples at the
+        stream's tip, where this runs every batch).
     """
-    from pyspark.sql import functions as F  # noqa: N812 - the usual alias
-
     present = set(frame.columns)
     tagged = extras_column if extras_column in present else None
 
-    def filled(column: StructField) -> Column:
-        value = F.col("properties").getItem(column.name).cast(column.dataType)
+    def filled(column: StructField) -> str:
+        key, kind = _string_literal(column.name), column.dataType.simpleString()
+        value = f"CAST(properties[{key}] AS {kind})"
         if tagged is not None:
-            value = F.coalesce(F.col(tagged)[column.name].substr(3, 1 << 30).cast(column.dataType), value)
-        return value.alias(column.name)
+            value = f"coalesce(CAST(substr({_quoted(tagged)}[{key}], 3, {1 << 30}) AS {kind}), {value})"
+        return f"{value} AS {_quoted(column.name)}"
 
-    return frame.select(*(F.col(column.name) if column.name in present else filled(column) for column in fields))
+    return frame.selectExpr(*(_quoted(column.name) if column.name in present else filled(column) for column in fields))
 
 
 def partition_transform(transform: str, column: str, width: int | None = None) -> str:
