@@ -64,7 +64,8 @@ class Workload:
         # No silent resend: botocore retries a call whose answer was lost, and the records it had
         # already placed would land twice under sequence numbers the ledger never saw. A failed
         # call ends the workload with its cause (stop() raises it) instead of a wrong verdict.
-        self.client = kinesis_client(settings, max_attempts=1, read_timeout=120.0)
+        # botocore's max_attempts counts the retries after the first call: 0 turns them off.
+        self.client = kinesis_client(settings, max_attempts=0, read_timeout=120.0)
         self.keys = keys
         self.bad_every = bad_every
         self.duplicate_every = duplicate_every

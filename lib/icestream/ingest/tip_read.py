@@ -21,6 +21,7 @@ in parallel tasks (``ShardSource``).
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
@@ -62,17 +63,11 @@ def arrow_frame(spark: SparkSession, batches: Sequence[Any], schema: Any) -> Dat
     return DataFrame(utils.toDataFrame(rdd, schema.json(), spark._jsparkSession), spark)
 
 
-_RESOLVED: list[tuple[Any, Any]] = []  # (the JVM view, its PythonSQLUtils class)
-
-
+@functools.cache
 def _sql_utils(jvm: Any) -> Any:
     """Spark's ``PythonSQLUtils`` class, looked up once per JVM: py4j finds a short name by trying each
     imported package in turn, and every package before the right one is a failed class lookup."""
-    for view, utils in _RESOLVED:
-        if view is jvm:
-            return utils
-    _RESOLVED[:] = [(jvm, jvm.org.apache.spark.sql.api.python.PythonSQLUtils)]
-    return _RESOLVED[0][1]
+    return jvm.org.apache.spark.sql.api.python.PythonSQLUtils
 
 
 def _shard_rows(plan: ShardPlan, options: ReadOptions) -> list[tuple]:
