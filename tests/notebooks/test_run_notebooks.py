@@ -147,3 +147,56 @@ def test_a_failing_notebook_is_named_with_its_cell(tmp_path: Path) -> None:
         run_notebooks([path], tmp_path / "out", report=lambda _: None, progress=False)
     assert failure.value.cell_index == 2
     assert (tmp_path / "out" / "09_broken.ipynb").is_file(), "the executed copy with the traceback is kept"
+
+
+def test_a_finished_notebook_s_kernel_is_shut_down_without_an_interrupt(tmp_path: Path) -> None:
+    """jupyter_client sends SIGINT to a kernel's process group before it asks the kernel to shut down.
+    After a notebook has ended that interrupt only printed "KeyboardInterrupt caught in kernel" now
+    and then, and reached what the notebook started. A process the notebook leaves in the kernel's
+    group records the signals it gets: after the run it has had none until the test's own SIGTERM."""
+    import contextlib
+    import signal
+    import time
+
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    signals, ready = tmp_path / "signals", tmp_path / "ready"
+    child = (
+        "import signal, sys, time\n"
+        f"log = open({str(signals)!r}, 'a')\n"
+        "def record(number, frame):\n"
+        "    log.write(signal.Signals(number).name + '\\n'); log.flush()\n"
+        "    if number == signal.SIGTERM: sys.exit(0)\n"
+        "signal.signal(signal.SIGINT, record); signal.signal(signal.SIGTERM, record)\n"
+        f"open({str(ready)!r}, 'w').close()\n"
+        "time.sleep(120)\n"
+    )
+    notebook = new_notebook(
+        cells=[
+            new_code_cell(
+                "import subprocess, sys, time\n"
+                f"child = subprocess.Popen([sys.executable, '-c', {child!r}])\n"
+                f"while not __import__('os').path.exists({str(ready)!r}): time.sleep(0.05)\n"
+                f"open({str(tmp_path / 'pid')!r}, 'w').write(str(child.pid))"
+            )
+        ],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+    )
+    path = tmp_path / "09_child.ipynb"
+    nbformat.write(notebook, path)
+    run_notebooks([path], tmp_path / "out", report=lambda _: None, progress=False)
+
+    pid = int((tmp_path / "pid").read_text())
+    with contextlib.suppress(ProcessLookupError):  # if something else ended it, its record still tells
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 60
+    while "SIGTERM" not in (signals.read_text() if signals.exists() else "") and time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    received = signals.read_text().split() if signals.exists() else []
+    assert "SIGINT" not in received, received
+    assert received, "the child was alive after the run and recorded the test's SIGTERM"

@@ -138,6 +138,15 @@ def ipc_kernel_manager() -> type:
         def _transport_default(self) -> str:
             return "ipc"
 
+        async def _async_interrupt_kernel(self) -> None:
+            # jupyter_client interrupts a kernel before it asks it to shut down, with SIGINT to the
+            # kernel's whole process group. When a notebook has ended the kernel is idle: the
+            # interrupt only printed "[IPKernelApp] ERROR | KeyboardInterrupt caught in kernel" to
+            # `make run` now and then, and reached whatever the notebook had started. A shutdown
+            # request (then SIGTERM, then SIGKILL) still follows.
+            if not self.shutting_down:
+                await super()._async_interrupt_kernel()
+
     return IpcKernelManager
 
 
