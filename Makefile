@@ -17,6 +17,9 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 # make test runs the suite in this many pytest-xdist workers, one test file at a time each: most of
 # a test's time is spent waiting (triggers, kernels, clusters), so two workers keep both cores busy.
+# --no-loadscope-reorder keeps conftest's order (the longest kinds first): pytest-xdist otherwise
+# hands out the files with the most tests first, and the notebook pass (3 tests, a third of the
+# run) started last and ran alone at the end on one core.
 TEST_WORKERS ?= 2
 BENCH_ARGS ?=
 LINT_PATHS := $(wildcard lib tests bench notebooks)
@@ -108,7 +111,7 @@ test: system venv  ## set up, then lint and the whole test suite (TEST_WORKERS=1
 	  $(MAKE) --no-print-directory browser lint || { wait $$jars; exit 1; }; \
 	  wait $$jars
 	@$(MAKE) --no-print-directory prune-uv-cache
-	@$(BIN)/pytest $(if $(filter-out 0 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile) $(PYTEST_ARGS)
+	@$(BIN)/pytest $(if $(filter-out 0 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder) $(PYTEST_ARGS)
 
 reliability: setup  ## the full reliability campaigns, and the cluster tests including notebooks 03-07 there
 	@ICESTREAM_RELIABILITY=full $(BIN)/pytest -m "reliability or cluster" $(PYTEST_ARGS)
