@@ -13,7 +13,7 @@ from pathlib import Path
 
 from icestream.ingest import start_ingest
 from icestream.ingest.positions import TRIM_HORIZON, ShardPlan
-from icestream.ingest.query import job_group
+from icestream.ingest.query import job_group, stop_job_group
 from icestream.ingest.reader import ReadOptions, read_arrow, row_schema
 from icestream.ingest.tip_read import read_on_driver
 from icestream.stream.clients import kinesis_client, kinesis_connection, list_shards
@@ -74,3 +74,6 @@ def test_at_the_tip_each_batch_is_read_on_the_driver_and_runs_one_spark_job(spar
     assert all(batch["read_on"] == "driver" for batch in at_tip), batches
     jobs = {batch["batch_id"]: jobs_in_group(spark, job_group(batch["id"], batch["batch_id"])) for batch in at_tip}
     assert all(len(ids) == 1 for ids in jobs.values()), f"Spark jobs per batch at the tip: {jobs}"
+    # The stop commits the rejects table's positions (it got no rows after the first batch) in a
+    # group of its own: in the last batch's group it made that batch look like two jobs.
+    assert jobs_in_group(spark, stop_job_group(first["id"])), "the stop's commit ran in its own job group"

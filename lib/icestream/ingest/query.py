@@ -208,7 +208,9 @@ class IngestQuery:
                     self._stop.wait(remaining)
             if self._batches_run:
                 # A table that got no rows in the last batches holds older positions; a restart would
-                # read again from them. Stopping gracefully, every table says where the query stands.
+                # read again from them. Stopping gracefully, every table says where the query stands,
+                # in a job group of its own (the last batch's would count these jobs as that batch's).
+                self.spark.sparkContext.setJobGroup(stop_job_group(self.id), "icestream stop: positions")
                 self.sink.commit_positions(self.processed.events, self.next_batch_id - 1)
         except BaseException as error:  # noqa: BLE001 - kept and re-raised by await_termination
             self._exception = error
@@ -267,6 +269,11 @@ class IngestQuery:
 def job_group(query_id: str, batch_id: int) -> str:
     """The Spark job group of one batch's jobs (``SparkContext.statusTracker().getJobIdsForGroup``)."""
     return f"icestream-{query_id}-batch-{batch_id}"
+
+
+def stop_job_group(query_id: str) -> str:
+    """The Spark job group of the commits a graceful stop makes (positions of tables left behind)."""
+    return f"icestream-{query_id}-stop"
 
 
 def _inject_fault(options: IngestOptions, phase: str, batch_id: int) -> None:
