@@ -139,6 +139,26 @@ def spark(settings: Settings):
     session.stop()
 
 
+@pytest.fixture(autouse=True)
+def _the_shared_session_stays_active(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After a test that used the shared session, make it the active one again.
+
+    A second session (``spark.newSession()``, to act as another writer) becomes the thread's active
+    session as soon as it runs ``createDataFrame``, and ``get_spark`` returns the active session: the
+    CLI's commands called in-process by a later test then wrote through that session's catalog,
+    whose cached tables the shared session never sees (test_live, then test_load read an empty table).
+    """
+    yield
+    if "spark" not in request.fixturenames:
+        return
+    from pyspark.sql import SparkSession
+
+    shared = request.getfixturevalue("spark")
+    if SparkSession.getActiveSession() is not shared:
+        SparkSession._activeSession = shared  # pyspark 3.5 has no public setter; its builder does this
+        shared._jvm.SparkSession.setActiveSession(shared._jsparkSession)
+
+
 @pytest.fixture
 def kept_blocks(spark) -> Callable[[], set[int]]:
     """Ids of the RDDs with blocks in Spark's block store now (what a batch or a load keeps)."""

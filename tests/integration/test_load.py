@@ -41,8 +41,6 @@ def write_file(path: Path, lines: list[bytes], compress: bool = False) -> Path:
 
 
 def state(spark, settings: Settings) -> tuple[Counter, Counter]:
-    for name in (settings.table_name, settings.rejects_table_name):  # as the other ingest tests read
-        spark.catalog.refreshTable(name)
     events = Counter(row.event_id for row in spark.table(settings.table_name).select("event_id").collect())
     rejects = Counter(row.reason for row in spark.table(settings.rejects_table_name).select("reason").collect())
     return events, rejects
