@@ -24,7 +24,8 @@ SECOND_PASS = (
     ("06", {}),
 )
 # The first pass: every notebook at its defaults, except 01's live part (45 s in make run), which 02 then
-# ingests until it ends: 20 s show the same cells at a third of the CPU (the live ingest is most of it).
+# ingests until it ends: 20 s show the same cells at a third of the CPU (the live ingest is most of it);
+# and 04's routed demo and 05's tables, smaller (below).
 FIRST_PASS = (
     ("00", {}), ("01", {"live_seconds": 20.0}), ("02", {}), ("03", {}),
     ("04", {"routed_records": 1000}),  # its routed demo on a third of the history (the stream's own cost)
