@@ -71,6 +71,10 @@ def ingest_options_from(args: argparse.Namespace) -> dict[str, Any]:
         "min_records": args.min_records,
         "schema_evolution": args.schema_evolution,  # None: the schema_evolution setting
     }
+    if args.pause_at:
+        from icestream.ingest import parse_pause, pause_hook
+
+        options["fault_hook"] = pause_hook(*parse_pause(args.pause_at), seconds=args.pause_seconds)
     if args.max_trigger_delay is not None:
         if args.min_records is None:
             raise IcestreamError("--max-trigger-delay bounds how long --min-records holds a batch back: give both.")
@@ -186,6 +190,18 @@ def add_ingest_options(ingest: argparse.ArgumentParser) -> None:
         help="new top-level payload fields become columns; add-and-widen also widens int/float "
         "(default: the schema_evolution setting, off: they stay in properties)",
     )
+    drill = ingest.add_argument_group(
+        "crash drill", "hold a batch at one moment so that it can be killed there (docs/ingest.md; off by default)"
+    )
+    drill.add_argument(
+        "--pause-at", metavar="PHASE[:N]",
+        help="pause the N-th batch of this process (default 1) at before_read, after_read, between_commits or "
+        "after_commit, after printing 'paused at ...'",
+    )  # fmt: skip
+    drill.add_argument(
+        "--pause-seconds", type=float, default=60.0, metavar="S",
+        help="with --pause-at: how long (at most 60, default 60); then the batch goes on",
+    )  # fmt: skip
 
 
 def register(commands: argparse._SubParsersAction) -> None:

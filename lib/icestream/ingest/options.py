@@ -18,7 +18,8 @@ from icestream.limits import DEFAULT_MAX_EVENT_BYTES, DEFAULT_START_POSITION, ST
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-# The moments of a batch where ``fault_hook`` is called (tests raise there to simulate a crash).
+# The moments of a batch where ``fault_hook`` is called (tests raise there to simulate a crash;
+# ``icestream ingest --pause-at`` waits there, so that a drill can kill the process: ingest.pause).
 # With the raw archive on, it is also called at "after_archive" (its commit comes first); with a
 # routing, at "between_tables" after each routed table's commit but the last.
 PHASES = ("before_read", "after_read", "between_commits", "after_commit")
@@ -63,7 +64,8 @@ class IngestOptions:
     # At the stream's tip (the last read ended there), read the batch on the driver: its append is
     # then its only Spark job (ingest.tip_read). Off: every batch is read by a Spark job.
     tip_on_driver: bool = True
-    # Tests: called at each of PHASES; what it raises counts as a crash there (a transient failure).
+    # Called at each of PHASES; what it raises counts as a crash there (a transient failure). Tests, and
+    # the crash drill's pause (ingest.pause); None: nothing happens there.
     fault_hook: Callable[[str, int], None] | None = None
     on_progress: Callable[[dict[str, Any]], None] | None = None  # called after every batch
     progress_file: Path | None = None  # default <run_dir>/ingest_progress.jsonl
