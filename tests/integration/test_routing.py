@@ -9,12 +9,14 @@ from collections import Counter
 import pytest
 
 from icestream.cli import main
-from icestream.config import Settings
-from icestream.errors import IngestError
-from icestream.ingest.routing import UNKNOWN_ROUTE, Routing, routed_tables
+from icestream.config import Settings, load_settings
+from icestream.errors import ConfigError, IngestError
+from icestream.ingest.positions import SOURCE_PROPERTY, mark_source_stream
+from icestream.ingest.routing import UNKNOWN_ROUTE, Routing, remember_routed_table, routed_tables
 from icestream.lake import LakeTable
-from icestream.lake.ddl import create_routed_table
+from icestream.lake.ddl import create_routed_table, setup_tables
 from icestream.queries import duckdb_engine as duck
+from icestream.stream.clients import ensure_stream
 from tests.helpers.crash import SimulatedCrashError
 from tests.helpers.ingest import drain
 from tests.helpers.streams import event_payload, put, send_aggregated, user_records
@@ -178,3 +180,95 @@ def test_two_creators_of_one_routed_table_both_end_up_using_it(spark, fresh) -> 
     for name in names:
         assert spark.table(name).columns == spark.table(settings.table_name).columns
         assert "hours(event_ts)" in spark.sql(f"SHOW CREATE TABLE {name}").first()[0]
+
+
+def foreign_pipeline(spark, events: Settings, suffix: str) -> tuple[Settings, dict[str, int]]:
+    """Another pipeline whose events table is ``<events table>_<suffix>``, fed by its own stream, ingested
+    once (one event and one malformed record, so that its rejects table holds a row too).
+
+    Returns:
+        Its settings, and the row count of each of its two tables.
+    """
+    other = load_settings(stream_name=f"{events.stream_name}-{suffix}", table=f"{events.table}_{suffix}")
+    ensure_stream(other, shard_count=1)
+    setup_tables(spark, other)
+    put(other, [(event_payload(0, "u0", event_id="theirs-0"), "u0"), (b"not json", "u0")])
+    drain(spark, other)
+    return other, {name: spark.table(name).count() for name in (other.table_name, other.rejects_table_name)}
+
+
+def event(event_id: str, kind: str) -> tuple[bytes, str]:
+    """The issue's event: ``event_id`` of type ``kind``, with no other field than those the schema requires."""
+    payload = {"event_id": event_id, "user_id": "u", "event_type": kind, "event_ts": "2026-11-26T21:00:00Z"}
+    return json.dumps(payload).encode(), "u"
+
+
+def source_stream(spark, table: str) -> str:
+    properties = {row.key: row.value for row in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
+    return properties[SOURCE_PROPERTY]
+
+
+@pytest.mark.parametrize("unknown", ["default", "reject"])
+def test_a_value_naming_another_pipelines_table_never_writes_into_it(spark, fresh, unknown) -> None:
+    """Issue 43: ``--route event_type`` on t2 beside another pipeline's t2_orders (and its t2_orders_rejects).
+
+    The value ``orders_rejects`` names the other pipeline's rejects table and ``orders`` its events
+    table; before the fix the first lost x1 (a row of NULLs in t2_orders_rejects), the second wrote
+    x2 into t2_orders, both took the tables' ``icestream.source-stream``, and the owner's ingest failed.
+    """
+    settings = fresh(shards=1, prefix="rtown")
+    other, counts = foreign_pipeline(spark, settings, "orders")
+    put(settings, [event("x1", "orders_rejects"), event("x2", "orders"), event("x3", "click")])
+    routing = {"route": "event_type", "route_unknown": unknown}
+    query = drain(spark, settings, routing=routing)
+
+    refused = Counter({"x1": 1, "x2": 1})
+    assert ids_in(spark, settings.companion_table_name("click")) == Counter({"x3": 1})
+    spark.catalog.refreshTable(settings.rejects_table_name)
+    rejected = spark.table(settings.rejects_table_name).where(f"reason = '{UNKNOWN_ROUTE}'").collect()
+    if unknown == "default":
+        assert ids_in(spark, settings.table_name) == refused
+        assert rejected == []
+        assert sum(batch["written"] for batch in query.recent_progress) == 3
+    else:
+        assert ids_in(spark, settings.table_name) == Counter()
+        details = {json.loads(row.raw_text)["event_id"]: row.detail for row in rejected}
+        assert Counter(json.loads(row.raw_text)["event_id"] for row in rejected) == refused
+        assert other.rejects_table_name in details["x1"]  # the detail names the table refused
+        assert other.table_name in details["x2"]
+    for table in (other.table_name, other.rejects_table_name):
+        spark.catalog.refreshTable(table)
+        assert spark.table(table).count() == counts[table], f"{table} was written"
+        assert source_stream(spark, table) == other.stream_name
+    assert routed_tables(spark, settings, Routing.parse("event_type"), settings.stream_name) == sorted(
+        [settings.table_name, settings.companion_table_name("click")]
+    )
+
+    # Both restart: the routed ingest with one more event, the owner with one more of its own.
+    put(settings, [event("x4", "click")])
+    drain(spark, settings, routing=routing)
+    assert ids_in(spark, settings.companion_table_name("click")) == Counter({"x3": 1, "x4": 1})
+    put(other, [(event_payload(1, "u0", event_id="theirs-1"), "u0")])
+    drain(spark, other)
+    assert ids_in(spark, other.table_name) == Counter({"theirs-0": 1, "theirs-1": 1})
+
+
+def test_a_routed_table_made_before_owners_were_recorded_stays_the_routes(spark, fresh) -> None:
+    settings = fresh(shards=1, prefix="rtold")
+    clicks = settings.companion_table_name("click")
+    # Made as the ingest made routed tables before they recorded their owner (no icestream.routed-from).
+    create_routed_table(spark, settings, clicks)
+    mark_source_stream(spark, clicks, settings.stream_name)
+    remember_routed_table(spark, settings, clicks)
+    put(settings, [event("y1", "click")])
+    drain(spark, settings, routing="event_type")
+    assert ids_in(spark, clicks) == Counter({"y1": 1})
+    assert ids_in(spark, settings.table_name) == Counter()
+
+    # A mapping that names another pipeline's table stops the ingest before it writes anything.
+    other, counts = foreign_pipeline(spark, settings, "orders")
+    put(settings, [event("y2", "order")])
+    with pytest.raises((ConfigError, IngestError), match="is named by route_tables or route_default"):
+        drain(spark, settings, routing={"route": "event_type", "route_tables": "order=orders,click=click"})
+    assert spark.table(other.table_name).count() == counts[other.table_name]
+    assert source_stream(spark, other.table_name) == other.stream_name

@@ -7,10 +7,31 @@ again). Its value picks the table:
 
 - with a mapping (``route_tables``: ``value=suffix`` pairs) a value goes to ``<table>_<suffix>``;
 - without one, a value that is a lower-case identifier goes to ``<table>_<value>``;
-- any other value (null, unmapped, not an identifier, or naming a companion the workbook keeps
-  for itself such as ``rejects``) is *unknown*: it goes to the default table (``route_default``,
-  else the events table itself) or, with ``route_unknown: reject``, to the shared rejects table
-  with reason :data:`UNKNOWN_ROUTE` and the route and value in its detail.
+- any other value (null, unmapped, not an identifier, companion-like as below, or naming a table
+  this route does not own) is *unknown*: it goes to the default table (``route_default``, else the
+  events table itself) or, with ``route_unknown: reject``, to the shared rejects table with reason
+  :data:`UNKNOWN_ROUTE` and the route, the value and (when it names one) the table in its detail.
+
+A route writes only into tables it owns (:func:`refusal`): one it made itself, which records in its
+properties, set in the very commit that creates it, the events table whose route made it
+(:data:`OWNER_PROPERTY`) and the stream that feeds it; or one made before tables recorded their
+owner, listed on the events table, fed by this stream and carrying the comment routed tables are
+made with. Any other table with the name (another pipeline's ``<table>_orders``, or its
+``<table>_orders_rejects``) is never written: ``CREATE TABLE IF NOT EXISTS`` would accept it as it
+is and the append match its columns by name, losing the events and taking the table's
+``icestream.source-stream`` from its owner (issue 43). The decision is taken for every table of a
+batch before anything of the batch commits. A table that ``route_tables`` or ``route_default``
+names and that the route does not own stops the ingest with a :class:`~icestream.errors.ConfigError`
+instead: the settings, not the data, are wrong.
+
+Companion-like suffixes are refused too, whether or not such a table exists yet
+(:data:`COMPANION_LIKE`): a suffix the workbook keeps for a companion (``rejects``, ``raw``,
+``metrics`` and the notebooks' copies: :data:`RESERVED_SUFFIXES`), alone or after ``_``. Routed,
+``orders_rejects`` or ``orders_metrics`` would take the name that a companion of a routed table
+``<table>_orders`` gets later (its metrics, refreshed per table), or that a companion of another
+pipeline's events table ``<table>_orders`` has. Such a value is unknown; such a suffix in
+``route_tables`` or ``route_default`` is a :class:`~icestream.errors.ConfigError`. A value such as
+``first_raw`` is refused with them: map it to another suffix (``first_raw=first_raw_events``).
 
 Every table name comes from :class:`~icestream.config.Settings` (``companion_table_name``), so a
 routed table is always ``<table>_<suffix>`` in the events table's namespace. A routed table is
@@ -23,13 +44,15 @@ every routed table again (:func:`routed_tables`).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from icestream.config import ARCHIVE_SUFFIX, COPY_SUFFIXES, METRICS_SUFFIX, REJECTS_SUFFIX, Settings
 from icestream.errors import ConfigError
+from icestream.ingest.positions import SOURCE_PROPERTY
 from icestream.ingest.transform import DETAIL_COLUMN, REASON_COLUMN, load_function
+from icestream.lake.ddl import routed_table_comment
 from icestream.validation import validate_identifier
 
 if TYPE_CHECKING:
@@ -40,10 +63,13 @@ UNKNOWN_CHOICES = ("default", "reject")
 TARGET_COLUMN = "_icestream_route_table"  # the routed table's key while a batch is split (dropped before writes)
 VALUE_COLUMN = "_icestream_route_value"
 RESERVED_SUFFIXES = frozenset((REJECTS_SUFFIX, ARCHIVE_SUFFIX, METRICS_SUFFIX, *COPY_SUFFIXES))
+# A reserved suffix, alone or after "_": orders_rejects would collide with the companions of <table>_orders.
+COMPANION_LIKE = rf"(^|_)({'|'.join(sorted(RESERVED_SUFFIXES))})$"
 # Values that name a table by themselves (no mapping): lower case, so two spellings never make two tables.
 VALUE_SUFFIX = r"^[a-z][a-z0-9_]{0,63}$"
 EVENTS_KEY = ""  # the key of the events table itself
 ROUTED_PROPERTY = "icestream.routed-tables"  # on the events table: suffixes of the tables made on first sight
+OWNER_PROPERTY = "icestream.routed-from"  # on a routed table: the events table whose route made it
 
 
 @dataclass(frozen=True)
@@ -112,32 +138,68 @@ class Routing:
             column = column[part]  # a struct field or a map key
         return column.cast("string")
 
-    def target(self, value: Column) -> Column:
-        """The key of each event's table (see :meth:`table_name`), null for a rejected unknown value."""
+    def _named(self, value: Column) -> Column:
+        """The key a value names (null: none), before the tables the route does not own are taken out."""
         from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
         if self.tables:
             pairs = [F.lit(part) for item in sorted(self.tables.items()) for part in item]
-            known = F.create_map(*pairs)[value]
-        else:
-            known = F.when(value.rlike(VALUE_SUFFIX) & ~value.isin(sorted(RESERVED_SUFFIXES)), value)
+            return F.create_map(*pairs)[value]
+        return F.when(value.rlike(VALUE_SUFFIX) & ~value.rlike(COMPANION_LIKE), value)
+
+    def target(self, value: Column, refused: Collection[str] = ()) -> Column:
+        """The key of each event's table (see :meth:`table_name`), null for a rejected unknown value.
+
+        Args:
+            value: The route's value of each event.
+            refused: Keys of tables the route does not own (:func:`refusal`): their values are unknown.
+        """
+        from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
+
+        known = self._named(value)
+        if refused:
+            known = F.when(~known.isin(sorted(refused)), known)
         if self.unknown == "reject":
             return known
         return F.coalesce(known, F.lit(self.default or EVENTS_KEY))
 
-    def keyed(self, events: DataFrame) -> DataFrame:
-        """``events`` with the route's value and its table's key (:data:`VALUE_COLUMN`, :data:`TARGET_COLUMN`)."""
+    def keyed(self, events: DataFrame, refused: Collection[str] = ()) -> DataFrame:
+        """``events`` with the route's value and its table's key (:data:`VALUE_COLUMN`, :data:`TARGET_COLUMN`);
+        ``refused`` as in :meth:`target`."""
         from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
         with_value = events.withColumn(VALUE_COLUMN, self.value(events))
-        return with_value.withColumn(TARGET_COLUMN, self.target(F.col(VALUE_COLUMN)))
+        return with_value.withColumn(TARGET_COLUMN, self.target(F.col(VALUE_COLUMN), refused))
 
-    def rejected(self, keyed: DataFrame) -> DataFrame:
-        """The keyed rows with no table, with the transform's reject columns (reason and detail)."""
+    def rejected(self, keyed: DataFrame, settings: Settings, refused: Mapping[str, str] | None = None) -> DataFrame:
+        """The keyed rows with no table, with the transform's reject columns (reason and detail).
+
+        Args:
+            keyed: The batch's events as :meth:`keyed` made them.
+            settings: Name the tables, for the detail of a value that names one it may not write.
+            refused: Per key of a table the route does not own, why (:func:`refusal`).
+        """
         from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
-        value = F.coalesce(F.col(VALUE_COLUMN), F.lit("null"))
-        detail = F.concat(F.lit(f"route {self.spec}: no table for value "), value)
+        raw = F.col(VALUE_COLUMN)
+        value = F.coalesce(raw, F.lit("null"))
+        said = f"route {self.spec}: "
+        detail = F.concat(F.lit(f"{said}no table for value "), value)
+        if not self.tables:  # a mapping's suffixes were checked when it was parsed
+            companion = F.concat(
+                F.lit(f"{said}value "), value, F.lit(" would name "), F.lit(f"{settings.table_name}_"), value,
+                F.lit(f", a companion's name ({', '.join(sorted(RESERVED_SUFFIXES))}) the workbook keeps for itself"),
+            )  # fmt: skip
+            detail = F.when(raw.rlike(VALUE_SUFFIX) & raw.rlike(COMPANION_LIKE), companion).otherwise(detail)
+        if refused:
+            named = self._named(raw)
+            reasons = [
+                F.lit(part)
+                for key, why in sorted(refused.items())
+                for part in (key, f"{self.table_name(settings, key)}, a table this route does not own ({why})")
+            ]
+            owned_by_others = F.concat(F.lit(f"{said}value "), value, F.lit(" names "), F.create_map(*reasons)[named])
+            detail = F.when(named.isin(sorted(refused)), owned_by_others).otherwise(detail)
         return (
             keyed.where(F.col(TARGET_COLUMN).isNull())
             .withColumn(REASON_COLUMN, F.lit(UNKNOWN_ROUTE))
@@ -149,8 +211,11 @@ def _suffix(suffix: str | None, setting: str) -> str | None:
     if suffix is None:
         return None
     validate_identifier(suffix, setting)
-    if suffix in RESERVED_SUFFIXES:
-        raise ConfigError(f"{setting}: {suffix!r} names a table the workbook keeps for itself; choose another.")
+    if re.search(COMPANION_LIKE, suffix):
+        raise ConfigError(
+            f"{setting}: {suffix!r} names a table the workbook keeps for itself, or would collide with a "
+            f"companion of another table (its suffix ends like {', '.join(sorted(RESERVED_SUFFIXES))}); choose another."
+        )
     return suffix
 
 
@@ -200,21 +265,118 @@ def routing_from_settings(settings: Settings, **overrides: Any) -> Routing | Non
     return Routing.parse(values["route"], tables, values["route_default"], values["route_unknown"])
 
 
+def refusal(properties: Mapping[str, str] | None, settings: Settings, stream_name: str, listed: bool) -> str | None:
+    """Why the route of ``settings``' events table may not write a routed table (None: it may).
+
+    Args:
+        properties: The table's properties, with its comment as ``comment`` (Iceberg keeps it as that
+            property, but ``SHOW TBLPROPERTIES`` hides it); None when it does not exist (the route makes it).
+        settings: Name the events table whose route asks.
+        stream_name: The stream the route's ingest reads.
+        listed: Whether the events table lists the table in :data:`ROUTED_PROPERTY`.
+
+    Returns:
+        None for a table the route owns (see the module docstring), else the reason, for a reject's detail.
+    """
+    if properties is None:
+        return None
+    source, owner = properties.get(SOURCE_PROPERTY), properties.get(OWNER_PROPERTY)
+    if source != stream_name:
+        return f"fed by stream {source!r}" if source else "no stream feeds it"
+    if owner == settings.table_name:
+        return None
+    if owner is None and listed and properties.get("comment") == routed_table_comment(stream_name):
+        return None  # made by this route before routed tables recorded their owner
+    return f"routed from {owner}" if owner else f"not made by the route of {settings.table_name}"
+
+
+def owner_properties(settings: Settings) -> dict[str, str]:
+    """The properties a routed table is created with, which make it this route's (:func:`refusal`)."""
+    return {OWNER_PROPERTY: settings.table_name, SOURCE_PROPERTY: settings.stream_name}
+
+
+def table_refusal(spark: SparkSession, settings: Settings, name: str, stream_name: str) -> str | None:
+    """:func:`refusal` of the table ``name`` as the catalog has it now (the events table itself: None)."""
+    if name == settings.table_name or not spark.catalog.tableExists(name):
+        return None
+    properties = {**_properties(spark, name), "comment": spark.catalog.getTable(name).description or ""}
+    return refusal(properties, settings, stream_name, name in _listed(spark, settings))
+
+
 def routed_tables(spark: SparkSession, settings: Settings, routing: Routing, stream_name: str) -> list[str]:
     """Every table this routing writes that exists: the declared ones, and each table made on first sight
-    (listed in the events table's :data:`ROUTED_PROPERTY`) that is recorded as fed by ``stream_name``.
+    (listed in the events table's :data:`ROUTED_PROPERTY`) that the route owns (:func:`refusal`).
 
     The list lives on the events table rather than in a listing of the namespace, so the ingest needs
     no catalog-wide permission (Glue's ``GetTables``) to find its tables again.
-    """
-    from icestream.ingest.positions import SOURCE_PROPERTY
 
-    found = {name for name in routing.declared(settings) if spark.catalog.tableExists(name)}
-    for suffix in filter(None, _properties(spark, settings.table_name).get(ROUTED_PROPERTY, "").split(",")):
-        name = settings.companion_table_name(suffix)
-        if spark.catalog.tableExists(name) and _properties(spark, name).get(SOURCE_PROPERTY) == stream_name:
+    Raises:
+        ConfigError: If a declared table (``route_tables``, ``route_default``) exists and is not the route's.
+    """
+    found = set()
+    for name in routing.declared(settings):
+        if spark.catalog.tableExists(name):
+            found.add(declared_table(name, table_refusal(spark, settings, name, stream_name)))
+    for name in sorted(_listed(spark, settings) - found):
+        if spark.catalog.tableExists(name) and table_refusal(spark, settings, name, stream_name) is None:
             found.add(name)
     return sorted(found)
+
+
+def claim_tables(
+    spark: SparkSession, settings: Settings, routing: Routing, keys: Iterable[str], known: Collection[str]
+) -> dict[str, str]:
+    """Make the routed table of each key unless it exists or is ``known`` (the tables already in use).
+
+    Args:
+        spark: The session.
+        settings: Name the tables and the stream.
+        routing: The route.
+        keys: The keys a batch routes to.
+        known: Tables the ingest writes already (not asked again).
+
+    Returns:
+        Per key whose table the route may not write (:func:`refusal`), why.
+
+    Raises:
+        ConfigError: If the settings name such a table (route_tables, route_default).
+    """
+    from icestream.lake.ddl import create_routed_table
+
+    refused = {}
+    for key in sorted(keys):
+        name = routing.table_name(settings, key)
+        if name in known:
+            continue
+        if not spark.catalog.tableExists(name):
+            create_routed_table(spark, settings, name, properties=owner_properties(settings))
+        # Asked after the CREATE: when another writer made the table first, its properties say whose it is.
+        why = table_refusal(spark, settings, name, settings.stream_name)
+        if name in routing.declared(settings):
+            declared_table(name, why)  # raises: the settings, not the data, name another's table
+        if why is not None:
+            refused[key] = why
+    return refused
+
+
+def declared_table(name: str, why: str | None) -> str:
+    """``name``, a table the settings route to, when the route owns it (``why`` is None).
+
+    Raises:
+        ConfigError: If it does not: the route would write into another pipeline's table.
+    """
+    if why is not None:
+        raise ConfigError(
+            f"{name} is named by route_tables or route_default but is not a table of this route ({why}); "
+            "choose another suffix, or drop or rename that table if it is a left-over."
+        )
+    return name
+
+
+def _listed(spark: SparkSession, settings: Settings) -> set[str]:
+    """The tables the events table lists in :data:`ROUTED_PROPERTY`."""
+    suffixes = _properties(spark, settings.table_name).get(ROUTED_PROPERTY, "").split(",")
+    return {settings.companion_table_name(suffix) for suffix in suffixes if suffix}
 
 
 def remember_routed_table(spark: SparkSession, settings: Settings, name: str) -> None:

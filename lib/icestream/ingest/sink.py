@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
+from functools import partial
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -34,20 +35,13 @@ from icestream.ingest import positions as pos
 from icestream.ingest.changes import apply_changes
 from icestream.ingest.options import IngestOptions
 from icestream.ingest.progress import BatchProgress, IndexStats, arrival_properties
-from icestream.ingest.routing import TARGET_COLUMN, remember_routed_table, routed_tables
+from icestream.ingest.routing import TARGET_COLUMN, claim_tables, remember_routed_table, routed_tables
 from icestream.ingest.source import ReadBatch, TablePositions
 from icestream.ingest.transform import REJECT_COLUMNS, after_committed, done_ids, reject_rows, run_transform
-from icestream.lake.ddl import create_routed_table
 from icestream.lake.evolution import align_columns
 from icestream.lake.inspect import ancestry, load_iceberg_table
 from icestream.lake.schema import spark_fields, table_columns
-from icestream.lake.summary import (
-    BATCH_KEY,
-    CREATED_KEY,
-    POSITIONS_KEY,
-    QUERY_KEY,
-    STREAM_KEY,
-)
+from icestream.lake.summary import BATCH_KEY, CREATED_KEY, POSITIONS_KEY, QUERY_KEY, STREAM_KEY
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -130,6 +124,7 @@ class TableSink:
         self.index = dedupe.IndexSet(query_id, lookback, (settings.table_name,))
         self.routing = options.routing
         self.routed: dict[str, _Table] = {self.events.name: self.events}  # every table events go to, by name
+        self.refused: dict[str, str] = {}  # route keys naming a table the route does not own, and why
         self._fields: dict[str, tuple[int, list[StructField]]] = {}  # per table: its schema id and columns
         self._schema_changes: dict[str, str] = {}  # per table: the changes its next data commit names
         # Schema evolution keeps the new fields (and, for a reject, the payload) beside the table's columns.
@@ -301,21 +296,26 @@ class TableSink:
         """Split the batch's events by route: per table its rows past the table's own positions, and
         the rows whose route names no table (when unknown values are rejected).
 
-        A table seen for the first time is created, and commits the batch's start positions before any
-        table commits this batch: a restart then reads from there at the latest (see docs/ingest.md).
-        With schema evolution on and new fields in the batch, the same job that counts each table's
-        rows counts its new fields' kinds (returned third; None otherwise).
+        A table seen for the first time is claimed (``routing.claim_tables``) before any table commits
+        this batch (one the route does not own: its values are unknown), then commits the batch's start
+        positions: a restart reads from there at the latest (see docs/ingest.md). With schema evolution
+        on and new fields in the batch, the same job that counts each table's rows counts its new
+        fields' kinds (returned third; None otherwise).
         """
         from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
         routing = self.routing
         assert routing is not None
-        keyed = routing.keyed(events.select(*table_columns(), *self._keep))
-        if self._keep and any(stats.extra_kinds for stats in read.shards):
-            counts, kinds = evo.count_routes(keyed, TARGET_COLUMN, lambda key: routing.table_name(self.settings, key))
-        else:
-            counts = {row[0]: int(row[1]) for row in keyed.groupBy(TARGET_COLUMN).count().collect()}
-            kinds = None
+        events, refused = events.select(*table_columns(), *self._keep), None
+        while refused is None or refused:  # keyed again (one more job) when a new table is refused
+            self.refused.update(refused or {})
+            keyed = routing.keyed(events, self.refused)
+            if self._keep and any(stats.extra_kinds for stats in read.shards):
+                counts, kinds = evo.count_routes(keyed, TARGET_COLUMN, partial(routing.table_name, self.settings))
+            else:
+                counts, kinds = {row[0]: int(row[1]) for row in keyed.groupBy(TARGET_COLUMN).count().collect()}, None
+            refused = claim_tables(self.spark, self.settings, routing, [key for key in counts if key is not None],
+                                   self.routed)  # fmt: skip
         frames = {}
         for key in sorted(key for key in counts if key is not None):
             table = self._routed_table(routing.table_name(self.settings, key), read, new_positions)
@@ -324,15 +324,14 @@ class TableSink:
             frames[table.name] = (rows.select(*table_columns(), *self._keep), counts[key])
         unknown = None
         if counts.get(None):
-            unknown = reject_rows(routing.rejected(keyed), read.batch_id)
+            unknown = reject_rows(routing.rejected(keyed, self.settings, self.refused), read.batch_id)
         return frames, unknown, kinds
 
     def _routed_table(self, name: str, read: ReadBatch, new_positions: dict[str, str]) -> _Table:
-        """The routed table ``name``: created on first sight, with the batch's start positions committed."""
+        """The routed table ``name``, once claimed: the batch's start positions committed on first sight."""
         if name in self.routed:
             return self.routed[name]
         stream, created = self.settings.stream_name, self.stream_created
-        create_routed_table(self.spark, self.settings, name)
         pos.mark_source_stream(self.spark, name, stream, created)
         remember_routed_table(self.spark, self.settings, name)
         table = _Table(name, dict(pos.load_committed(self.spark, name, stream, created).positions))

@@ -11,7 +11,7 @@ second would be better served by ``days(event_ts)``; this is a one-line change h
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -85,19 +85,26 @@ def _ensure_properties(run: Runner, name: str) -> None:
         run(name, Statement(f"ALTER TABLE {name} SET TBLPROPERTIES ({_properties_sql(wanted)})", writes=True))
 
 
-def _properties_sql(properties: dict[str, str]) -> str:
-    # Keys and values are our own constants above, never user input.
+def _properties_sql(properties: Mapping[str, str]) -> str:
+    # Keys and values are our own constants and checked names, never user input.
     return ",\n  ".join(f"'{key}' = '{value}'" for key, value in properties.items())
 
 
-def create_table_statement(name: str, columns: tuple[str, ...], partitioning: str | None, comment: str) -> Statement:
-    """The ``CREATE TABLE IF NOT EXISTS`` of one table, with the project's properties (None: unpartitioned)."""
+def create_table_statement(
+    name: str, columns: tuple[str, ...], partitioning: str | None, comment: str,
+    properties: Mapping[str, str] | None = None,
+) -> Statement:  # fmt: skip
+    """The ``CREATE TABLE IF NOT EXISTS`` of one table, with the project's properties (None: unpartitioned).
+
+    ``properties`` are set with the project's, in the creating commit itself (the caller's own keys and
+    checked names only: they stand in the statement's text).
+    """
     body = ",\n  ".join(columns)
     return Statement(
         f"CREATE TABLE IF NOT EXISTS {checked_table_name(name)} (\n  {body}\n) USING iceberg\n"
         + (f"PARTITIONED BY ({partitioning})\n" if partitioning else "")
         + f"COMMENT '{comment}'\n"
-        f"TBLPROPERTIES (\n  {_properties_sql(TABLE_PROPERTIES)}\n)",
+        f"TBLPROPERTIES (\n  {_properties_sql({**TABLE_PROPERTIES, **(properties or {})})}\n)",
         writes=True,
     )
 
@@ -129,13 +136,23 @@ def events_table_statement(settings: Settings) -> Statement:
     )
 
 
-def create_routed_table(spark: SparkSession, settings: Settings, name: str, run: Runner | None = None) -> str:
+def routed_table_comment(stream_name: str) -> str:
+    """The comment of a table the ingest made for the routed events of ``stream_name``."""
+    return f"Events of Kinesis stream {stream_name} routed here by the ingest"
+
+
+def create_routed_table(
+    spark: SparkSession, settings: Settings, name: str, run: Runner | None = None,
+    properties: Mapping[str, str] | None = None,
+) -> str:  # fmt: skip
     """Create a table the ingest routes events to, unless it exists; return its qualified name.
 
     It is made like the events table: its declared columns, ``hours(event_ts)`` and the project's
-    properties. Two ingests that see the same new table at once both run ``CREATE TABLE IF NOT
-    EXISTS``; the catalog creates it once and answers the other that it already exists (Iceberg's
-    ``AlreadyExistsException``, raised to Spark as ``TableAlreadyExistsException``), which then uses it.
+    properties, plus ``properties`` (which route made it: see :mod:`icestream.ingest.routing`). Two
+    ingests that see the same new table at once both run ``CREATE TABLE IF NOT EXISTS``; the catalog
+    creates it once and answers the other that it already exists (Iceberg's ``AlreadyExistsException``,
+    raised to Spark as ``TableAlreadyExistsException``), which then uses it. A table that existed
+    before is left as it is: the caller reads its properties to learn whose it is.
 
     Raises:
         ConfigError: If ``name`` is not a qualified table name.
@@ -145,7 +162,8 @@ def create_routed_table(spark: SparkSession, settings: Settings, name: str, run:
         name,
         EVENT_COLUMNS_DDL + METADATA_COLUMNS_DDL,
         EVENTS_PARTITIONING,
-        f"Events of Kinesis stream {settings.stream_name} routed here by the ingest",
+        routed_table_comment(settings.stream_name),
+        properties,
     )
     try:
         (run or _session_runner(spark))(name, statement)

@@ -11,8 +11,18 @@ from icestream.ingest import dedupe
 from icestream.ingest import positions as pos
 from icestream.ingest.options import ingest_options
 from icestream.ingest.progress import ReadStats
-from icestream.ingest.routing import EVENTS_KEY, Routing, routing_from_settings
+from icestream.ingest.routing import (
+    COMPANION_LIKE,
+    EVENTS_KEY,
+    OWNER_PROPERTY,
+    Routing,
+    declared_table,
+    owner_properties,
+    refusal,
+    routing_from_settings,
+)
 from icestream.ingest.transform import done_ids
+from icestream.lake.ddl import routed_table_comment
 
 SETTINGS = load_settings(catalog="lake", namespace="ns", table="clicks")
 
@@ -62,6 +72,9 @@ def test_a_mapping_a_default_and_unknown_handling() -> None:
         ("event_type", ["order=orders", "order=others"], None, "default", "mapped twice"),
         ("event_type", ["order=bad-name"], None, "default", "not a valid identifier"),
         ("event_type", ["order=rejects"], None, "default", "keeps for itself"),
+        ("event_type", ["order=orders_rejects"], None, "default", "collide with a companion"),
+        ("event_type", ["order=orders_metrics"], None, "default", "collide with a companion"),
+        ("event_type", (), "x_time_travel", "default", "collide with a companion"),
         ("event_type", (), "raw", "default", "keeps for itself"),
         ("event_type", (), None, "drop", "choose default or reject"),
     ],
@@ -156,3 +169,54 @@ def test_an_id_committed_in_any_routed_table_counts() -> None:
     assert index.committed(probe, start, end).tolist() == [1, 2]
     index.reset()
     assert len(index) == 0
+
+
+@pytest.mark.parametrize(
+    ("value", "companion_like"),
+    [
+        ("rejects", True), ("orders_rejects", True), ("orders_metrics", True), ("x_raw", True),
+        ("a_b_sort_demo", True), ("time_travel", True),
+        ("orders", False), ("draw", False), ("rejects_orders", False), ("metricsx", False), ("raw_events", False),
+    ],
+)  # fmt: skip
+def test_companion_like_values_are_the_reserved_suffixes_alone_or_after_an_underscore(value, companion_like) -> None:
+    import re
+
+    assert bool(re.search(COMPANION_LIKE, value)) is companion_like
+
+
+STREAM = "clicks-stream"
+MINE = owner_properties(load_settings(catalog="lake", namespace="ns", table="clicks", stream_name=STREAM))
+
+
+@pytest.mark.parametrize(
+    ("properties", "listed", "why"),
+    [
+        (None, False, None),  # no such table: the route makes it
+        (MINE, False, None),  # made by this route: its properties say so
+        # Made before routed tables recorded their owner: listed, fed by the stream, a routed table's comment.
+        ({"icestream.source-stream": STREAM, "comment": routed_table_comment(STREAM)}, True, None),
+        ({"icestream.source-stream": STREAM, "comment": routed_table_comment(STREAM)}, False, "not made by the route"),
+        # Issue 43: another pipeline's rejects table, or one the old ingest took over (fed by us, not made by us).
+        ({"icestream.source-stream": "orders-stream", "comment": "Records from orders-stream"}, False,
+         "fed by stream 'orders-stream'"),
+        ({"icestream.source-stream": STREAM, "comment": "Records from orders-stream"}, True, "not made by the route"),
+        ({}, False, "no stream feeds it"),  # set up by another pipeline that never ingested
+        ({**MINE, OWNER_PROPERTY: "lake.ns.clicks_x"}, True, "routed from lake.ns.clicks_x"),
+        ({**MINE, "icestream.source-stream": "other"}, True, "fed by stream 'other'"),
+    ],
+)  # fmt: skip
+def test_a_route_writes_only_the_tables_it_made(properties, listed, why) -> None:
+    settings = load_settings(catalog="lake", namespace="ns", table="clicks", stream_name=STREAM)
+    found = refusal(properties, settings, STREAM, listed)
+    if why is None:
+        assert found is None
+    else:
+        assert found is not None
+        assert why in found
+
+
+def test_a_declared_table_the_route_does_not_own_stops_the_ingest() -> None:
+    assert declared_table("lake.ns.clicks_orders", None) == "lake.ns.clicks_orders"
+    with pytest.raises(ConfigError, match=r"lake\.ns\.clicks_orders is named by route_tables.*fed by stream 'x'"):
+        declared_table("lake.ns.clicks_orders", "fed by stream 'x'")
