@@ -7,6 +7,7 @@ from icestream.plots.layout import layout_diagram
 from icestream.plots.live import live_dashboard, live_figure
 from icestream.plots.realtime import device_split, events_per_minute
 from icestream.plots.rowlevel import metrics_growth, modes_compared
+from icestream.plots.streaming import watermark_progress
 from icestream.plots.time_travel import counts_compared, table_growth
 
 __all__ = [
@@ -28,4 +29,5 @@ __all__ = [
     "rates_with_flags",
     "snapshot_timeline",
     "table_growth",
+    "watermark_progress",
 ]

@@ -1,9 +1,9 @@
 """Questions asked of the tables: real-time metrics, table health, the ingest's report, a live look
 at a running ingest, anomaly detection, and the same tables read by DuckDB and pyiceberg.
 
-The modules ``realtime``, ``health``, ``anomaly``, ``metrics``, ``duckdb_engine`` and ``pyiceberg_engine`` are part of
-this face (``realtime.kpi_dashboard(...)`` reads as what it is); the ingest's report, the live look and
-what notebook 06 uses of ``anomaly`` are offered by name.
+The modules ``realtime``, ``health``, ``anomaly``, ``metrics``, ``streaming``, ``duckdb_engine`` and
+``pyiceberg_engine`` are part of this face (``realtime.kpi_dashboard(...)`` reads as what it is); the
+ingest's report, the live look and what notebook 06 uses of ``anomaly`` are offered by name.
 Everything is loaded on first use: DuckDB and pyiceberg load only where they are asked for.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-_MODULES = ("anomaly", "duckdb_engine", "health", "metrics", "pyiceberg_engine", "realtime")
+_MODULES = ("anomaly", "duckdb_engine", "health", "metrics", "pyiceberg_engine", "realtime", "streaming")
 _ANOMALY = (
     "DetectorOptions",
     "evaluate",
@@ -58,12 +58,13 @@ __all__ = [
     "score_windows",
     "scoring_scope",
     "shard_lag_frame",
+    "streaming",
     "window_counts",
     "write_call",
 ]
 
 if TYPE_CHECKING:
-    from icestream.queries import anomaly, duckdb_engine, health, metrics, pyiceberg_engine, realtime
+    from icestream.queries import anomaly, duckdb_engine, health, metrics, pyiceberg_engine, realtime, streaming
     from icestream.queries.anomaly import (
         DetectorOptions,
         evaluate,
