@@ -202,3 +202,24 @@ def test_a_bad_parameter_gives_one_clear_error(request, emulator: str, tmp_path:
     assert len(errors) == 1, lines[-20:]
     assert mention.lower() in errors[0].lower(), errors[0]
     assert not any("Traceback" in line for line in lines), lines[-20:]
+
+
+def test_an_oversized_put_record_is_refused_as_invalid_not_throttled(emulator: str) -> None:
+    from botocore.exceptions import ClientError
+
+    from icestream.config import load_settings
+    from icestream.limits import MAX_RECORD_BYTES
+    from icestream.stream.clients import ensure_stream
+
+    stream = load_settings(stream_name=f"oversized-{uuid.uuid4().hex[:8]}")
+    ensure_stream(stream, shard_count=1)
+    client = kinesis_client(stream)
+    with pytest.raises(ClientError) as refused:  # a throttle would be retried for ever by every SDK
+        client.put_record(StreamName=stream.stream_name, Data=b"x" * (MAX_RECORD_BYTES + 1), PartitionKey="k")
+    error = refused.value.response["Error"]
+    figures.record("bad input", "PutRecord over 1 MiB", code=error["Code"])
+    assert error["Code"] == "ValidationException", error
+    assert str(MAX_RECORD_BYTES) in error["Message"]
+    shard = client.list_shards(StreamName=stream.stream_name)["Shards"][0]["ShardId"]
+    iterator = client.get_shard_iterator(StreamName=stream.stream_name, ShardId=shard, ShardIteratorType="TRIM_HORIZON")
+    assert client.get_records(ShardIterator=iterator["ShardIterator"])["Records"] == [], "nothing stored"

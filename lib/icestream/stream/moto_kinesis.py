@@ -28,7 +28,7 @@ import time
 from typing import Any
 
 from icestream.errors import EmulatorError
-from icestream.limits import THROTTLED
+from icestream.limits import MAX_BYTES_PER_PUT, MAX_RECORD_BYTES, MAX_RECORDS_PER_PUT, THROTTLED
 from icestream.stream.write_limits import WriteLimits, throttled_message
 
 CHECKED_MOTO_VERSIONS = ("5.2.5",)  # the versions whose Shard internals these replacements mirror
@@ -115,7 +115,9 @@ def enforce_write_limits(models: Any) -> None:
 
     ``Stream.put_record`` (which every put goes through) raises ``ProvisionedThroughputExceededException``
     for a record the shard's budget cannot take: PutRecord answers with that error; PutRecords,
-    replaced here, answers it for that entry only and stores the others, as Kinesis does.
+    replaced here, answers it for that entry only and stores the others, as Kinesis does. A record
+    above 1 MiB (data and partition key) is refused first, limits on or off, with Kinesis's
+    ``ValidationException``: no budget could ever take it, so a throttle would be retried for ever.
     """
     from base64 import b64decode
 
@@ -126,26 +128,36 @@ def enforce_write_limits(models: Any) -> None:
         def __init__(self, message: str) -> None:
             super().__init__(error_type=THROTTLED, message=message)
 
+    class RecordTooLargeError(JsonRESTError):
+        def __init__(self) -> None:  # PutRecord's answer on AWS (PutRecords': RecordSizeExceedsLimit)
+            message = (
+                "1 validation error detected: Value at 'data' failed to satisfy constraint: "
+                f"Member must have length less than or equal to {MAX_RECORD_BYTES}"
+            )
+            super().__init__(error_type="ValidationException", message=message)
+
     limited_put = models.Stream.put_record
 
     def stream_put_record(self: Any, partition_key: str, explicit_hash_key: str, data: str) -> tuple[str, str]:
+        size = len(b64decode(data)) + len(partition_key)
+        if size > MAX_RECORD_BYTES:
+            raise RecordTooLargeError
         limits = _write_limits
         if limits is not None:
             shard = self.get_shard_for_key(partition_key, explicit_hash_key)
-            size = len(b64decode(data)) + len(partition_key)
             if shard is not None and not limits.admit(self.stream_name, shard.shard_id, size):
                 raise ThrottledError(throttled_message(shard.shard_id, self.stream_name, self.account_id))
         return limited_put(self, partition_key, explicit_hash_key, data)
 
     def put_records(self: Any, stream_arn: str, stream_name: str, records: list[dict[str, Any]]) -> dict[str, Any]:
         stream = self.describe_stream(stream_arn=stream_arn, stream_name=stream_name)
-        if len(records) > 500:
+        if len(records) > MAX_RECORDS_PER_PUT:
             raise TooManyRecords
         sizes = [len(b64decode(record.get("Data", ""))) + len(record.get("PartitionKey", "")) for record in records]
-        if sum(sizes) > 5 * 1024 * 1024:
+        if sum(sizes) > MAX_BYTES_PER_PUT:
             raise TotalRecordsSizeExceedsLimit
         for position, size in enumerate(sizes, start=1):
-            if size > 1024 * 1024:
+            if size > MAX_RECORD_BYTES:
                 raise RecordSizeExceedsLimit(position=position)
         answer: dict[str, Any] = {"FailedRecordCount": 0, "Records": []}
         for record in records:

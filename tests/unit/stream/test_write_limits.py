@@ -12,7 +12,7 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from icestream.limits import MAX_BYTES_PER_SHARD_SECOND, MAX_RECORDS_PER_SHARD_SECOND, THROTTLED
+from icestream.limits import MAX_BYTES_PER_SHARD_SECOND, MAX_RECORD_BYTES, MAX_RECORDS_PER_SHARD_SECOND, THROTTLED
 from icestream.stream import moto_kinesis
 from icestream.stream.write_limits import WriteLimits
 
@@ -111,3 +111,19 @@ def test_without_limits_puts_go_through_at_any_rate() -> None:
         client.create_stream(StreamName=STREAM, ShardCount=1)
         for first in range(0, 3000, 500):
             assert client.put_records(StreamName=STREAM, Records=entries(500, first))["FailedRecordCount"] == 0
+
+
+@pytest.mark.parametrize("limits", [True, False], ids=["limits on", "limits off"])
+def test_put_record_over_a_mebibyte_is_invalid_not_throttled(limited: tuple[object, Clock], limits: bool) -> None:
+    client, _clock = limited
+    if not limits:
+        moto_kinesis.install(write_limits=None)
+    with pytest.raises(ClientError) as refused:  # Kinesis: data and partition key at most 1 MiB, never retryable
+        client.put_record(StreamName=STREAM, Data=b"x" * (MAX_RECORD_BYTES + 1), PartitionKey="k")
+    error = refused.value.response["Error"]
+    assert error["Code"] == "ValidationException"
+    assert error["Message"] == (
+        "1 validation error detected: Value at 'data' failed to satisfy constraint: "
+        f"Member must have length less than or equal to {MAX_RECORD_BYTES}"
+    )
+    assert client.put_record(StreamName=STREAM, Data=b"x" * (MAX_RECORD_BYTES - 1), PartitionKey="k")["SequenceNumber"]
