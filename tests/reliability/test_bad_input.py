@@ -139,6 +139,20 @@ def test_timestamps_at_the_edge_of_time_are_rejected_not_fatal(spark, fresh, tmp
     assert counts["rejected"] == len(EDGE_TIMESTAMPS)
 
 
+NOT_JSON_NUMBERS = [b"NaN", b"Infinity", b"-Infinity", b"1e400", b"-1E+999"]
+
+
+def test_numbers_json_has_not_are_rejected_not_stored(spark, fresh, tmp_path: Path) -> None:
+    template = json.dumps(event_document("{id}", "u", 1) | {"amount": "{n}"})
+    payloads = [template.replace('"{id}"', f'"num-{n}"').replace('"{n}"', number.decode()).encode()
+                for n, number in enumerate(NOT_JSON_NUMBERS)]  # fmt: skip
+    counts = _through_the_pipeline(spark, fresh, payloads, tmp_path)
+    figures.record("bad input", "NaN, Infinity, 1e400", **counts, query_died=0)
+    assert (counts["good"], counts["rejected"]) == (0, len(NOT_JSON_NUMBERS))
+    reasons = {parse_payload(data).reason for data in payloads}  # type: ignore[union-attr]
+    assert reasons == {"bad_number"}
+
+
 def test_a_lone_surrogate_is_rejected_not_rewritten(spark, fresh, tmp_path: Path) -> None:
     counts = _through_the_pipeline(spark, fresh, [LONE_SURROGATE], tmp_path)
     assert counts["rejected"] == 1

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from icestream.ingest.parse import REJECT_REASONS, ParsedEvent, Rejection, parse_payload
+from icestream.ingest.parse import REJECT_REASONS, ParsedEvent, Rejection, parse_event, parse_payload
 from tests.helpers.samples import EXPECTED_REASON, event, malformed_samples, sample_events
 
 
@@ -115,3 +115,36 @@ def test_any_json_object_is_accepted_or_rejected_never_raises(document: dict[str
 def test_deeply_nested_json_is_rejected_not_a_crash() -> None:
     parsed = parse_payload(b"[" * 100_000 + b"]" * 100_000, max_event_bytes=10**6)
     assert isinstance(parsed, Rejection)
+
+
+@pytest.mark.parametrize(
+    ("literal", "detail"),
+    [
+        (b"NaN", "NaN is not a JSON number"),
+        (b"Infinity", "Infinity is not a JSON number"),
+        (b"-Infinity", "-Infinity is not a JSON number"),
+        (b"1e400", "1e400 is beyond the range of a double"),
+        (b"-2.5E+309", "-2.5E+309 is beyond the range of a double"),
+        (b"1" + b"0" * 400, "1000000000000000000000000000000000000000... is beyond the range of a double"),
+    ],
+)
+@pytest.mark.parametrize("where", ["top", "properties", "device_info"])
+def test_what_is_not_a_json_number_is_rejected_not_stored(literal: bytes, detail: str, where: str) -> None:
+    # Python's json reads NaN and Infinity, and 1e400 as inf, which was kept as "Infinity": a value changed.
+    placeholder = b'"@@"'
+    spot = {
+        "top": {"extra": "@@"},
+        "properties": {"properties": {"n": "@@"}},
+        "device_info": {"device_info": {"x": "@@"}},
+    }
+    payload = event(**spot[where]).replace(placeholder, literal)
+    for parsed in (parse_payload(payload), parse_event(payload), parse_payload(payload, evolve=True)):
+        assert isinstance(parsed, Rejection), parsed
+        assert (parsed.reason, parsed.detail) == ("bad_number", detail)
+    assert "bad_number" in REJECT_REASONS
+
+
+def test_numbers_within_a_double_are_kept_as_written() -> None:
+    parsed = parse_payload(event(largest=1.7976931348623157e308, big=2**64))
+    assert isinstance(parsed, ParsedEvent)
+    assert parsed.properties == {"page": "/home", "largest": "1.7976931348623157e+308", "big": str(2**64)}
