@@ -35,7 +35,6 @@ import numpy as np
 
 from icestream.lake.inspect import ancestry
 from icestream.lake.summary import QUERY_KEY
-from icestream.timestamps import from_micros
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -220,9 +219,11 @@ class CommittedIndex:
         from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
         frame = spark.read.format("iceberg").option("snapshot-id", str(self.snapshot_id)).load(self.table)
-        condition = F.col("event_ts") >= F.lit(from_micros(start))
+        # The bounds go as epoch microseconds, the index's own form: a datetime literal was rebased
+        # through the Julian calendar (0001-01-01 became 0001-01-03), and the load missed those rows.
+        condition = F.col("event_ts") >= F.timestamp_micros(F.lit(start))
         if end != UNBOUNDED:
-            condition &= F.col("event_ts") < F.lit(from_micros(end))
+            condition &= F.col("event_ts") < F.timestamp_micros(F.lit(end))
         loaded = (
             frame.where(condition)
             .select("event_id", "event_ts")
@@ -240,8 +241,13 @@ class CommittedIndex:
     # -- answering and learning ---------------------------------------------------------------------
 
     def window(self, batch: Batch) -> tuple[int, int]:
-        """The event-time window committed rows are compared in: the batch's range ± the lookback."""
-        return int(batch.times.min()) - self.lookback_us, int(batch.times.max()) + self.lookback_us
+        """The event-time window committed rows are compared in: the batch's range ± the lookback.
+
+        Clamped to int64 (Spark's and numpy's microseconds): a lookback of centuries around year 1
+        or 9999 would otherwise reach past what either can compare.
+        """
+        start = max(int(batch.times.min()) - self.lookback_us, -UNBOUNDED)
+        return start, min(int(batch.times.max()) + self.lookback_us, UNBOUNDED - 1)
 
     def committed(self, batch: Batch, start: int, end: int) -> np.ndarray:
         """Batch entries whose id the table holds with an event time in ``[start, end]``."""

@@ -30,6 +30,7 @@ from icestream.runtime import aws, cds
 from icestream.runtime.catalog import ensure_jdbc_catalog
 from icestream.runtime.cluster import existing_conf, merged, with_master
 from icestream.runtime.jars import CLASSES_TO_LOAD, JarPlan, resolve_jars
+from icestream.runtime.literals import install as install_exact_literals
 from icestream.runtime.localfs import local_fs_conf
 from icestream.runtime.shipping import ShipPlan, ship_plan
 
@@ -311,6 +312,8 @@ def get_spark(settings: Settings | None = None, app_name: str = "icestream") -> 
     """
     from pyspark.sql import SparkSession
 
+    # Before any literal is made: a datetime or date before 1582-10-15 would otherwise move (see literals).
+    install_exact_literals()
     settings = settings or load_settings()
     active = SparkSession.getActiveSession()
     if active is not None:

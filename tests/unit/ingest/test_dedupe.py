@@ -145,3 +145,16 @@ def test_duplicates_combine_committed_ids_and_later_copies() -> None:
 
 def test_an_empty_batch_drops_nothing() -> None:
     assert len(dedupe.duplicates(index(), dedupe.Batch.unpack({}), _FakeSpark())) == 0  # type: ignore[arg-type]
+
+
+def test_the_window_stays_inside_int64_at_both_ends_of_the_range() -> None:
+    committed = index(lookback_hours=24 * 365 * 300_000)  # three hundred thousand years: past int64
+    first, last = datetime(1, 1, 1, tzinfo=UTC), datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+    packer = dedupe.Packer()
+    for event_id, moment in (("zero", first), ("max", last)):
+        packer.add(event_id, moment, T0)
+    batch = dedupe.Batch.unpack({"shardId-0": packer.pack()})
+    committed.add(batch, np.arange(2))
+    start, end = committed.window(batch)
+    assert (start, end) == (-dedupe.UNBOUNDED, dedupe.UNBOUNDED - 1)
+    assert batch.keys(committed.committed(batch, start, end)) == {"shardId-0:0", "shardId-0:1"}
