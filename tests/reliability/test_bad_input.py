@@ -237,3 +237,40 @@ def test_an_oversized_put_record_is_refused_as_invalid_not_throttled(emulator: s
     shard = client.list_shards(StreamName=stream.stream_name)["Shards"][0]["ShardId"]
     iterator = client.get_shard_iterator(StreamName=stream.stream_name, ShardId=shard, ShardIteratorType="TRIM_HORIZON")
     assert client.get_records(ShardIterator=iterator["ShardIterator"])["Records"] == [], "nothing stored"
+
+
+# -- mistakes refused before anything is created: one error line, exit 2, no stream, no table ---------
+
+REFUSED_BEFORE_CREATING = {
+    "infinite trigger": (["ingest", "--trigger", "inf"], "trigger 'inf': use a finite time"),
+    "trigger under 200 ms": (["ingest", "--trigger", "0s"], "trigger_seconds: 0 s is below 0.2 s"),
+    "trigger over a minute": (["ingest", "--trigger", "10m"], "trigger_seconds: 600 s is above 60 s"),
+}
+
+
+def _created(settings: Any, stream: str, table: str) -> list[str]:
+    """The stream and the tables named ``table`` or ``table_*`` that exist."""
+    import sqlite3
+
+    found = [stream] if stream in kinesis_client(settings).list_streams()["StreamNames"] else []
+    if settings.catalog_file.exists():
+        with sqlite3.connect(f"file:{settings.catalog_file}?mode=ro", uri=True) as catalog:
+            rows = catalog.execute("SELECT table_name FROM iceberg_tables WHERE table_name = ? OR table_name LIKE ?",
+                                   (table, f"{table}\\_%")).fetchall()  # fmt: skip
+        found += [name for (name,) in rows]
+    return found
+
+
+@pytest.mark.parametrize("case", list(REFUSED_BEFORE_CREATING))
+def test_a_mistake_is_refused_before_anything_is_created(settings, emulator: str, tmp_path: Path, case: str) -> None:
+    args, message = REFUSED_BEFORE_CREATING[case]
+    name = f"refused_{uuid.uuid4().hex[:8]}"
+    stream, table = name.replace("_", "-"), name
+    code, lines = _cli(args, tmp_path, ICESTREAM_STREAM_NAME=stream, ICESTREAM_TABLE=table)
+    errors = [line for line in lines if line.startswith("error:")]
+    created = _created(settings, stream, table)
+    figures.record("bad parameters", case, exit_code=code, error_lines=len(errors), created=len(created),
+                   message=(errors[0][:90] if errors else lines[-1][:90] if lines else ""))  # fmt: skip
+    assert (code, len(errors)) == (2, 1), lines[-20:]
+    assert message in errors[0], errors[0]
+    assert created == [], "refused after creating"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -12,8 +13,9 @@ from icestream.config import Settings
 from icestream.errors import ConfigError
 from icestream.ingest.changes import ChangeSpec, change_spec_from_settings
 from icestream.ingest.evolve import MODES
+from icestream.ingest.lease import DEFAULT_TTL_SECONDS
 from icestream.ingest.routing import Routing, routing_from_settings
-from icestream.limits import DEFAULT_MAX_EVENT_BYTES, DEFAULT_START_POSITION, START_POSITIONS
+from icestream.limits import DEFAULT_MAX_EVENT_BYTES, DEFAULT_START_POSITION, GET_CALLS_PER_SECOND, START_POSITIONS
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -23,6 +25,13 @@ if TYPE_CHECKING:
 # With the raw archive on, it is also called at "after_archive" (its commit comes first); with a
 # routing, at "between_tables" after each routed table's commit but the last.
 PHASES = ("before_read", "after_read", "between_commits", "after_commit")
+
+# A trigger's bounds. An idle query polls every shard once a trigger, and Kinesis allows 5 GetRecords
+# calls a second per shard, shared by every reader of it: 200 ms would take them all. The table's lease
+# is renewed once a trigger, so two triggers must fit in its 120 s. A drain (available_now) stops at the
+# tip and may run its batches back to back (trigger 0).
+MIN_TRIGGER_SECONDS = 1 / GET_CALLS_PER_SECOND
+MAX_TRIGGER_SECONDS = DEFAULT_TTL_SECONDS / 2
 
 
 @dataclass(frozen=True)
@@ -80,10 +89,15 @@ class IngestOptions:
         Raises:
             ConfigError: Naming the first invalid option.
         """
+        trigger = self._trigger_problem()
         checks = [
-            (self.trigger_seconds >= 0, "trigger_seconds", "must be 0 or more seconds"),
+            (trigger is None, "trigger_seconds", trigger or ""),
             (self.min_records is None or self.min_records >= 1, "min_records", "must be at least 1 (None: off)"),
-            (self.max_trigger_delay_seconds >= 0, "max_trigger_delay_seconds", "must be 0 or more seconds"),
+            (
+                0 <= self.max_trigger_delay_seconds < math.inf,
+                "max_trigger_delay_seconds",
+                "must be 0 or more seconds, and finite",
+            ),
             (self.max_batches is None or self.max_batches >= 1, "max_batches", "must be at least 1"),
             (self.duration_seconds is None or self.duration_seconds > 0, "duration_seconds", "must be positive"),
             (
@@ -126,6 +140,24 @@ class IngestOptions:
                 raise ConfigError(f"ingest option {name}: {message}.")
         return self
 
+    def _trigger_problem(self) -> str | None:
+        seconds = self.trigger_seconds
+        if math.isnan(seconds):
+            return f"{seconds:g} s is not a time"
+        if seconds > MAX_TRIGGER_SECONDS:
+            return (
+                f"{seconds:g} s is above {MAX_TRIGGER_SECONDS:g} s (--trigger 1m): the table's lease "
+                f"({DEFAULT_TTL_SECONDS:g} s) is renewed once a trigger and could lapse between two; for runs "
+                "further apart, schedule a drain (available_now, --available-now)"
+            )
+        if seconds < 0 or (seconds < MIN_TRIGGER_SECONDS and not self.available_now):
+            return (
+                f"{seconds:g} s is below {MIN_TRIGGER_SECONDS:g} s (--trigger 200ms): an idle query polls every "
+                f"shard once a trigger, and Kinesis allows {GET_CALLS_PER_SECOND} GetRecords calls a second per "
+                "shard; only a drain (available_now) may run its batches back to back"
+            )
+        return None
+
 
 def parse_trigger(text: str) -> float:
     """Parse a trigger interval such as ``5s``, ``500ms``, ``1m`` or ``2`` (seconds).
@@ -150,6 +182,8 @@ def parse_trigger(text: str) -> float:
         seconds = float(value) * factor
     except ValueError:
         raise ConfigError(f"trigger {text!r}: use a time such as 5s, 500ms or 1m.") from None
+    if not math.isfinite(seconds):
+        raise ConfigError(f"trigger {text!r}: use a finite time such as 5s, 500ms or 1m.")
     if seconds < 0:
         raise ConfigError(f"trigger {text!r}: must not be negative.")
     return seconds

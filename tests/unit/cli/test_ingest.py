@@ -23,6 +23,9 @@ def test_ingest_takes_min_records_and_a_max_trigger_delay() -> None:
         (["--max-trigger-delay", "30s"], "error: --max-trigger-delay bounds how long --min-records"),
         (["--min-records", "10", "--max-trigger-delay", "soon"], "error: trigger 'soon'"),
         (["--min-records", "0"], "error: ingest option min_records"),
+        (["--trigger", "inf"], "error: trigger 'inf': use a finite time"),
+        (["--trigger", "0s"], "error: ingest option trigger_seconds: 0 s is below 0.2 s (--trigger 200ms)"),
+        (["--trigger", "10m"], "error: ingest option trigger_seconds: 600 s is above 60 s (--trigger 1m)"),
     ],
 )
 def test_ingest_refuses_a_bad_min_records_or_delay_in_one_line(

@@ -9,6 +9,7 @@ import pytest
 from icestream.config import load_settings
 from icestream.errors import ConfigError
 from icestream.ingest import ingest_options, parse_trigger
+from icestream.ingest.options import MAX_TRIGGER_SECONDS, MIN_TRIGGER_SECONDS
 
 
 def test_start_position_setting_is_the_default_starting_position(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -61,7 +62,7 @@ def test_parse_trigger(text: str, seconds: float) -> None:
     assert parse_trigger(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["fast", "-1s", "5 parsecs", ""])
+@pytest.mark.parametrize("text", ["fast", "-1s", "5 parsecs", "", "inf", "-inf", "nan", "1e400ms"])
 def test_parse_trigger_refuses_other_text(text: str) -> None:
     with pytest.raises(ConfigError):
         parse_trigger(text)
@@ -77,3 +78,29 @@ def test_the_metrics_follow_the_settings_and_only_an_event_stream_into_one_table
     changes = load_settings(metrics=True, changes_columns="id bigint, v bigint", changes_key="id")
     with pytest.raises(ConfigError, match="ingest option metrics: follows an events table, not a change stream"):
         ingest_options(changes).validated()
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"trigger_seconds": 0}, "0 s is below 0.2 s"),
+        ({"trigger_seconds": 0.199}, "0.199 s is below 0.2 s"),
+        ({"trigger_seconds": 60.5}, "60.5 s is above 60 s"),
+        ({"trigger_seconds": float("inf")}, "inf s is above 60 s"),
+        ({"trigger_seconds": float("nan")}, "nan s is not a time"),
+        ({"trigger_seconds": float("inf"), "available_now": True}, "inf s is above 60 s"),
+        ({"max_trigger_delay_seconds": float("inf"), "min_records": 5}, "must be 0 or more seconds, and finite"),
+    ],
+)
+def test_a_trigger_is_bounded(options: dict[str, object], message: str) -> None:
+    # Kinesis allows 5 GetRecords a second per shard: 200 ms. inf ran a batch, then failed on a timestamp.
+    with pytest.raises(ConfigError, match=f"ingest option [a-z_]+: {message}"):
+        ingest_options(load_settings(), **options).validated()
+
+
+def test_a_drain_may_run_its_batches_back_to_back_and_the_bounds_are_allowed() -> None:
+    settings = load_settings()
+    assert ingest_options(settings, trigger_seconds=0, available_now=True).validated().trigger_seconds == 0
+    for seconds in (MIN_TRIGGER_SECONDS, MAX_TRIGGER_SECONDS):
+        assert ingest_options(settings, trigger_seconds=seconds).validated().trigger_seconds == seconds
+    assert (MIN_TRIGGER_SECONDS, MAX_TRIGGER_SECONDS) == (0.2, 60.0)

@@ -11,7 +11,7 @@ import pytest
 from icestream.config import load_settings
 from icestream.errors import IngestError, ShardReadError
 from icestream.ingest import retry
-from icestream.ingest.options import IngestOptions
+from icestream.ingest.options import MIN_TRIGGER_SECONDS, IngestOptions
 from icestream.ingest.query import IngestParts, IngestQuery
 from icestream.ingest.sink import Recovered
 from icestream.ingest.source import TablePositions
@@ -83,7 +83,7 @@ class FakeLease:
 def make_query(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     def make(error: BaseException, **options: Any) -> IngestQuery:
         monkeypatch.setattr(FakeSource, "error", error, raising=False)
-        chosen = IngestOptions(trigger_seconds=0, progress_file=tmp_path / "p", **options).validated()
+        chosen = IngestOptions(trigger_seconds=MIN_TRIGGER_SECONDS, progress_file=tmp_path / "p", **options).validated()
         parts = IngestParts(
             FakeSpark(), load_settings(), chosen, "query-1", threading.Event(), FakeSource(), FakeSink(), FakeLease()
         )
