@@ -17,6 +17,7 @@ import dataclasses
 import os
 import types
 import typing
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,13 @@ import yaml
 
 from icestream.errors import ConfigError
 from icestream.limits import DEFAULT_START_POSITION
-from icestream.validation import ENV_PREFIX, PROFILES, validate_identifier, validate_settings
+from icestream.validation import (
+    ENV_PREFIX,
+    MAX_IDENTIFIER_CHARS,
+    PROFILES,
+    validate_identifier,
+    validate_settings,
+)
 
 CATALOG_FILE = "catalog.db"  # the JDBC catalog's SQLite file, inside the warehouse folder
 SQLITE_JDBC_JAR = "/usr/share/java/sqlite-jdbc.jar"  # Debian's libxerial-sqlite-jdbc-java
@@ -42,6 +49,8 @@ SORT_DEMO_SUFFIX = "sort_demo"  # notebook 07's copy of one hour, for the sort-o
 STREAMING_SUFFIXES = ("arrivals", "windows", "sessions", "device_channels", "stream_copy")
 # The copies notebooks create (and reset drops).
 COPY_SUFFIXES = (LAYOUT_DEMO_SUFFIX, TIME_TRAVEL_SUFFIX, SORT_DEMO_SUFFIX, *STREAMING_SUFFIXES)
+# Every suffix the workbook appends to the table's own name (the demos' tables add theirs: cli.local).
+COMPANION_SUFFIXES = (REJECTS_SUFFIX, ARCHIVE_SUFFIX, METRICS_SUFFIX, *COPY_SUFFIXES)
 
 ICEBERG_VERSION = "1.10.2"
 SPARK_SCALA = "3.5_2.12"
@@ -151,6 +160,22 @@ class Settings:
     def companion_table_name(self, suffix: str) -> str:
         """The qualified name of ``<table>_<suffix>``."""
         return self.companion(suffix).table_name
+
+    def check_companion_names(self, suffixes: Iterable[str] = COMPANION_SUFFIXES) -> None:
+        """Check that ``<table>_<suffix>`` is a valid name for every suffix, before anything is created.
+
+        Raises:
+            ConfigError: If the longest companion's name would be too long, saying how long the table's may be.
+        """
+        longest = max(suffixes, key=len)
+        room = MAX_IDENTIFIER_CHARS - 1 - len(longest)
+        if len(self.table) > room:
+            shown = self.table if len(self.table) <= 20 else self.table[:20] + "..."
+            raise ConfigError(
+                f"{ENV_PREFIX}TABLE / table: {shown!r} is {len(self.table)} characters, and its longest companion "
+                f"<table>_{longest} would be {len(self.table) + 1 + len(longest)}, past the {MAX_IDENTIFIER_CHARS} "
+                f"a table name may have: use a table name of at most {room} characters."
+            )
 
     def companion_suffix(self, table: str) -> str | None:
         """The ``<suffix>`` of a bare table name ``<table>_<suffix>``, or None if it is no companion of this table."""

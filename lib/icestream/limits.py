@@ -15,6 +15,8 @@ MAX_RECORDS_PER_SHARD_SECOND = 1000  # records written to one shard per second
 MAX_BYTES_PER_SHARD_SECOND = 1024 * 1024  # data + partition keys written to one shard per second
 THROTTLED = "ProvisionedThroughputExceededException"  # a put or get beyond a shard's limits
 MAX_PARTITION_KEY_CHARS = 256  # a partition key is 1 to 256 Unicode characters
+# Shards of a stream: the settings' cap, an account's default shard quota in the largest regions.
+MAX_SHARD_COUNT = 500
 
 # Reads (GetRecords).
 MAX_RECORDS_PER_GET = 10_000  # records one GetRecords call returns at most

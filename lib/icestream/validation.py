@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from icestream.errors import ConfigError
-from icestream.limits import SCHEMA_EVOLUTION_MODES, START_POSITIONS
+from icestream.limits import MAX_SHARD_COUNT, SCHEMA_EVOLUTION_MODES, START_POSITIONS
 
 if TYPE_CHECKING:
     from icestream.config import Settings
@@ -26,7 +26,8 @@ CATALOG_TYPES = ("jdbc", "hadoop", "glue")
 S3_SSE_TYPES = ("none", "s3", "kms")  # Iceberg S3FileIO's s3.sse.type values this project supports
 ENDPOINT_SETTINGS = ("kinesis_endpoint", "s3_endpoint", "glue_endpoint")
 
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+MAX_IDENTIFIER_CHARS = 128  # a catalog, namespace, table or column name
+_IDENTIFIER = re.compile(rf"^[A-Za-z_][A-Za-z0-9_]{{0,{MAX_IDENTIFIER_CHARS - 1}}}$")
 _STREAM_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 _REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d+$")
 _ACCOUNT_ID = re.compile(r"^\d{12}$")
@@ -53,7 +54,7 @@ def validate_identifier(name: str, setting: str = "identifier") -> str:
     if not isinstance(name, str) or not _IDENTIFIER.fullmatch(name):
         raise ConfigError(
             f"{setting}: {name!r} is not a valid identifier. Use letters, digits and "
-            "underscores, starting with a letter or underscore (at most 128 characters)."
+            f"underscores, starting with a letter or underscore (at most {MAX_IDENTIFIER_CHARS} characters)."
         )
     return name
 
@@ -127,7 +128,11 @@ def validate_settings(settings: Settings) -> None:
         "stream_name",
         f"{settings.stream_name!r} is not a valid Kinesis stream name (1-128 of A-Z a-z 0-9 _ . -).",
     )
-    _check(1 <= settings.shard_count <= 500, "shard_count", f"{settings.shard_count} must be between 1 and 500.")
+    _check(
+        1 <= settings.shard_count <= MAX_SHARD_COUNT,
+        "shard_count",
+        f"{settings.shard_count} must be between 1 and {MAX_SHARD_COUNT}.",
+    )
     for name in ("catalog", "namespace", "table"):
         validate_identifier(getattr(settings, name), f"{ENV_PREFIX}{name.upper()} / {name}")
     _check(settings.catalog_type in CATALOG_TYPES, "catalog_type", f"choose one of {', '.join(CATALOG_TYPES)}.")

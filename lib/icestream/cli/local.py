@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable
 
 from icestream.cli.common import settings_from
-from icestream.config import Settings
+from icestream.config import ARCHIVE_SUFFIX, COMPANION_SUFFIXES, METRICS_SUFFIX, REJECTS_SUFFIX, Settings
 from icestream.errors import IcestreamError
 
 
@@ -30,13 +30,31 @@ def cmd_emulator(args: argparse.Namespace) -> int:
     return 0 if status.healthy else 1
 
 
+def workbook_suffixes() -> tuple[str, ...]:
+    """Every suffix the workbook appends to the table's name: its companions, the demos' tables and theirs."""
+    from icestream.producer.change_demo import DEMO_SUFFIX as CHANGE_DEMO
+    from icestream.producer.crash_demo import DEMO_SUFFIX as CRASH_DEMO
+    from icestream.producer.metrics_demo import DEMO_SUFFIX as METRICS_DEMO
+    from icestream.producer.routed_demo import DEMO_SUFFIX as ROUTED_DEMO
+    from icestream.producer.routed_demo import ORDERS_SUFFIX
+
+    demos = (CRASH_DEMO, ROUTED_DEMO, CHANGE_DEMO, METRICS_DEMO)
+    theirs = (REJECTS_SUFFIX, ARCHIVE_SUFFIX, METRICS_SUFFIX)
+    routed_orders = f"{ROUTED_DEMO}_{ORDERS_SUFFIX}"
+    return (*COMPANION_SUFFIXES, *demos, *(f"{demo}_{suffix}" for demo in demos for suffix in theirs), routed_orders)
+
+
 def cmd_setup(args: argparse.Namespace) -> int:
-    """Create the stream, the namespace and the tables (idempotent)."""
+    """Create the stream, the namespace and the tables (idempotent), once the names and shards are checked."""
     from icestream.lake.ddl import setup_tables
     from icestream.runtime.spark import get_spark
-    from icestream.stream.clients import ensure_stream
+    from icestream.stream.clients import check_shard_count, ensure_stream
 
     settings = settings_from(args)
+    # Everything a user can get wrong is refused before the stream exists: setup creates it first.
+    if args.shards is not None:
+        check_shard_count(args.shards, "--shards")
+    settings.check_companion_names(workbook_suffixes())
     summary = ensure_stream(settings, shard_count=args.shards)
     print(f"stream {settings.stream_name}: {summary['StreamStatus']}, {summary['OpenShardCount']} open shards")
     for name in setup_tables(get_spark(settings), settings):

@@ -20,6 +20,7 @@ from urllib.parse import urlparse
 
 from icestream.config import Settings
 from icestream.errors import ConfigError, ServiceUnavailableError
+from icestream.limits import MAX_SHARD_COUNT
 from icestream.runtime.aws import profile_session
 from icestream.stream.emulator import START_COMMAND, Emulator
 
@@ -143,6 +144,20 @@ def check_kinesis(settings: Settings) -> str:
     return f"Kinesis answers at {where}"
 
 
+def check_shard_count(count: int, name: str = "shard count") -> int:
+    """Return ``count`` if a stream may have that many shards.
+
+    Raises:
+        ConfigError: Naming ``name`` (``--shards`` for the command line) and the range.
+    """
+    if not 1 <= count <= MAX_SHARD_COUNT:
+        raise ConfigError(
+            f"{name} {count}: a stream has 1 to {MAX_SHARD_COUNT} shards (the settings' cap, an account's default "
+            "shard quota); give a number in that range."
+        )
+    return count
+
+
 def ensure_stream(settings: Settings, shard_count: int | None = None, timeout: float = 120.0) -> dict[str, Any]:
     """Create the stream unless it exists, and wait until it is ACTIVE (idempotent).
 
@@ -156,10 +171,12 @@ def ensure_stream(settings: Settings, shard_count: int | None = None, timeout: f
         The stream summary (``DescribeStreamSummary``'s ``StreamDescriptionSummary``).
 
     Raises:
+        ConfigError: If ``shard_count`` is outside 1 to 500 (checked before anything is created).
         ServiceUnavailableError: If Kinesis does not answer or the stream does not become active.
     """
     from botocore.exceptions import BotoCoreError, ClientError
 
+    shards = check_shard_count(settings.shard_count if shard_count is None else shard_count)
     client = kinesis_client(settings)
     name = settings.stream_name
 
@@ -178,7 +195,7 @@ def ensure_stream(settings: Settings, shard_count: int | None = None, timeout: f
     try:
         # An existing stream is kept as it is (ResourceInUse), whatever its shard count.
         with contextlib.suppress(client.exceptions.ResourceInUseException):
-            client.create_stream(StreamName=name, ShardCount=shard_count or settings.shard_count)
+            client.create_stream(StreamName=name, ShardCount=shards)
         summary = wait_until_active()
         if settings.kms_key_id and summary.get("EncryptionType") != "KMS":
             client.start_stream_encryption(StreamName=name, EncryptionType="KMS", KeyId=settings.kms_key_id)

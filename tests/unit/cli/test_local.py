@@ -1,4 +1,4 @@
-"""``icestream doctor``'s version checks, without a session."""
+"""``icestream doctor``'s version checks and ``setup``'s refusals, without a session or a service."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ import importlib.metadata
 
 import pytest
 
+from icestream import cli
 from icestream.cli import local
 from icestream.config import load_settings
-from icestream.errors import IcestreamError
+from icestream.errors import ConfigError, IcestreamError
 from icestream.runtime.platforms import SPARK_4_REASON, find_platform
 
 
@@ -30,3 +31,60 @@ def test_doctor_reads_pyspark_from_the_path_where_pip_did_not_install_it(monkeyp
     monkeypatch.setattr(importlib.metadata, "version", not_from_pip)  # EMR and Glue: pyspark on PYTHONPATH
     checks = dict(local._doctor_checks(load_settings(), start_spark=False))
     assert checks["spark"]() == f"pyspark {pyspark.__version__}"
+
+
+@pytest.fixture
+def made(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """What ``icestream setup`` went on to create: nothing is created, every step is recorded and refused."""
+    from icestream.lake import ddl
+    from icestream.runtime import spark
+    from icestream.stream import clients
+
+    steps: list[str] = []
+
+    def step(name: str) -> object:
+        def record(*args: object, **kwargs: object) -> object:
+            steps.append(name)
+            raise IcestreamError(f"{name} reached")
+
+        return record
+
+    monkeypatch.setattr(clients, "kinesis_client", step("stream"))
+    monkeypatch.setattr(ddl, "setup_tables", step("tables"))
+    monkeypatch.setattr(spark, "get_spark", step("spark"))
+    return steps
+
+
+@pytest.mark.parametrize(
+    ("arguments", "table", "message"),
+    [
+        (["--shards", "0"], None, "error: --shards 0: a stream has 1 to 500 shards"),
+        (["--shards", "501"], None, "error: --shards 501: a stream has 1 to 500 shards"),
+        (["--shards", "-1"], None, "error: --shards -1: a stream has 1 to 500 shards"),
+        ([], "t" * 108, "error: ICESTREAM_TABLE / table: 'tttttttttttttttttttt...' is 108 characters"),
+    ],
+)
+def test_setup_refuses_a_mistake_before_creating_anything(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    made: list[str],
+    arguments: list[str],
+    table: str | None,
+    message: str,
+) -> None:
+    if table:
+        monkeypatch.setenv("ICESTREAM_TABLE", table)
+    assert cli.main(["setup", *arguments]) == 2
+    err = capsys.readouterr().err
+    assert (made, len(err.strip().splitlines())) == ([], 1), err
+    assert err.startswith(message), err
+
+
+def test_the_longest_companion_decides_how_long_a_table_name_may_be(monkeypatch: pytest.MonkeyPatch) -> None:
+    suffixes = local.workbook_suffixes()
+    assert {"rejects", "device_channels", "crash_demo", "metrics_demo_metrics", "routing_orders"} <= set(suffixes)
+    longest = max(map(len, suffixes))
+    assert 128 - 1 - longest == 107, "docs/commands.md's setup row names this length"
+    load_settings(table="t" * (128 - 1 - longest)).check_companion_names(suffixes)
+    with pytest.raises(ConfigError, match=f"at most {128 - 1 - longest} characters"):
+        load_settings(table="t" * (128 - longest)).check_companion_names(suffixes)
