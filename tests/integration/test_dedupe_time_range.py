@@ -8,6 +8,7 @@ neither may cost the index its contents.
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from tests.helpers.streams import event_payload, put
 from tests.helpers.waiting import wait_until
 
 ZERO_TIME = "0001-01-01T00:00:00Z"
+FAR_FUTURE = "9999-12-31T23:59:59Z"
 
 
 def dated(event_id: str, event_ts: str) -> tuple[bytes, str]:
@@ -25,6 +27,11 @@ def dated(event_id: str, event_ts: str) -> tuple[bytes, str]:
     document = json.loads(event_payload(0, "u1", event_id))
     document["event_ts"] = event_ts
     return json.dumps(document).encode(), "u1"
+
+
+def now_text() -> str:
+    """The wall clock as the producers write it."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def settle(query: Any, batches: int) -> dict[str, Any]:
@@ -58,3 +65,27 @@ def test_an_event_dated_year_one_is_written_once_within_a_run_and_across_restart
         put(settings, [dated("zero", ZERO_TIME)])
         drain(spark, settings)
     assert table_state(spark, settings)[0] == {"zero": 1}, "across restarts"
+
+
+def test_one_far_future_event_does_not_empty_the_index(spark, fresh) -> None:
+    settings = fresh(shards=1)
+    query = start_ingest(spark, settings, trigger_seconds=0.2)
+    try:
+        started = now_text()
+        put(settings, [dated(f"ev-{i}", started) for i in range(5)])
+        first = settle(query, 1)["dedupe_index"]
+        put(settings, [dated("future", FAR_FUTURE)])
+        settle(query, 2)
+        for batch in (3, 4, 5):  # new events, and a retry of one that arrived before the far-future one
+            put(settings, [dated(f"ev-{batch}-{i}", now_text()) for i in range(3)] + [dated("ev-0", started)])
+            settle(query, batch)
+        put(settings, [dated("future", FAR_FUTURE)])  # its own retry, found in the index too
+        last = settle(query, 6)["dedupe_index"]
+    finally:
+        query.stop()
+    assert first["loads"] == 1
+    assert last["loads"] == 1, "the far-future event's batch evicted every id: each later batch read the table"
+    assert last["ids"] == 5 + 1 + 3 * 3
+    events, _ = table_state(spark, settings)
+    assert max(events.values()) == 1
+    assert [batch["deduplicated"] for batch in query.recent_progress] == [0, 0, 1, 1, 1, 1]

@@ -116,10 +116,10 @@ def test_a_shared_first_half_is_not_a_match() -> None:
 
 def test_old_entries_are_evicted_two_lookbacks_behind_the_high_water_mark() -> None:
     committed = index(lookback_hours=1)
-    first = dedupe.Batch.unpack({"shardId-0": packed(("a", 0, 0), ("b", 60, 0))})
+    first = dedupe.Batch.unpack({"shardId-0": packed(("a", 0, 0), ("b", 60, 3600))})
     committed.add(first, np.arange(2))
     assert len(committed) == 2
-    later = dedupe.Batch.unpack({"shardId-0": packed(("c", 150, 0))})
+    later = dedupe.Batch.unpack({"shardId-0": packed(("c", 150, 9000))})
     committed.add(later, np.arange(1))
     assert len(committed) == 2, "a (minute 0) is more than two hours behind c (minute 150)"
     assert committed.low == committed.high_water - 2 * HOUR
