@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from icestream.ingest import start_ingest
+from icestream.timestamps import to_micros
 from tests.helpers.ingest import drain, table_state
 from tests.helpers.streams import event_payload, put
 from tests.helpers.waiting import wait_until
@@ -65,6 +67,8 @@ def test_an_event_dated_year_one_is_written_once_within_a_run_and_across_restart
         put(settings, [dated("zero", ZERO_TIME)])
         drain(spark, settings)
     assert table_state(spark, settings)[0] == {"zero": 1}, "across restarts"
+    stored = spark.table(settings.table_name).selectExpr("unix_micros(event_ts) AS micros").first().micros
+    assert stored == to_micros(datetime(1, 1, 1, tzinfo=UTC)), "the row holds the instant sent, not a rebased one"
 
 
 def test_one_far_future_event_does_not_empty_the_index(spark, fresh) -> None:
