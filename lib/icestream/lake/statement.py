@@ -183,4 +183,5 @@ def timestamp_literal(moment: datetime) -> str:
     utc = moment.astimezone(UTC)
     # Keep a fraction of a second: truncating it would move "older than now" back up to a second.
     fraction = f".{utc.microsecond:06d}" if utc.microsecond else ""
-    return f"TIMESTAMP '{utc.strftime('%Y-%m-%d %H:%M:%S')}{fraction}+00:00'"
+    # Four year digits always: strftime's %Y wrote '1-01-01' for year 1, which Spark cannot parse.
+    return f"TIMESTAMP '{utc.year:04d}-{utc:%m-%d %H:%M:%S}{fraction}+00:00'"

@@ -6,6 +6,8 @@ from datetime import UTC, datetime
 
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from icestream.errors import ConfigError
 from icestream.lake.statement import Outcome, Statement, snapshot_id_literal, timestamp_literal
@@ -75,3 +77,11 @@ def test_epoch_microseconds_made_into_a_time_show_the_time_beside_them() -> None
     assert str(spark_sql).endswith("-- bound: :start = 1795645742009000 (2026-11-25 22:29:02.009000 UTC), :limit = 5")
     duck_sql = Statement("WHERE event_ts > make_timestamptz($start::BIGINT)", {"start": 0, "startx": 7}, marker="$")
     assert str(duck_sql).endswith("-- bound: $start = 0 (1970-01-01 00:00:00.000000 UTC), $startx = 7")
+
+
+@given(st.datetimes(min_value=datetime(1, 1, 1), timezones=st.just(UTC)))
+def test_a_timestamp_literal_has_four_year_digits_in_every_year(moment: datetime) -> None:
+    # strftime's %Y gave '1-01-01' for year 1 and '999-...' for 999, which Spark refuses to parse.
+    text = timestamp_literal(moment).removeprefix("TIMESTAMP '").removesuffix("+00:00'")
+    assert datetime.fromisoformat(text).replace(tzinfo=UTC) == moment
+    assert text[4] == "-"
