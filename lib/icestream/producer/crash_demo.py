@@ -2,13 +2,15 @@
 
 :func:`crash_demo` makes a 2-shard stream of its own, ``<stream>-crash-demo``, and the table
 ``<table>_crash_demo`` (with its rejects table) anew, sends a known set of records to it (events,
-repeats of some, a few malformed ones) and returns a :class:`CrashDemo`: what was sent, and the
-environment in which ``icestream ingest`` works on the demo's stream and table. The notebook starts
-that command itself, waits for the line its ``--pause-at`` prints (:func:`wait_for_pause`), kills
-the process group with SIGKILL, runs the same command again to the end and compares, per event id,
-what was sent with what the table holds (:meth:`CrashDemo.compare`). The ingest processes write
-their progress and Spark's scratch under ``<run_dir>/crash_demo``, so nothing of the demo mixes with
-the main ingest's files. It runs on the local emulator only (on AWS it would create a stream).
+repeats of some, a few malformed ones) and returns a :class:`CrashDemo`: what was sent, the settings
+an ingest of the demo runs with, and the environment in which ``icestream ingest`` works on them. The
+notebook starts that command itself, waits for the line its ``--pause-at`` prints
+(:func:`wait_for_pause`), kills the process group with SIGKILL, restarts the ingest to the end (in its
+own session: ``start_ingest(spark, demo.settings, available_now=True)``, as a scheduled job would;
+a second process would only add a JVM start) and compares, per event id, what was sent with what the
+table holds (:meth:`CrashDemo.compare`). The demo's ingests write their progress (and the process
+Spark's scratch) under ``<run_dir>/crash_demo``, so nothing of the demo mixes with the main ingest's
+files. It runs on the local emulator only (on AWS it would create a stream).
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ END = datetime(2026, 11, 21, tzinfo=UTC)  # the demo's hour of event time ends h
 class CrashDemo:
     """The demo's names, what the producer sent, and how to run ``icestream ingest`` on them."""
 
-    settings: Settings  # the demo's stream and tables
+    settings: Settings  # the demo's stream, tables, run folder and endpoint: what its ingests run with
     sent: pd.DataFrame  # one row per record Kinesis accepted: kind, event_id (None for a malformed one)
     environment: dict[str, str]  # the ingest process's environment: the demo's settings as ICESTREAM_*
 
@@ -143,7 +145,14 @@ def crash_demo(spark: SparkSession, settings: Settings, records: int = 1200, see
             "event_id": [record.event_id if record.kind in VALID_KINDS else None for record in generated],
         }
     )
-    return CrashDemo(demo, sent, _environment(demo, folder))
+    return CrashDemo(_ingest_settings(demo, folder), sent, _environment(demo, folder))
+
+
+def _ingest_settings(demo: Settings, folder: Path) -> Settings:
+    """The demo's settings with its run folder ``folder`` and the endpoint resolved (for ``start_ingest``)."""
+    # The endpoint is found through the workbook's run_dir (the emulator's file), so it is resolved
+    # before the demo's run folder takes that place.
+    return replace(demo, run_dir=str(folder), kinesis_endpoint=resolve_endpoint(demo))
 
 
 def _environment(demo: Settings, folder: Path) -> dict[str, str]:

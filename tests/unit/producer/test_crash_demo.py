@@ -12,7 +12,7 @@ import pytest
 
 from icestream.config import load_settings
 from icestream.producer import crash_demo_settings, processes_in_group
-from icestream.producer.crash_demo import _environment
+from icestream.producer.crash_demo import _environment, _ingest_settings
 
 
 def test_the_demo_has_a_stream_and_tables_of_its_own() -> None:
@@ -34,6 +34,14 @@ def test_the_ingest_process_loads_the_demo_settings_from_its_environment(
     assert (loaded.stream_name, loaded.table_name) == (demo.stream_name, demo.table_name)
     assert loaded.path("run_dir") == tmp_path, "its progress file stays out of the workbook's run folder"
     assert loaded.kinesis_endpoint == "http://127.0.0.1:4567"
+
+
+def test_the_restart_in_the_notebook_session_runs_in_the_demo_folder(tmp_path: Path) -> None:
+    demo = crash_demo_settings(load_settings(profile="local", kinesis_endpoint="http://127.0.0.1:4567"))
+    restart = _ingest_settings(demo, tmp_path)
+    assert (restart.stream_name, restart.table_name) == (demo.stream_name, demo.table_name)
+    assert restart.path("run_dir") == tmp_path, "its progress file stays out of the workbook's run folder"
+    assert restart.kinesis_endpoint == "http://127.0.0.1:4567"
 
 
 def test_processes_in_group_sees_a_group_until_it_is_killed() -> None:
