@@ -6,7 +6,11 @@
 
 from __future__ import annotations
 
+import os
 import re
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
@@ -178,3 +182,44 @@ def validate_settings(settings: Settings) -> None:
             f"{settings.warehouse!r}: the JDBC catalog keeps its SQLite file in the warehouse, which must be a "
             "local folder; for S3 use the aws profile (Glue).",
         )
+
+
+# The folders on this machine that setup and ingest write into (the catalog and tables; the ingest's progress).
+WRITTEN_FOLDERS = ("warehouse", "run_dir")
+
+
+def check_writable_folders(settings: Settings, names: Iterable[str] = WRITTEN_FOLDERS) -> None:
+    """Check that each folder setting names a folder this process can write, or can create.
+
+    Run before a command creates anything (a stream, a table): a warehouse that is a file failed only once
+    the stream existed, and a run folder that cannot be written once the first batch had committed. As
+    root may write where permissions forbid it, the check tries: it makes a folder and removes it at once.
+    A warehouse given as a URI (``s3://``) is not checked.
+
+    Args:
+        settings: The settings.
+        names: The folder settings to check.
+
+    Raises:
+        ConfigError: If a folder is a file, lies under one, or cannot be written, naming the setting and why.
+    """
+    for name in names:
+        if "://" not in getattr(settings, name):
+            _check_writable_folder(settings.path(name), name)
+
+
+def _check_writable_folder(folder: Path, setting: str) -> None:
+    nearest = folder  # the folder, or the nearest part of its path that exists: where it would be made
+    while not nearest.exists() and nearest != nearest.parent:
+        nearest = nearest.parent
+    if not nearest.is_dir():
+        inside = "" if nearest == folder else f" (the folder {folder} would be inside it)"
+        _check(False, setting, f"{nearest} is a file, not a folder{inside}: give a folder's path, or move the file.")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".icestream-write-check-", dir=nearest))
+    except OSError as error:
+        _check(
+            False, setting,
+            f"{folder} cannot be written ({error.strerror} when making a folder in {nearest}): "
+            "give a folder this user can write.",
+        )  # fmt: skip

@@ -10,6 +10,7 @@ what the parser says it should.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import stat
@@ -249,6 +250,22 @@ REFUSED_BEFORE_CREATING = {
     "501 shards": (["setup", "--shards", "501"], "--shards 501: a stream has 1 to 500 shards"),
     "negative shards": (["setup", "--shards", "-1"], "--shards -1: a stream has 1 to 500 shards"),
     "a table name its companions outgrow": (["setup"], "characters, and its longest companion"),
+    "a warehouse that is a file": (["setup"], "is a file, not a folder"),
+    "a warehouse under a file": (["setup"], "is a file, not a folder"),
+    "a warehouse under /proc": (["setup"], "cannot be written"),
+    "a run folder that is a file": (["ingest", "--available-now"], "is a file, not a folder"),
+    "a run folder under /proc": (["ingest", "--available-now"], "cannot be written"),
+}
+# What a case sets besides the names. The tests run as root, who may write anywhere chmod can forbid,
+# so "not writable" is a folder under a regular file or under /proc. A bad run folder hides the
+# emulator's state file: the endpoint is given, and the stream exists with a record, as the ingest had
+# read and committed a batch before it first wrote there.
+REFUSED_ENVIRONMENT = {
+    "a warehouse that is a file": {"ICESTREAM_WAREHOUSE": "{tmp}/afile"},
+    "a warehouse under a file": {"ICESTREAM_WAREHOUSE": "{tmp}/afile/warehouse"},
+    "a warehouse under /proc": {"ICESTREAM_WAREHOUSE": "/proc/warehouse"},
+    "a run folder that is a file": {"ICESTREAM_RUN_DIR": "{tmp}/afile", "ICESTREAM_KINESIS_ENDPOINT": "{endpoint}"},
+    "a run folder under /proc": {"ICESTREAM_RUN_DIR": "/proc/run", "ICESTREAM_KINESIS_ENDPOINT": "{endpoint}"},
 }
 
 
@@ -272,11 +289,27 @@ def test_a_mistake_is_refused_before_anything_is_created(settings, emulator: str
     if case == "a table name its companions outgrow":
         name = name.ljust(121, "x")  # a valid name; its rejects table's was not, and setup had made the rest
     stream, table = name.replace("_", "-"), name
-    code, lines = _cli(args, tmp_path, ICESTREAM_STREAM_NAME=stream, ICESTREAM_TABLE=table)
+    (tmp_path / "afile").write_text("a file where a folder should be\n")
+    fill = {"tmp": str(tmp_path), "endpoint": emulator}
+    existing: list[str] = []
+    if "ICESTREAM_RUN_DIR" in REFUSED_ENVIRONMENT.get(case, {}):
+        assert _cli(["setup", "--shards", "1"], tmp_path, ICESTREAM_STREAM_NAME=stream, ICESTREAM_TABLE=table)[0] == 0
+        there = dataclasses.replace(settings, stream_name=stream, table=table)
+        record = json.dumps(event_document("run-dir-1", "u", 1)).encode()
+        kinesis_client(there).put_record(StreamName=stream, Data=record, PartitionKey="k")
+        existing = _created(settings, stream, table)
+    env = {key: value.format(**fill) for key, value in REFUSED_ENVIRONMENT.get(case, {}).items()}
+    args = [arg.format(**fill) for arg in args]
+    code, lines = _cli(args, tmp_path, ICESTREAM_STREAM_NAME=stream, ICESTREAM_TABLE=table, **env)
     errors = [line for line in lines if line.startswith("error:")]
     created = _created(settings, stream, table)
     figures.record("bad parameters", case, exit_code=code, error_lines=len(errors), created=len(created),
                    message=(errors[0][:90] if errors else lines[-1][:90] if lines else ""))  # fmt: skip
     assert (code, len(errors)) == (2, 1), lines[-20:]
     assert message in errors[0], errors[0]
-    assert created == [], "refused after creating"
+    assert created == existing, "refused after creating"
+    if existing:  # and before the first batch committed
+        from icestream.runtime.catalog import current_metadata_location
+
+        metadata = json.loads(Path(current_metadata_location(there).removeprefix("file:")).read_text())
+        assert metadata.get("current-snapshot-id", -1) in (None, -1), "refused after a batch committed"

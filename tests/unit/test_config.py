@@ -232,3 +232,38 @@ def test_injection_strings_are_refused_as_names(name: str) -> None:
                 load_settings(**{setting: name})
     with pytest.raises(ConfigError):
         validate_identifier(name)
+
+
+@pytest.mark.parametrize(
+    ("folder", "message"),
+    [
+        ("afile", "afile is a file, not a folder: give a folder's path"),
+        ("afile/below", r"afile is a file, not a folder \(the folder .*below would be inside it\)"),
+        ("/proc/icestream", "/proc/icestream cannot be written .* when making a folder in /proc"),
+    ],
+)
+def test_a_folder_the_workbook_writes_must_be_one_it_can_write(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, folder: str, message: str
+) -> None:
+    from icestream.validation import check_writable_folders
+
+    (tmp_path / "afile").write_text("not a folder\n")
+    monkeypatch.setenv("ICESTREAM_RUN_DIR", folder)  # relative: under ICESTREAM_HOME, tmp_path
+    with pytest.raises(ConfigError, match=f"ICESTREAM_RUN_DIR / run_dir: .*{message}"):
+        check_writable_folders(load_settings())
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["afile"], "the check leaves nothing behind"
+
+
+def test_folders_that_exist_or_can_be_made_pass_and_are_not_made(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from icestream.validation import check_writable_folders
+
+    (tmp_path / "there").mkdir()
+    monkeypatch.setenv("ICESTREAM_WAREHOUSE", "there")
+    monkeypatch.setenv("ICESTREAM_RUN_DIR", "not/yet")
+    check_writable_folders(load_settings())
+    check_writable_folders(
+        load_settings(warehouse="s3://bucket/warehouse", catalog_type="hadoop")
+    )  # a URI is the catalog's to check
+    assert sorted(path.name for path in tmp_path.rglob("*")) == ["there"]

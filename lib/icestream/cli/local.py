@@ -11,6 +11,7 @@ from collections.abc import Callable
 from icestream.cli.common import settings_from
 from icestream.config import ARCHIVE_SUFFIX, COMPANION_SUFFIXES, METRICS_SUFFIX, REJECTS_SUFFIX, Settings
 from icestream.errors import IcestreamError
+from icestream.validation import check_writable_folders
 
 
 def cmd_emulator(args: argparse.Namespace) -> int:
@@ -55,6 +56,7 @@ def cmd_setup(args: argparse.Namespace) -> int:
     if args.shards is not None:
         check_shard_count(args.shards, "--shards")
     settings.check_companion_names(workbook_suffixes())
+    check_writable_folders(settings)
     summary = ensure_stream(settings, shard_count=args.shards)
     print(f"stream {settings.stream_name}: {summary['StreamStatus']}, {summary['OpenShardCount']} open shards")
     for name in setup_tables(get_spark(settings), settings):
