@@ -288,7 +288,12 @@ def _coerce(name: str, raw: Any, origin: str) -> Any:
 
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
-        loaded = yaml.safe_load(path.read_text()) or {}
+        loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except UnicodeDecodeError as error:
+        raise ConfigError(
+            f"config file {path}: is not UTF-8 (byte {error.object[error.start]:#04x} at offset {error.start}): "
+            "save it as UTF-8."
+        ) from None
     except (OSError, yaml.YAMLError) as error:
         raise ConfigError(f"config file {path}: cannot be read ({error}).") from None
     if not isinstance(loaded, dict):

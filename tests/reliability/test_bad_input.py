@@ -255,6 +255,7 @@ REFUSED_BEFORE_CREATING = {
     "a warehouse under /proc": (["setup"], "cannot be written"),
     "a run folder that is a file": (["ingest", "--available-now"], "is a file, not a folder"),
     "a run folder under /proc": (["ingest", "--available-now"], "cannot be written"),
+    "a config file not in UTF-8": (["--config", "{tmp}/latin1.yaml", "setup"], "is not UTF-8"),
 }
 # What a case sets besides the names. The tests run as root, who may write anywhere chmod can forbid,
 # so "not writable" is a folder under a regular file or under /proc. A bad run folder hides the
@@ -290,6 +291,7 @@ def test_a_mistake_is_refused_before_anything_is_created(settings, emulator: str
         name = name.ljust(121, "x")  # a valid name; its rejects table's was not, and setup had made the rest
     stream, table = name.replace("_", "-"), name
     (tmp_path / "afile").write_text("a file where a folder should be\n")
+    (tmp_path / "latin1.yaml").write_bytes("# r\u00e9glages\nshard_count: 1\n".encode("latin-1"))  # valid but for é
     fill = {"tmp": str(tmp_path), "endpoint": emulator}
     existing: list[str] = []
     if "ICESTREAM_RUN_DIR" in REFUSED_ENVIRONMENT.get(case, {}):

@@ -234,6 +234,15 @@ def test_injection_strings_are_refused_as_names(name: str) -> None:
         validate_identifier(name)
 
 
+def test_a_config_file_not_in_utf8_is_one_config_error(tmp_path: Path) -> None:
+    config = tmp_path / "latin1.yaml"
+    config.write_bytes("# r\u00e9glages\nregion: eu-west-1\n".encode("latin-1"))
+    with pytest.raises(ConfigError, match=r"is not UTF-8 \(byte 0xe9 at offset 3\): save it as UTF-8"):
+        load_settings(config_file=config)
+    config.write_text("\ufeff# r\u00e9glages\nregion: eu-west-1\n", encoding="utf-8")  # a BOM is UTF-8 too
+    assert load_settings(config_file=config).region == "eu-west-1"
+
+
 @pytest.mark.parametrize(
     ("folder", "message"),
     [
