@@ -29,6 +29,7 @@ from icestream.errors import JarError, JavaError, SparkStartError
 from icestream.runtime import aws, cds
 from icestream.runtime.catalog import ensure_jdbc_catalog
 from icestream.runtime.cluster import existing_conf, merged, with_master
+from icestream.runtime.gateway import children, end_unstarted_gateway
 from icestream.runtime.jars import CLASSES_TO_LOAD, JarPlan, resolve_jars
 from icestream.runtime.literals import install as install_exact_literals
 from icestream.runtime.localfs import local_fs_conf
@@ -354,12 +355,16 @@ def get_spark(settings: Settings | None = None, app_name: str = "icestream") -> 
         builder = builder.appName(app_name)
     for key, value in merged(conf, theirs).items():
         builder = builder.config(key, value)
+    before = children()
     try:
         # The driver JVM starts with the same AWS variables its executors get (see aws_executor_conf).
         driver_environ = aws.executor_environ(settings) if aws_executor_conf(settings) else {}
         with _environ({**driver_environ, **shipped.environ}):
             spark = builder.getOrCreate()
-    except Exception as error:  # noqa: BLE001 - py4j/JVM start-up errors have no common base
+    except BaseException as error:  # Ctrl-C too: pyspark leaves the JVM it interrupts running for ever
+        end_unstarted_gateway(before)
+        if not isinstance(error, Exception):
+            raise
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise SparkStartError(
             f"Spark could not start on master {settings.spark_master!r}: {first_line}. "
