@@ -83,6 +83,11 @@ def test_every_notebook_then_a_second_run_on_the_same_lake(
 
     rows = counts()
     assert rows[settings.table_name] > 0, "02 ingested the first run"
+    crash = json.loads((settings.path("run_dir") / "02_ingest_summary.json").read_text())["crash_demo"]
+    assert (crash["exit_status"], crash["processes_left"], crash["restart_succeeded"]) == (-9, 0, True), crash
+    assert crash["events_batch_at_kill"] < crash["rejects_batch_at_kill"], "killed between the two commits"
+    lost_or_twice = ("lost (sent, not in the table)", "duplicated (rows - distinct ids)")
+    assert [crash[key] for key in lost_or_twice] == [0, 0], crash
 
     output = test_home / "output-second-pass"
     for notebook, parameters in SECOND_PASS:  # a failing check cell raises NotebookFailedError, naming it
