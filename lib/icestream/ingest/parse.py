@@ -90,6 +90,12 @@ def _type_name(value: Any) -> str:
     )
 
 
+def _a(value: Any) -> str:
+    """The JSON type of ``value`` as a reject's detail says it: "an object", "a string", "null"."""
+    name = _type_name(value)
+    return name if name == "null" else f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+
+
 def parse_timestamp(text: str) -> datetime | None:
     """Parse an ISO-8601 timestamp that carries a UTC offset or ``Z``; None if it cannot."""
     try:
@@ -275,7 +281,7 @@ def _validate(document: dict[str, Any], evolve: bool = False) -> ParsedEvent | R
     for name in STRING_FIELDS:
         value = document.get(name)
         if value is not None and not isinstance(value, str):
-            return Rejection("wrong_type", f"{name}: expected a string, got a {_type_name(value)}")
+            return Rejection("wrong_type", f"{name}: expected a string, got {_a(value)}")
     event_ts = parse_timestamp(document["event_ts"])
     if event_ts is None:
         return Rejection("bad_timestamp", f"event_ts {document['event_ts'][:60]!r} is not ISO-8601 with a UTC offset")
@@ -284,10 +290,10 @@ def _validate(document: dict[str, Any], evolve: bool = False) -> ParsedEvent | R
     if properties is None:
         properties = {}
     if not isinstance(properties, dict):
-        return Rejection("wrong_type", f"properties: expected an object, got a {_type_name(properties)}")
+        return Rejection("wrong_type", f"properties: expected an object, got {_a(properties)}")
     for key, value in properties.items():
         if value is not None and not isinstance(value, str):
-            return Rejection("wrong_type", f"properties.{key}: expected a string, got a {_type_name(value)}")
+            return Rejection("wrong_type", f"properties.{key}: expected a string, got {_a(value)}")
     merged = {key: value for key, value in properties.items() if value is not None}
     extras: dict[str, str] | None = None
     for key, value in document.items():
@@ -308,11 +314,11 @@ def _validate(document: dict[str, Any], evolve: bool = False) -> ParsedEvent | R
     device_info = None
     if device is not None:
         if not isinstance(device, dict):
-            return Rejection("wrong_type", f"device_info: expected an object, got a {_type_name(device)}")
+            return Rejection("wrong_type", f"device_info: expected an object, got {_a(device)}")
         for name in DEVICE_FIELDS:
             value = device.get(name)
             if value is not None and not isinstance(value, str):
-                return Rejection("wrong_type", f"device_info.{name}: expected a string, got a {_type_name(value)}")
+                return Rejection("wrong_type", f"device_info.{name}: expected a string, got {_a(value)}")
         device_info = tuple(device.get(name) for name in DEVICE_FIELDS)
 
     return ParsedEvent(

@@ -77,7 +77,7 @@ def malformed_payload(
         # A number where a string is due.
         return encode_event({**event, "user_id": 48213})
     if kind == "wrong_type_number":
-        # An object where a number is due: the time as an epoch-millisecond object instead of a value.
+        # An object where a timestamp string is due: the time as an epoch-millisecond object, not ISO-8601 text.
         return encode_event({**event, "event_ts": {"epoch_ms": 1795237200123}})
     if kind.startswith("missing_") and kind[len("missing_") :] in REQUIRED_FIELDS:
         event.pop(kind[len("missing_") :])

@@ -82,6 +82,22 @@ def test_wrong_types_are_rejected_naming_the_field(changes: dict[str, object], d
     assert parsed.detail.startswith(detail)
 
 
+@pytest.mark.parametrize(
+    ("changes", "got"),
+    [
+        ({"event_ts": {"epoch_ms": 1795237200123}}, "event_ts: expected a string, got an object"),
+        ({"properties": ["a"]}, "properties: expected an object, got an array"),
+        ({"session_id": 5}, "session_id: expected a string, got a number"),
+        ({"device_info": {"os": True}}, "device_info.os: expected a string, got a boolean"),
+    ],
+)
+def test_a_wrong_type_is_named_as_a_reader_would(changes: dict[str, object], got: str) -> None:
+    """01 prints these details beside its malformed records: "got a object" read as a typo."""
+    parsed = parse_payload(event(**changes))
+    assert isinstance(parsed, Rejection)
+    assert parsed.detail == got
+
+
 def test_size_limit_is_configurable() -> None:
     payload = event()
     assert isinstance(parse_payload(payload, max_event_bytes=len(payload)), ParsedEvent)
