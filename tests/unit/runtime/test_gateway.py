@@ -13,7 +13,12 @@ from icestream.runtime.gateway import children, end_unstarted_gateway, is_gatewa
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds children through /proc")
 
 
-def test_only_the_new_gateway_child_is_ended() -> None:
+def test_only_the_new_gateway_child_is_ended(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pyspark import SparkContext
+
+    # A start that never came up: in a test worker that already runs the shared session, pyspark
+    # holds that session's gateway, and end_unstarted_gateway rightly leaves everything alone.
+    monkeypatch.setattr(SparkContext, "_gateway", None)
     older = subprocess.Popen(["sleep", "60"], env={**os.environ, "_PYSPARK_DRIVER_CONN_INFO_PATH": "/gone/x"})
     before = children()
     gateway = subprocess.Popen(["sleep", "60"], env={**os.environ, "_PYSPARK_DRIVER_CONN_INFO_PATH": "/gone/y"})
