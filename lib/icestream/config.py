@@ -225,16 +225,25 @@ class Settings:
         """
         return Path(self.warehouse_uri) / CATALOG_FILE
 
-    def describe(self) -> dict[str, str]:
-        """Return the settings as strings, with where each value came from (for display)."""
-        shown = {}
-        for item in fields(self):
-            if item.name == "sources":
-                continue
-            value = getattr(self, item.name)
-            origin = self.sources.get(item.name, "default")
-            shown[item.name] = f"{value}  ({origin})"
-        return shown
+    def describe(self, names: Iterable[str] | None = None) -> dict[str, str]:
+        """Return settings as strings, with where each value came from (for display).
+
+        Args:
+            names: The settings to show, in this order; None shows every setting (about fifty,
+                too many to read before anything is explained, so notebooks name theirs).
+
+        Returns:
+            Each setting's name mapped to ``"value  (source)"``.
+
+        Raises:
+            ConfigError: If a name is not a setting.
+        """
+        known = [item.name for item in fields(self) if item.name != "sources"]
+        chosen = known if names is None else list(names)
+        unknown = [name for name in chosen if name not in known]
+        if unknown:
+            raise ConfigError(f"not a setting: {', '.join(unknown)}; the settings are listed in docs/settings.md")
+        return {name: f"{getattr(self, name)}  ({self.sources.get(name, 'default')})" for name in chosen}
 
 
 _PROFILE_DEFAULTS: dict[str, dict[str, Any]] = {

@@ -185,6 +185,19 @@ def test_settings_hold_no_credentials() -> None:
     assert "access_key" not in described
 
 
+def test_describe_shows_only_the_settings_named_in_their_order() -> None:
+    settings = load_settings(stream_name="named-here")
+    shown = settings.describe(["stream_name", "profile"])
+    assert list(shown) == ["stream_name", "profile"]
+    assert shown["stream_name"] == "named-here  (argument)"
+    assert len(settings.describe()) > len(shown)
+
+
+def test_describe_refuses_a_name_that_is_not_a_setting() -> None:
+    with pytest.raises(ConfigError, match="not a setting: stream"):
+        load_settings().describe(["stream"])
+
+
 @pytest.mark.parametrize("catalog_type", ["glue", "hadoop"])
 def test_an_s3a_warehouse_is_refused_with_the_s3_spelling(catalog_type: str) -> None:
     # Glue would record s3a:// in every table's location, where Athena and Glue jobs expect s3://.
