@@ -40,7 +40,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from icestream.lake.ddl import checked_table_name
@@ -69,6 +69,18 @@ def at_timestamp(moment: datetime) -> str:
 def ended(sequence_number: str | None) -> str:
     """Position of a closed shard read to its end."""
     return f"END:{sequence_number or ''}"
+
+
+def iterator_arguments(position: str) -> dict[str, Any]:
+    """GetShardIterator's arguments that resume a shard at ``position`` (the next record not committed)."""
+    kind, _, value = position.partition(":")
+    if kind == "AFTER" and last_sub(position) is not None:  # inside an aggregate: read it again
+        return {"ShardIteratorType": "AT_SEQUENCE_NUMBER", "StartingSequenceNumber": last_sequence(position)}
+    if kind == "AFTER":
+        return {"ShardIteratorType": "AFTER_SEQUENCE_NUMBER", "StartingSequenceNumber": value}
+    if kind == "AT_TIMESTAMP":
+        return {"ShardIteratorType": "AT_TIMESTAMP", "Timestamp": datetime.fromtimestamp(float(value), UTC)}
+    return {"ShardIteratorType": "TRIM_HORIZON"}
 
 
 def is_finished(position: str | None) -> bool:

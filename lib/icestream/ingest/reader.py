@@ -23,7 +23,7 @@ import random
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from icestream.errors import ShardReadError
@@ -90,17 +90,6 @@ def row_schema() -> Any:
     return T.StructType([T.StructField(name, types.get(name, text)) for name in ROW_FIELDS + BATCH_FIELDS])
 
 
-def _iterator_arguments(position: str) -> dict[str, Any]:
-    kind, _, value = position.partition(":")
-    if kind == "AFTER" and pos.last_sub(position) is not None:  # inside an aggregate: read it again
-        return {"ShardIteratorType": "AT_SEQUENCE_NUMBER", "StartingSequenceNumber": pos.last_sequence(position)}
-    if kind == "AFTER":
-        return {"ShardIteratorType": "AFTER_SEQUENCE_NUMBER", "StartingSequenceNumber": value}
-    if kind == "AT_TIMESTAMP":
-        return {"ShardIteratorType": "AT_TIMESTAMP", "Timestamp": datetime.fromtimestamp(float(value), UTC)}
-    return {"ShardIteratorType": "TRIM_HORIZON"}
-
-
 class _ShardReader:
     """The state of one task's read: kept small and explicit so each failure path is testable."""
 
@@ -152,7 +141,7 @@ class _ShardReader:
             self._pace("GetShardIterator")
             try:
                 answer = self.client.get_shard_iterator(
-                    StreamName=self.options.stream_name, ShardId=self.plan.shard_id, **_iterator_arguments(position)
+                    StreamName=self.options.stream_name, ShardId=self.plan.shard_id, **pos.iterator_arguments(position)
                 )
                 return answer["ShardIterator"]
             except Exception as error:
@@ -227,10 +216,12 @@ class _ShardReader:
                 break  # at the tip: what arrives next belongs to the next batch
         self.stats.parse_seconds = parse_time
         self.stats.read_seconds = time.monotonic() - started - parse_time
-        # How far behind the shard's tip the read began: the age then of the oldest record it took
-        # (MillisBehindLatest, after the read, is 0 for any read that reached the tip, backlog or not).
-        if stats.first_arrival is not None:
-            stats.behind_before_ms = max(0, round((began - stats.first_arrival) * 1000))
+        # The lag when the read began (docs/glossary.md): the shard's newest arrival then (the last record
+        # read plus what MillisBehindLatest says is left, never later than the read's start) minus the oldest
+        # record not yet committed; an idle stream's age is no lag, so `began` alone would overstate it.
+        if stats.first_arrival is not None and stats.last_arrival is not None:
+            newest = min(began, stats.last_arrival + (stats.millis_behind or 0) / 1000)
+            stats.behind_before_ms = max(0, round((newest - stats.first_arrival) * 1000))
         elif stats.calls:
             stats.behind_before_ms = 0
         yield _meta_row(self.stats, self.packer.pack() if self.packer is not None else None)

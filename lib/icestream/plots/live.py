@@ -47,10 +47,17 @@ def _seconds(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f} s"
 
 
-def live_figure(frame: LiveFrame) -> Figure:
-    """Draw one frame: events per minute by type (stacked bars), and each batch's arrival → commit wait.
+def _freshness(frame: LiveFrame) -> str:
+    """The latest batch's freshness as a range, newest record to oldest (docs/glossary.md)."""
+    span = frame.freshness_s
+    return "-" if span is None else f"{span[0]:.1f}-{span[1]:.1f} s"
 
-    The title carries the counts: events, batches, rejects, the lag now and the latest batch's freshness.
+
+def live_figure(frame: LiveFrame) -> Figure:
+    """Draw one frame: events per minute by type (stacked bars), and each batch's freshness.
+
+    The title carries the counts: events, batches, rejects, the lag at the look and the latest batch's
+    freshness (newest record to oldest), both as docs/glossary.md defines them.
 
     Args:
         frame: A look at the tables (:func:`icestream.queries.live_frame`).
@@ -65,7 +72,7 @@ def live_figure(frame: LiveFrame) -> Figure:
     fig.suptitle(
         f"Live ingest since {frame.since:%H:%M:%S} UTC, at {frame.now:%H:%M:%S} UTC: "
         f"{frame.events:,} events, {len(frame.batches)} batches, {frame.rejected:,} rejects, "
-        f"lag {_seconds(frame.lag_s)}, freshness {_seconds(frame.freshness_s)}"
+        f"lag {_seconds(frame.lag_s)}, latest batch's freshness {_freshness(frame)}"
     )
 
     wide = frame.per_minute.pivot_table(
@@ -84,6 +91,9 @@ def live_figure(frame: LiveFrame) -> Figure:
                         label=event_type, color=colour)  # fmt: skip
             bottom = [low + count for low, count in zip(bottom, counts, strict=True)]
         rate_ax.legend(ncol=3, fontsize=8, loc="upper left")
+        # One tick per whole minute (every few on a long window): finer ticks would repeat "%H:%M".
+        step = max(1, round((minutes[-1] - minutes[0]).total_seconds() / 60 / 8))
+        rate_ax.xaxis.set_major_locator(mdates.MinuteLocator(interval=step))
         rate_ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M"))
     rate_ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     rate_ax.set(xlabel="Kinesis arrival, minute (UTC)", ylabel="events per minute", title="Events per minute by type")
@@ -94,13 +104,13 @@ def live_figure(frame: LiveFrame) -> Figure:
         wait_ax.text(0.5, 0.5, message, ha="center", va="center", transform=wait_ax.transAxes)
     else:
         wait_ax.plot(timed["batch_id"], timed["oldest_wait_s"], marker="o", color="tab:red",
-                     label="oldest record → commit")  # fmt: skip
+                     label="the batch's oldest record")  # fmt: skip
         wait_ax.plot(timed["batch_id"], timed["newest_wait_s"], marker="s", color="tab:green",
-                     label="newest record → commit (freshness)")  # fmt: skip
+                     label="the batch's newest record")  # fmt: skip
         wait_ax.legend(fontsize=8, loc="upper right")
         wait_ax.grid(alpha=0.3)
     wait_ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # batch ids are whole numbers
-    wait_ax.set(xlabel="batch", ylabel="seconds from Kinesis arrival to commit", title="Wait per batch")
+    wait_ax.set(xlabel="batch", ylabel="seconds from Kinesis arrival to commit", title="Freshness per batch")
     return fig
 
 
@@ -122,7 +132,7 @@ class LiveView:
         frame = self.frame
         return (
             f"{frame.now:%H:%M:%S} UTC: {frame.events} events, {len(frame.batches)} batches, "
-            f"{frame.rejected} rejects, lag {_seconds(frame.lag_s)}, freshness {_seconds(frame.freshness_s)}"
+            f"{frame.rejected} rejects, lag {_seconds(frame.lag_s)}, latest batch's freshness {_freshness(frame)}"
         )
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:

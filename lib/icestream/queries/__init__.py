@@ -22,7 +22,7 @@ _ANOMALY = (
     "scoring_scope",
     "window_counts",
 )
-_LIVE = ("LiveFrame", "live_frame")
+_LIVE = ("LiveFrame", "current_lag_s", "live_frame", "stream_lag_s")
 _REPORT = (
     "committed_positions",
     "freshness",
@@ -40,6 +40,7 @@ __all__ = [
     "LiveFrame",
     "anomaly",
     "committed_positions",
+    "current_lag_s",
     "duckdb_engine",
     "evaluate",
     "flagged_intervals",
@@ -58,6 +59,7 @@ __all__ = [
     "score_windows",
     "scoring_scope",
     "shard_lag_frame",
+    "stream_lag_s",
     "streaming",
     "window_counts",
     "write_call",
@@ -74,7 +76,7 @@ if TYPE_CHECKING:
         scoring_scope,
         window_counts,
     )
-    from icestream.queries.live import LiveFrame, live_frame
+    from icestream.queries.live import LiveFrame, current_lag_s, live_frame, stream_lag_s
     from icestream.queries.report import (
         committed_positions,
         freshness,

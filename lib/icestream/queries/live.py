@@ -21,26 +21,33 @@ stream is read and the gap between the last bar and now is the lag. Event time i
 claim: a backfilled or late event can be hours old and would land far left of a window the run
 never saw live.
 
-**Lag and freshness.** ``lag_s`` is now minus the newest arrival committed: how far the table is
-behind the stream (an upper bound when the stream is idle, as nothing newer exists to commit). Per
-batch, the snapshot summary's first and last arrival (:data:`~icestream.lake.summary.FIRST_ARRIVAL_KEY`,
-:data:`~icestream.lake.summary.LAST_ARRIVAL_KEY`) against its ``committed_at`` give how long the
-batch's oldest record waited to become visible, and how fresh its newest one was; a snapshot
-without those keys (written before the ingest recorded them) shows no wait rather than a guess.
+**Lag and freshness**, as docs/glossary.md defines them. The lag is the one number a look takes from
+the stream, not the tables: per shard, one GetRecords of one record after the events table's committed
+position, whose ``MillisBehindLatest`` is the shard's newest arrival minus the oldest record not yet
+committed; the largest over the shards, and 0 once everything is committed (a drained stream shows 0
+however long it stays idle). Freshness is per row, commit time minus Kinesis arrival; per batch, the
+snapshot summary's first and last arrival (:data:`~icestream.lake.summary.FIRST_ARRIVAL_KEY`,
+:data:`~icestream.lake.summary.LAST_ARRIVAL_KEY`) against its ``committed_at`` give the freshness of the
+batch's oldest and newest record (its largest and smallest); a snapshot without those keys (written
+before the ingest recorded them) shows none rather than a guess.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from icestream.ingest.positions import TRIM_HORIZON, is_finished, iterator_arguments, load_committed
 from icestream.lake.statement import Statement
 from icestream.lake.summary import BATCH_KEY, FIRST_ARRIVAL_KEY, LAST_ARRIVAL_KEY
 from icestream.lake.table import LakeTable
+from icestream.stream.clients import kinesis_client, list_shards
 from icestream.timestamps import as_utc, from_micros, to_micros
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     import pandas as pd
     from pyspark.sql import SparkSession
 
@@ -56,16 +63,17 @@ class LiveFrame:
 
     Attributes:
         since: Start of the window (aware UTC).
-        now: When the look was taken (aware UTC); the lag is measured to it.
+        now: When the look was taken (aware UTC).
         per_minute: ``minute`` (of Kinesis arrival, UTC), ``event_type``, ``events``; by minute, then type.
         batches: One row per ingest batch committed to the events table: ``batch_id``,
             ``snapshot_id``, ``committed_at`` (UTC), ``added_records``, ``rejected`` (the batch's
             rejects), ``first_arrival``, ``last_arrival`` (UTC, missing when the snapshot lacks
-            them), ``oldest_wait_s`` (commit minus first arrival) and ``newest_wait_s`` (commit
-            minus last arrival); oldest first.
+            them), ``oldest_wait_s`` and ``newest_wait_s`` (the freshness of the batch's oldest and
+            newest record: commit minus its arrival); oldest first.
         rejected: Records the ingest committed to the rejects table in the window.
         newest_arrival: The newest Kinesis arrival among the rows committed (None when there are none).
         statements: The statements the look ran, in order (the same every look of one window).
+        lag_s: The stream's lag behind its newest record at ``now`` (:func:`stream_lag_s`); None unmeasured.
     """
 
     since: datetime
@@ -75,6 +83,7 @@ class LiveFrame:
     rejected: int
     newest_arrival: datetime | None
     statements: tuple[Statement, ...]
+    lag_s: float | None = None
 
     @property
     def events(self) -> int:
@@ -82,19 +91,14 @@ class LiveFrame:
         return int(self.per_minute["events"].sum())
 
     @property
-    def lag_s(self) -> float | None:
-        """Seconds from the newest arrival committed to ``now`` (None before the first row)."""
-        return None if self.newest_arrival is None else (self.now - self.newest_arrival).total_seconds()
-
-    @property
-    def freshness_s(self) -> float | None:
-        """How old the newest record of the latest batch was when it became visible (None if unknown)."""
-        waits = self.batches["newest_wait_s"].dropna()
-        return None if waits.empty else float(waits.iloc[-1])
+    def freshness_s(self) -> tuple[float, float] | None:
+        """The latest batch's freshness, its newest and its oldest record's (None if unknown)."""
+        timed = self.batches.dropna(subset=["newest_wait_s", "oldest_wait_s"])
+        return None if timed.empty else (float(timed["newest_wait_s"].iloc[-1]), float(timed["oldest_wait_s"].iloc[-1]))
 
     def summary(self) -> pd.DataFrame:
         """The frame's numbers as one row: ``since``, ``now``, ``events``, ``batches``, ``rejected``,
-        ``lag_s``, ``freshness_s``."""
+        ``lag_s``, ``freshness_min_s`` and ``freshness_max_s`` (the latest batch's)."""
         import pandas as pd
 
         return pd.DataFrame(
@@ -106,7 +110,8 @@ class LiveFrame:
                     "batches": len(self.batches),
                     "rejected": self.rejected,
                     "lag_s": self.lag_s,
-                    "freshness_s": self.freshness_s,
+                    "freshness_min_s": None if self.freshness_s is None else self.freshness_s[0],
+                    "freshness_max_s": None if self.freshness_s is None else self.freshness_s[1],
                 }
             ]
         )
@@ -161,14 +166,17 @@ def live_statements(events: LakeTable, rejects: LakeTable, since: datetime) -> d
     }
 
 
-def live_frame(spark: SparkSession, settings: Settings, since: datetime, now: datetime | None = None) -> LiveFrame:
-    """Look at the tables once: what was committed since ``since``.
+def live_frame(
+    spark: SparkSession, settings: Settings, since: datetime, now: datetime | None = None, kinesis: Any | None = None
+) -> LiveFrame:
+    """Look at the tables once: what was committed since ``since``, and the stream's lag.
 
     Args:
         spark: The session.
-        settings: Names the events and rejects tables.
+        settings: Names the events and rejects tables and the stream.
         since: Start of the window (naive is taken as UTC).
-        now: When the look is taken, for the lag (default: the wall clock).
+        now: When the look is taken (default: the wall clock).
+        kinesis: A boto3 Kinesis client for the lag (default: one for ``settings``).
 
     Returns:
         The frame; an empty window gives empty frames and no lag, not an error.
@@ -184,7 +192,52 @@ def live_frame(spark: SparkSession, settings: Settings, since: datetime, now: da
     snapshots = events.run(statements["batches"]).toPandas()
     per_minute, newest = _per_minute(events.run(statements["per_minute"]).toPandas())
     batches, rejected = _batches(snapshots)
-    return LiveFrame(since, now, per_minute, batches, rejected, newest, tuple(statements.values()))
+    return LiveFrame(since, now, per_minute, batches, rejected, newest, tuple(statements.values()),
+                     current_lag_s(spark, settings, kinesis))  # fmt: skip
+
+
+def current_lag_s(spark: SparkSession, settings: Settings, kinesis: Any | None = None) -> float:
+    """The events table's lag behind its stream now (:func:`stream_lag_s` from its committed positions).
+
+    Args:
+        spark: The session (reads the committed positions from the snapshot summaries).
+        settings: Names the events table and the stream.
+        kinesis: A boto3 Kinesis client (default: one for ``settings``).
+
+    Returns:
+        Seconds; 0.0 once the stream is drained.
+    """
+    committed = load_committed(spark, settings.table_name, settings.stream_name).positions
+    return stream_lag_s(kinesis or kinesis_client(settings), settings.stream_name, committed)
+
+
+def stream_lag_s(kinesis: Any, stream_name: str, committed: Mapping[str, str]) -> float:
+    """The lag (docs/glossary.md): the stream's newest arrival minus the oldest record not yet committed.
+
+    Per open shard, one GetShardIterator at the committed position and one GetRecords of one record: its
+    ``MillisBehindLatest`` is how far the shard's newest record arrived after that next record, and 0
+    when there is none. Shards read to their end after a split or merge hold nothing more.
+
+    Args:
+        kinesis: A boto3 Kinesis client.
+        stream_name: The stream.
+        committed: Committed position per shard (:func:`icestream.ingest.positions.load_committed`);
+            a shard without one is read from its oldest record.
+
+    Returns:
+        Seconds, the largest over the shards; 0.0 when every record is committed (a drained stream).
+    """
+    behind = [0]
+    for shard in list_shards(kinesis, stream_name):
+        position = committed.get(shard["ShardId"], TRIM_HORIZON)
+        if is_finished(position):
+            continue
+        arguments = iterator_arguments(position)
+        iterator = kinesis.get_shard_iterator(StreamName=stream_name, ShardId=shard["ShardId"], **arguments)
+        answer = kinesis.get_records(ShardIterator=iterator["ShardIterator"], Limit=1)
+        if answer["Records"]:  # nothing after the position: this shard is drained, whatever the answer says
+            behind.append(answer.get("MillisBehindLatest") or 0)
+    return max(behind) / 1000
 
 
 def _instants(values: pd.Series, unit: str) -> pd.Series:

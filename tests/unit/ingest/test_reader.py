@@ -219,13 +219,34 @@ def _read_at(fake: FakeKinesis, now: float, plan: ShardPlan | None = None) -> di
     return json.loads(rows[-1][ROW_FIELDS.index("meta")])
 
 
-def test_the_lag_before_the_read_is_the_age_of_the_oldest_record_it_took() -> None:
-    # After the read, MillisBehindLatest is 0 (it reached the tip); before it, the backlog was 90 s old.
+def test_the_lag_before_the_read_is_the_newest_arrival_minus_the_oldest_uncommitted() -> None:
+    # Records arrived 05:00:00 to 05:00:04, then the stream went idle; the read began at 05:01:30.
+    # The lag (docs/glossary.md) is 4 s: the 86 s of idle stream after the newest record are no lag.
     fake = FakeKinesis([payload(i) for i in range(5)])
     began = datetime(2026, 11, 21, 5, 1, 30, tzinfo=UTC).timestamp()
     stats = _read_at(fake, began)
     assert stats["millis_behind"] == 0
-    assert stats["behind_before_ms"] == 90_000
+    assert stats["behind_before_ms"] == 4_000
+
+
+def test_a_read_cut_at_the_cap_counts_what_it_left_behind_in_the_lag() -> None:
+    # 3 of 8 records taken (05:00:00 to 05:00:02); MillisBehindLatest says the tip is 5 s past the last.
+    fake = FakeKinesis([payload(i) for i in range(8)])
+    rows = read_shard(
+        ShardPlan("shardId-0", TRIM_HORIZON, False, None, None),
+        options(min_call_interval=0.0, max_records=3),
+        fake,
+        lambda _: None,
+        now=lambda: datetime(2026, 11, 21, 5, 1, 30, tzinfo=UTC).timestamp(),
+    )
+    stats = json.loads(list(rows)[-1][ROW_FIELDS.index("meta")])
+    assert stats["behind_before_ms"] == 2_000 + 5_000
+
+
+def test_the_lag_before_a_read_never_counts_records_that_arrived_during_it() -> None:
+    fake = FakeKinesis([payload(i) for i in range(5)])
+    began = datetime(2026, 11, 21, 5, 0, 1, tzinfo=UTC).timestamp()  # records 2 to 4 came while it read
+    assert _read_at(fake, began)["behind_before_ms"] == 1_000
 
 
 def test_a_read_that_finds_nothing_new_began_at_the_tip() -> None:

@@ -22,7 +22,7 @@ START = datetime(2026, 11, 25, 10, 0, tzinfo=UTC)
 STATEMENTS = (Statement("REFRESH TABLE lake.ns.t"), Statement("SELECT 1 FROM lake.ns.t"))
 
 
-def make_frame(now: datetime = START, events: int = 0, timed: bool = True) -> LiveFrame:
+def make_frame(now: datetime = START, events: int = 0, timed: bool = True, lag: float | None = 0.0) -> LiveFrame:
     """A frame of ``events`` clicks and views over two minutes, in two batches (arrival keys if ``timed``)."""
     minutes = pd.to_datetime([START, START, START + timedelta(minutes=1)], utc=True)
     per_minute = pd.DataFrame({"minute": minutes, "event_type": ["click", "view", "click"]})
@@ -34,11 +34,12 @@ def make_frame(now: datetime = START, events: int = 0, timed: bool = True) -> Li
          "oldest_wait_s": waits, "newest_wait_s": [w and w / 3 for w in waits]}
     ).iloc[: 2 if events else 0]  # fmt: skip
     newest = START if events else None
-    return LiveFrame(START, now, per_minute.reset_index(drop=True), batches, 2 if events else 0, newest, STATEMENTS)
+    rejected = 2 if events else 0
+    return LiveFrame(START, now, per_minute.reset_index(drop=True), batches, rejected, newest, STATEMENTS, lag)
 
 
 def test_a_frame_draws_rates_by_type_and_waits_per_batch_with_units() -> None:
-    fig = live_figure(make_frame(START + timedelta(seconds=5), events=10))
+    fig = live_figure(make_frame(START + timedelta(seconds=5), events=10, lag=2.0))
     rates, waits = fig.axes
     assert rates.get_title() == "Events per minute by type"
     assert (rates.get_xlabel(), rates.get_ylabel()) == ("Kinesis arrival, minute (UTC)", "events per minute")
@@ -47,17 +48,32 @@ def test_a_frame_draws_rates_by_type_and_waits_per_batch_with_units() -> None:
     assert waits.get_ylabel() == "seconds from Kinesis arrival to commit"
     assert [list(line.get_ydata()) for line in waits.get_lines()] == [[3.0, 1.5], [1.0, 0.5]]
     title = fig.get_suptitle()
-    assert "10 events, 2 batches, 2 rejects, lag 5.0 s, freshness 0.5 s" in title
+    assert "10 events, 2 batches, 2 rejects, lag 2.0 s, latest batch's freshness 0.5-1.5 s" in title
 
 
 def test_an_empty_frame_draws_and_says_so() -> None:
-    fig = live_figure(make_frame())
+    fig = live_figure(make_frame(lag=None))
     rates, waits = fig.axes
     assert not rates.patches
     assert not waits.get_lines()
     assert [text.get_text() for text in rates.texts] == ["no events committed in this window yet"]
     assert [text.get_text() for text in waits.texts] == ["no batch committed yet"]
-    assert "0 events, 0 batches, 0 rejects, lag -, freshness -" in fig.get_suptitle()
+    assert "0 events, 0 batches, 0 rejects, lag -, latest batch's freshness -" in fig.get_suptitle()
+
+
+def test_a_drained_stream_idle_for_minutes_shows_lag_0_and_the_frame_keeps_it() -> None:
+    # The lag is the stream's, measured at the look: an hour after the last commit it is still 0.
+    frame = make_frame(START + timedelta(hours=1), events=10, lag=0.0)
+    assert frame.lag_s == 0.0
+    assert frame.summary().iloc[0][["lag_s", "freshness_min_s", "freshness_max_s"]].tolist() == [0.0, 0.5, 1.5]
+
+
+def test_minute_ticks_are_whole_minutes_each_shown_once() -> None:
+    fig = live_figure(make_frame(START + timedelta(minutes=2), events=10))
+    fig.canvas.draw()
+    labels = [label.get_text() for label in fig.axes[0].get_xticklabels() if label.get_text()]
+    assert labels
+    assert len(labels) == len(set(labels)), labels
 
 
 def test_batches_without_arrival_times_show_a_note_not_a_line() -> None:
@@ -176,8 +192,10 @@ def test_prints_the_statements_once_under_the_chart(world: FakeWorld, capsys: py
 
 
 def test_the_view_is_a_png_with_a_line_of_text() -> None:
-    view = live_plots.LiveView(make_frame(START + timedelta(seconds=3), events=6))
+    view = live_plots.LiveView(make_frame(START + timedelta(seconds=3), events=6, lag=3.0))
     bundle = view._repr_mimebundle_()
     assert set(bundle) == {"image/png", "text/plain"}
     assert view.png.startswith(b"\x89PNG")
-    assert bundle["text/plain"] == "10:00:03 UTC: 6 events, 2 batches, 2 rejects, lag 3.0 s, freshness 0.5 s"
+    assert bundle["text/plain"] == (
+        "10:00:03 UTC: 6 events, 2 batches, 2 rejects, lag 3.0 s, latest batch's freshness 0.5-1.5 s"
+    )

@@ -1,0 +1,51 @@
+"""The lag a live look measures (docs/glossary.md): the stream's newest arrival minus the oldest uncommitted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from icestream.ingest.positions import after, ended
+from icestream.queries import stream_lag_s
+
+
+class FakeStream:
+    """Shards with a tip: records after a committed sequence number, and how far behind the tip the next one is."""
+
+    def __init__(self, shards: dict[str, tuple[int, int]]) -> None:
+        # shard -> (last sequence number in the shard, milliseconds from its oldest record to its newest)
+        self.shards = shards
+        self.reads: list[str] = []
+
+    def list_shards(self, StreamName: str) -> dict[str, Any]:  # noqa: N803 - boto3's names
+        return {"Shards": [{"ShardId": shard} for shard in self.shards]}
+
+    def get_shard_iterator(self, StreamName: str, ShardId: str, ShardIteratorType: str, **start: Any) -> dict:  # noqa: N803
+        after_sequence = int(start.get("StartingSequenceNumber", 0)) if ShardIteratorType != "TRIM_HORIZON" else 0
+        return {"ShardIterator": f"{ShardId}|{after_sequence}"}
+
+    def get_records(self, ShardIterator: str, Limit: int) -> dict[str, Any]:  # noqa: N803
+        shard, after_sequence = ShardIterator.split("|")
+        self.reads.append(shard)
+        last, span_ms = self.shards[shard]
+        if int(after_sequence) >= last:
+            return {"Records": [], "MillisBehindLatest": 0}
+        # One record per second: the next one arrived (last - next) seconds before the tip.
+        behind = min(span_ms, (last - int(after_sequence) - 1) * 1000)
+        return {"Records": [{"SequenceNumber": str(int(after_sequence) + 1)}], "MillisBehindLatest": behind}
+
+
+def test_a_drained_stream_has_lag_0() -> None:
+    stream = FakeStream({"shard-0": (100, 99_000), "shard-1": (50, 49_000)})
+    assert stream_lag_s(stream, "s", {"shard-0": after("100"), "shard-1": after("50")}) == 0.0
+
+
+def test_the_lag_is_the_shard_furthest_behind() -> None:
+    stream = FakeStream({"shard-0": (100, 99_000), "shard-1": (50, 49_000)})
+    # shard-0: records 91..100 uncommitted, the oldest 9 s before the newest; shard-1 drained.
+    assert stream_lag_s(stream, "s", {"shard-0": after("90"), "shard-1": after("50")}) == 9.0
+
+
+def test_a_shard_without_a_position_is_behind_from_its_oldest_record_and_an_ended_one_is_skipped() -> None:
+    stream = FakeStream({"shard-0": (30, 29_000), "shard-1": (50, 49_000)})
+    assert stream_lag_s(stream, "s", {"shard-1": ended("50")}) == 29.0
+    assert stream.reads == ["shard-0"]
