@@ -101,7 +101,7 @@ def events_per_minute(lake, duck_answer, values) -> None:
 
 def kpi_totals(lake, duck_answer, values) -> None:
     expected = realtime.kpi_dashboard(lake[1]).totals
-    columns = ["events", "unique_users", "unique_sessions", "oldest_event", "newest_event", "avg_ingest_latency_s"]
+    columns = ["events", "unique_users", "unique_sessions", "oldest_event", "newest_event", "avg_wait_in_stream_s"]
     pd.testing.assert_frame_equal(
         utc(duck_answer[columns], "oldest_event", "newest_event"),
         utc(expected[columns], "oldest_event", "newest_event"),

@@ -166,13 +166,13 @@ ORDER BY minute, event_type""",
             "KpiTotals",
             "03",
             "The dashboard's totals over the whole table: events, unique users and sessions, oldest and "
-            "newest event, average ingest latency (ingest_ts - Kinesis arrival) in seconds.",
+            "newest event, average wait in the stream (ingest_ts - Kinesis arrival) in seconds.",
             f"""SELECT count(*) AS events,
        count(DISTINCT user_id) AS unique_users,
        count(DISTINCT session_id) AS unique_sessions,
        min(event_ts) AS oldest_event,
        max(event_ts) AS newest_event,
-       avg(to_unixtime(ingest_ts) - to_unixtime(arrival_ts)) AS avg_ingest_latency_s
+       avg(to_unixtime(ingest_ts) - to_unixtime(arrival_ts)) AS avg_wait_in_stream_s
 FROM {table}""",
             (),
             "icestream.queries.realtime.kpi_dashboard (totals)",

@@ -185,7 +185,7 @@ class Dashboard:
 
     Attributes:
         totals: One row: ``events``, ``unique_users``, ``unique_sessions``, ``oldest_event``,
-            ``newest_event`` (UTC), ``avg_ingest_latency_s`` (ingest_ts - Kinesis arrival).
+            ``newest_event`` (UTC), ``avg_wait_in_stream_s`` (ingest_ts - arrival_ts; glossary.md).
         by_type: ``event_type``, ``events``, most first.
         by_device: ``device_type``, ``events``, ``share`` (of all events), most first.
         statements: The statements the engine ran for it, in its own dialect.
@@ -215,7 +215,7 @@ def dashboard_sql(source: str, where: str, micros: str) -> tuple[str, str]:
                count(DISTINCT session_id) AS unique_sessions,
                {micros}(min(event_ts)) AS oldest_us,
                {micros}(max(event_ts)) AS newest_us,
-               avg({micros}(ingest_ts) - {micros}(arrival_ts)) / 1e6 AS avg_ingest_latency_s
+               avg({micros}(ingest_ts) - {micros}(arrival_ts)) / 1e6 AS avg_wait_in_stream_s
         FROM {source} {where}
         """
     counts = f"""
@@ -244,8 +244,8 @@ def dashboard_from_parts(
             "unique_sessions": [int(row["unique_sessions"])],
             "oldest_event": [None if pd.isna(row["oldest_us"]) else from_micros(row["oldest_us"])],
             "newest_event": [None if pd.isna(row["newest_us"]) else from_micros(row["newest_us"])],
-            "avg_ingest_latency_s": [
-                None if pd.isna(row["avg_ingest_latency_s"]) else float(row["avg_ingest_latency_s"])
+            "avg_wait_in_stream_s": [
+                None if pd.isna(row["avg_wait_in_stream_s"]) else float(row["avg_wait_in_stream_s"])
             ],
         }
     )

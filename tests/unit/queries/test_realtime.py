@@ -16,7 +16,7 @@ def test_one_dashboard_query_in_two_dialects() -> None:
     assert spark_totals.replace("unix_micros", "epoch_us").replace("lake.ns.t", "iceberg_scan($location)") == (
         duck_totals
     )
-    assert "avg(unix_micros(ingest_ts) - unix_micros(arrival_ts)) / 1e6 AS avg_ingest_latency_s" in spark_totals
+    assert "avg(unix_micros(ingest_ts) - unix_micros(arrival_ts)) / 1e6 AS avg_wait_in_stream_s" in spark_totals
     assert spark_counts.replace("lake.ns.t", "iceberg_scan($location)") == duck_counts
 
 
@@ -24,7 +24,7 @@ def test_dashboard_from_parts() -> None:
     oldest, newest = datetime(2026, 11, 21, 5, tzinfo=UTC), datetime(2026, 11, 21, 6, tzinfo=UTC)
     totals = pd.DataFrame(
         {"events": [6], "unique_users": [2], "unique_sessions": [3], "oldest_us": [to_micros(oldest)],
-         "newest_us": [to_micros(newest)], "avg_ingest_latency_s": [1.5]}
+         "newest_us": [to_micros(newest)], "avg_wait_in_stream_s": [1.5]}
     )  # fmt: skip
     counts = pd.DataFrame(
         {"event_type": ["click", "click", "view", None], "device_type": ["web", "ios", "web", "web"],
@@ -53,7 +53,7 @@ def test_dashboard_carries_the_statements_it_came_from() -> None:
 
     totals = pd.DataFrame(
         {"events": [1], "unique_users": [1], "unique_sessions": [1], "oldest_us": [0], "newest_us": [0],
-         "avg_ingest_latency_s": [None]}
+         "avg_wait_in_stream_s": [None]}
     )  # fmt: skip
     counts = pd.DataFrame({"event_type": ["click"], "device_type": ["web"], "events": [1]})
     ran = (Statement("SELECT 1"), Statement("SELECT 2"))
