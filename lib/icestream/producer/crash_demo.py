@@ -30,7 +30,8 @@ from icestream.lake.ddl import setup_tables
 from icestream.producer.put import produce
 from icestream.producer.routed_demo import start_afresh
 from icestream.stream.clients import resolve_endpoint
-from icestream.synthetic.generator import VALID_KINDS, backfill_config, generate
+from icestream.synthetic.generator import backfill_config, generate
+from icestream.synthetic.kinds import VALID_KINDS
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -13,12 +13,14 @@ from icestream.stream.clients import (
     shard_for_key,
     shard_table,
 )
+from icestream.stream.write_limits import most_bytes_admitted
 
 __all__ = [
     "ensure_stream",
     "hash_key",
     "kinesis_client",
     "list_shards",
+    "most_bytes_admitted",
     "peek_records",
     "retention_hours",
     "shard_for_key",

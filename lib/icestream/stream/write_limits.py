@@ -9,7 +9,9 @@ the producer's throttling and retries, and a backlog that builds up, show locall
 
 Each shard has a budget of one second's worth that refills continuously (a token bucket): a burst
 up to the limit passes at once, a sustained rate above it does not. AWS measures per second and
-does not publish how it smooths bursts; this is the simplest model that keeps both limits.
+does not publish how it smooths bursts; this is the simplest model that keeps both limits. So a
+shard at rest takes up to one second's worth at once and then the rate: over a short run the mean
+is above the limit (:func:`most_bytes_admitted`), which is the burst, not a leak in the limit.
 """
 
 from __future__ import annotations
@@ -25,6 +27,20 @@ from icestream.limits import MAX_BYTES_PER_SHARD_SECOND, MAX_RECORDS_PER_SHARD_S
 def throttled_message(shard_id: str, stream_name: str, account_id: str) -> str:
     """The message Kinesis gives a throttled entry."""
     return f"Rate exceeded for shard {shard_id} in stream {stream_name} under account {account_id}."
+
+
+def most_bytes_admitted(seconds: float, bytes_per_second: int = MAX_BYTES_PER_SHARD_SECOND) -> float:
+    """The most bytes one shard at rest admits within ``seconds`` of a flood.
+
+    Args:
+        seconds: How long the flood has lasted.
+        bytes_per_second: The shard's byte limit.
+
+    Returns:
+        One second's worth at once (the full budget), plus ``bytes_per_second`` for each second after:
+        3.8 MiB offered at once take at least 2.8 s, a mean of 1.36 MiB/s over the run.
+    """
+    return bytes_per_second * (1 + max(0.0, seconds))
 
 
 @dataclass

@@ -8,6 +8,7 @@
 - :mod:`~icestream.synthetic.ground_truth`: the anomalies to inject and the ground-truth file.
 - :mod:`~icestream.synthetic.second_kind`: opt-in order events on the same stream, a field added mid-run,
   and the truth per table.
+- :mod:`~icestream.synthetic.kinds`: record kinds (one per record) and flags (overlapping), counted apart.
 - :mod:`~icestream.synthetic.malformed`: the malformed kinds and their payloads.
 - :mod:`~icestream.synthetic.wire`: records, the timestamp format, encoding and reading payload files.
 - :mod:`~icestream.synthetic.samples`: the committed samples in ``data/samples/``.
@@ -16,6 +17,7 @@
 from icestream.synthetic.entities import ORDER_COLUMNS, ORDER_KEY, ORDER_ORDER, EntityStream, apply_rule, order_changes
 from icestream.synthetic.generator import RUN_ID_PROPERTY, EventGenerator, GeneratorConfig, backfill_config, generate
 from icestream.synthetic.ground_truth import parse_anomalies, read_ground_truth
+from icestream.synthetic.kinds import FLAG_DESCRIPTIONS
 from icestream.synthetic.malformed import BREAK_MARK, MALFORMED_DESCRIPTIONS, MALFORMED_KINDS, show_malformed
 from icestream.synthetic.model import EVENT_TYPES, PROPERTY_FIELDS, expected_type_shares
 from icestream.synthetic.second_kind import (
@@ -32,6 +34,7 @@ from icestream.synthetic.wire import decode_events
 __all__ = [
     "BREAK_MARK",
     "EVENT_TYPES",
+    "FLAG_DESCRIPTIONS",
     "MALFORMED_DESCRIPTIONS",
     "MALFORMED_KINDS",
     "NEW_FIELD",

@@ -29,6 +29,7 @@ from typing import Any
 from icestream.errors import ConfigError
 from icestream.limits import DEFAULT_MAX_EVENT_BYTES, MAX_RECORD_BYTES
 from icestream.synthetic.ground_truth import Anomaly, AnomalySpec, check_spec, place_anomalies
+from icestream.synthetic.kinds import kinds_and_flags
 from icestream.synthetic.malformed import KINESIS_OVERSIZED, MALFORMED_KINDS, malformed_payload
 from icestream.synthetic.model import (
     User,
@@ -44,8 +45,6 @@ from icestream.synthetic.schedule import Schedule, thinning_plan
 from icestream.synthetic.second_kind import TableTally, check_second_kind, mix_second_kind, order_records
 from icestream.synthetic.wire import Record, encode_event, format_ts, parse_ts, uuid4_text
 
-VALID_KINDS = ("event", "duplicate")
-RECORD_KINDS = (*VALID_KINDS, *MALFORMED_KINDS, KINESIS_OVERSIZED, "order")
 RUN_ID_PROPERTY = "run_id"  # the key in every event's properties that names its production run
 
 
@@ -423,19 +422,17 @@ class EventGenerator:
         return datetime.fromtimestamp(math.floor(stopped * 1000 + 1) / 1000, UTC)
 
     def summary(self) -> dict[str, Any]:
-        """Counts of what was yielded, for a JSON summary.
-
-        Returns:
-            ``run_id``, ``records`` (all yielded), ``events``, ``malformed`` (all kinds), ``counts`` by
-            kind and flag (``anomaly_extra`` / ``_dropped``: events anomalies added / removed), ``type_counts``.
-        """
-        records = sum(self.counts[kind] for kind in RECORD_KINDS)
+        """Counts of what was yielded, for a JSON summary: ``run_id``, ``records`` (all yielded), ``events``,
+        ``malformed``, ``counts`` by kind and flag, the same apart as ``kinds`` and ``flags``, ``type_counts``."""
+        kinds, flags = kinds_and_flags(self.counts)
         return {
             "run_id": self.run_id,
-            "records": records,
+            "records": sum(kinds.values()),
             "events": self.counts["event"],
             "malformed": sum(self.counts[kind] for kind in MALFORMED_KINDS),
             "counts": dict(sorted(self.counts.items())),
+            "kinds": kinds,
+            "flags": flags,
             "type_counts": dict(sorted(self.type_counts.items())),
         }
 

@@ -14,7 +14,7 @@ from moto import mock_aws
 
 from icestream.limits import MAX_BYTES_PER_SHARD_SECOND, MAX_RECORD_BYTES, MAX_RECORDS_PER_SHARD_SECOND, THROTTLED
 from icestream.stream import moto_kinesis
-from icestream.stream.write_limits import WriteLimits
+from icestream.stream.write_limits import WriteLimits, most_bytes_admitted
 
 STREAM = "limits-test"
 
@@ -53,6 +53,22 @@ def test_a_shard_takes_a_mebibyte_per_second() -> None:
     assert limits.admit("s", "shard-0", MAX_BYTES_PER_SHARD_SECOND - big - 1)
     clock.now += 1.0
     assert limits.admit("s", "shard-0", big)
+
+
+@pytest.mark.parametrize("seconds", [0.5, 2.8, 10.0])
+def test_a_flood_gets_one_seconds_worth_at_once_then_the_rate(seconds: float) -> None:
+    # Notebook 01's hot shard: 4,000-byte records offered as fast as they are taken.
+    clock, size, admitted = Clock(), 4000, 0
+    limits = WriteLimits(clock=clock)
+    start = clock.now
+    while clock.now - start <= seconds + 1e-9:
+        while limits.admit("s", "shard-0", size):
+            admitted += size
+        clock.now += 0.01
+    assert most_bytes_admitted(seconds) - 2 * size < admitted <= most_bytes_admitted(seconds)
+    # The mean over the run is above the limit by the burst; beyond the burst it is the limit.
+    assert admitted / seconds > MAX_BYTES_PER_SHARD_SECOND
+    assert (admitted - MAX_BYTES_PER_SHARD_SECOND) / seconds <= MAX_BYTES_PER_SHARD_SECOND
 
 
 @pytest.fixture

@@ -16,7 +16,6 @@ from icestream.errors import ConfigError
 from icestream.lake.schema import DEVICE_FIELDS, REQUIRED_FIELDS
 from icestream.limits import MAX_RECORD_BYTES
 from icestream.synthetic.generator import (
-    RECORD_KINDS,
     RUN_ID_PROPERTY,
     EventGenerator,
     backfill_config,
@@ -24,6 +23,7 @@ from icestream.synthetic.generator import (
     live_config,
 )
 from icestream.synthetic.ground_truth import DEFAULT_ANOMALIES, AnomalySpec
+from icestream.synthetic.kinds import RECORD_KINDS
 from icestream.synthetic.malformed import MALFORMED_KINDS
 from icestream.synthetic.model import EVENT_TYPES, PROPERTY_FIELDS, expected_type_shares
 from icestream.synthetic.wire import decode_events, parse_ts
