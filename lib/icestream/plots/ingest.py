@@ -53,17 +53,33 @@ def _batch_ticks(ax: Axes, batch_ids: pd.Series) -> None:
 
 
 def plot_rates(progress: pd.DataFrame) -> Figure:
-    """Input rate (records arriving per second of wall time) beside processing rate, per batch."""
-    fig, panels = _panels(progress, "Ingest rates per batch")
-    for ax, frame, label in panels:
-        ax.plot(frame["batch_id"], frame["input_rows_per_s"], marker="o", color="tab:blue",
-                label="input (records/s since last batch)")  # fmt: skip
-        ax.plot(frame["batch_id"], frame["processed_rows_per_s"], marker="s", color="tab:orange",
-                label="processed (records/s of batch time)")  # fmt: skip
-        ax.set(xlabel=f"batch ({label})", ylabel="records per second")
-        ax.set_ylim(bottom=0)
-        ax.grid(alpha=0.3)
-    panels[-1][0].legend(fontsize=8)
+    """Does the ingest keep up? Per batch, the rate records arrived at beside the rate it processed them.
+
+    One axis on a log scale, so the backlog batches (hundreds of times the live rate, shaded) and the
+    live ones read on the same chart: while the processed rate stays above the arrival rate, each
+    batch takes what came since the last one in less time than it took to come. Batches that only
+    read again what a table held (``replay``) are left out.
+    """
+    if "replay" in progress:  # a batch that only read again what a table held is not traffic
+        progress = progress[~progress["replay"]]
+    fig, ax = plt.subplots(figsize=(10, 3.5))
+    backlog = progress.loc[progress["backlog"], "batch_id"] if "backlog" in progress else progress.iloc[0:0]["batch_id"]
+    if len(backlog):
+        ax.axvspan(backlog.min() - 0.5, backlog.max() + 0.5, color="tab:gray", alpha=0.15,
+                   label="backlog: records that waited before the run")  # fmt: skip
+    # A rate of 0 (a batch of rejects only) has no place on a log axis: it is left a gap.
+    arrived = progress["input_rows_per_s"].where(progress["input_rows_per_s"] > 0)
+    processed = progress["processed_rows_per_s"].where(progress["processed_rows_per_s"] > 0)
+    ax.plot(progress["batch_id"], arrived, marker="o", color="tab:blue",
+            label="arrived (records read / s since the last batch)")  # fmt: skip
+    ax.plot(progress["batch_id"], processed, marker="s", color="tab:orange",
+            label="processed (records read / s of batch time)")  # fmt: skip
+    ax.set_yscale("log")
+    ax.set(xlabel="batch", ylabel="records per second (log scale)",
+           title="Does the ingest keep up? Processed above arrived means yes")  # fmt: skip
+    _batch_ticks(ax, progress["batch_id"])
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
 

@@ -17,6 +17,7 @@
 from icestream.producer.background import (
     background_producer_status,
     ingest_seconds,
+    keep_producing,
     start_background_producer,
     stop_background_producer,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "crash_demo_settings",
     "hot_shard_demo",
     "ingest_seconds",
+    "keep_producing",
     "metrics_stream_demo",
     "processes_in_group",
     "read_run_summary",

@@ -24,7 +24,9 @@ from icestream.synthetic.ground_truth import parse_anomalies
 STATE_FILE = "producer.json"
 LOG_FILE = "producer.log"
 MAX_BACKGROUND_SECONDS = 6 * 3600.0  # background production is always bounded
-DRAIN_MARGIN_SECONDS = 10.0  # after the last trigger that reads a producer's last records: that batch's commit
+# After the last trigger that reads a producer's last records: that batch's commit (a live batch takes about
+# a second; 02's AvailableNow pass after the query reads whatever a slower one left, so more is idle time).
+DRAIN_MARGIN_SECONDS = 3.0
 # A stop waits this long for a producer just started to handle SIGTERM (it imports, plans, connects first).
 READY_WAIT_SECONDS = 120.0
 _COMMAND_MARKS = ("icestream.cli", "produce")  # what its command line holds (see processes.is_ours)
@@ -216,6 +218,31 @@ def wait_background_producer(settings: Settings, timeout: float) -> BackgroundPr
         time.sleep(0.2)
         status = background_producer_status(settings)
     return status
+
+
+def keep_producing(
+    settings: Settings, seconds: float, *, rate: float = 100.0, now: float | None = None
+) -> BackgroundProducerStatus:
+    """Live production for at least ``seconds`` from now: the running producer if it sends that long, else a new one.
+
+    An ingest that reads a backlog first keeps up with live traffic only once the backlog is read;
+    a producer started one notebook earlier may have ended by then, leaving no live batch to watch.
+    A producer that would end sooner is replaced (what it sent stays in the stream, as backlog).
+
+    Args:
+        settings: Names the stream and run folder.
+        seconds: Live production wanted from now; 0 or less starts nothing.
+        rate: Records per second of a producer started here.
+        now: The wall clock in epoch seconds (default: now).
+
+    Returns:
+        The background producer's status afterwards.
+    """
+    status = background_producer_status(settings)
+    now = time.time() if now is None else now
+    if seconds <= 0 or (status.running and status.ends_by is not None and status.ends_by >= now + seconds):
+        return status
+    return start_background_producer(settings, rate=rate, duration=seconds, replace=True)
 
 
 def ingest_seconds(

@@ -24,13 +24,25 @@ PROGRESS = pd.DataFrame(
 
 
 def test_the_backlog_batch_gets_its_own_panel_and_scale() -> None:
-    for plot in (plot_rates, plot_phases):
-        fig = plot(PROGRESS)
-        backlog, live = fig.axes
-        assert live.get_ylim()[1] < 1000, "the live batches use their own scale"
-        assert "backlog" in backlog.get_xlabel()
-        assert "live" in live.get_xlabel()
-        plt.close(fig)
+    fig = plot_phases(PROGRESS)
+    backlog, live = fig.axes
+    assert live.get_ylim()[1] < 1000, "the live batches use their own scale"
+    assert "backlog" in backlog.get_xlabel()
+    assert "live" in live.get_xlabel()
+    plt.close(fig)
+
+
+def test_the_rates_answer_whether_it_keeps_up_on_one_log_axis_with_the_backlog_shaded() -> None:
+    fig = plot_rates(PROGRESS)
+    (ax,) = fig.axes
+    arrived, processed = ax.get_lines()
+    assert ax.get_yscale() == "log"
+    assert list(arrived.get_xdata()) == list(processed.get_xdata()) == [14, 15, 16], "every batch, one line"
+    assert list(processed.get_ydata()) == [2300.0, 900.0, 950.0]
+    shaded = [patch for patch in ax.patches if patch.get_label().startswith("backlog")]
+    assert len(shaded) == 1
+    assert shaded[0].get_x() == 13.5
+    plt.close(fig)
 
 
 def test_phases_have_distinct_colours() -> None:

@@ -13,6 +13,7 @@ from icestream.producer.background import (
     DRAIN_MARGIN_SECONDS,
     BackgroundProducerStatus,
     ingest_seconds,
+    keep_producing,
     start_background_producer,
 )
 
@@ -48,6 +49,26 @@ def test_the_ingest_runs_until_a_running_producer_has_ended_and_its_last_records
     assert ingest_seconds(_status(True, 1060.0), 40.0, 2.0, now=1000.0) == 60.0 + 2 * 2.0 + DRAIN_MARGIN_SECONDS
     assert ingest_seconds(_status(True, 1005.0), 40.0, 2.0, now=1000.0) == 40.0, "the minimum still holds"
     assert ingest_seconds(_status(False, 1060.0), 40.0, 2.0, now=1000.0) == 40.0, "an ended producer sends nothing"
+
+
+def test_live_production_is_kept_when_it_lasts_long_enough_and_started_anew_when_it_ends_too_soon(
+    run_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from icestream.producer import background
+
+    started: list[dict[str, Any]] = []
+    monkeypatch.setattr(background, "start_background_producer", lambda _, **options: started.append(options) or "new")
+    for status, seconds, expected in [
+        (_status(True, 1060.0), 40.0, None),  # sends 60 s more: kept
+        (_status(True, 1010.0), 40.0, {"rate": 50.0, "duration": 40.0, "replace": True}),  # ends in 10 s: replaced
+        (_status(False, None), 40.0, {"rate": 50.0, "duration": 40.0, "replace": True}),  # none runs: started
+        (_status(False, None), 0.0, None),  # 0: nothing started
+    ]:
+        started.clear()
+        monkeypatch.setattr(background, "background_producer_status", lambda _, status=status: status)
+        answer = keep_producing(run_settings, seconds, rate=50.0, now=1000.0)
+        assert started == ([] if expected is None else [expected])
+        assert answer == (status if expected is None else "new")
 
 
 FAKE_PRODUCER = """
