@@ -68,6 +68,27 @@ class Versions:
         """Rows in the table at ``version`` (None: now), counted by reading it."""
         return int(self._table.run(Statement(f"SELECT count(*) AS n FROM {self.as_of(version)}")).first().n)
 
+    @staticmethod
+    def nearest_half(snapshots: pd.DataFrame, history: pd.DataFrame) -> int:
+        """The snapshot on the current line, before the current one, whose rows are nearest half of today's.
+
+        Halfway by rows, not by commits: the ingest's first batches take the backlog and its live ones
+        add little, so the middle commit can hold nearly every row and a comparison with it shows nothing.
+
+        Args:
+            snapshots: ``snapshot_id``, ``total_records`` (``table.inspect.snapshots()``).
+            history: ``snapshot_id``, ``is_current_ancestor``, oldest first (``table.inspect.history()``).
+
+        Raises:
+            ConfigError: If the current line has fewer than two snapshots.
+        """
+        line = history.loc[history["is_current_ancestor"], "snapshot_id"].tolist()
+        if len(line) < 2:
+            raise ConfigError("The table needs at least two snapshots to compare: run 02_stream_ingest first.")
+        totals = snapshots.set_index("snapshot_id")["total_records"]
+        half = totals[line[-1]] / 2
+        return int(min(line[:-1], key=lambda snapshot: abs(totals[snapshot] - half)))
+
     def total_records(self, snapshot_id: int) -> int:
         """Rows in the table as of a snapshot, from its summary (no data read).
 

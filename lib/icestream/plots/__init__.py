@@ -8,7 +8,7 @@ from icestream.plots.live import live_dashboard, live_figure
 from icestream.plots.realtime import device_split, events_per_minute
 from icestream.plots.rowlevel import metrics_growth, modes_compared
 from icestream.plots.streaming import watermark_progress
-from icestream.plots.time_travel import counts_compared, table_growth
+from icestream.plots.time_travel import counts_compared
 
 __all__ = [
     "before_after",
@@ -28,6 +28,5 @@ __all__ = [
     "plot_rates",
     "rates_with_flags",
     "snapshot_timeline",
-    "table_growth",
     "watermark_progress",
 ]

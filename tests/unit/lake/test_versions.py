@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pandas as pd
 import pytest
 
 from icestream.errors import ConfigError
@@ -74,3 +75,15 @@ def test_wap_branch_sets_and_resets_the_session_branch(planned: LakeTable) -> No
     assert ran == ["SET spark.wap.branch = audit", "RESET spark.wap.branch"]
     with pytest.raises(ConfigError), versions.wap_branch("audit; --"):
         pass
+
+
+def test_nearest_half_is_halfway_by_rows_not_by_commits(planned: LakeTable) -> None:
+    # The run: two backlog batches hold nearly every row, two live ones add a few hundred.
+    snapshots = pd.DataFrame(
+        {"snapshot_id": [11, 12, 13, 14, 99], "total_records": [17_000, 34_000, 34_300, 34_500, 5]}
+    )
+    history = pd.DataFrame({"snapshot_id": [11, 12, 13, 99, 14], "is_current_ancestor": [True] * 3 + [False, True]})
+    assert planned.versions.nearest_half(snapshots, history) == 11  # the middle commit (13) differs by 200 rows
+    one = history.iloc[:1]
+    with pytest.raises(ConfigError, match="at least two snapshots"):
+        planned.versions.nearest_half(snapshots, one)
