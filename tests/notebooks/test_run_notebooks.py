@@ -50,7 +50,7 @@ def no_producer_left(settings: Settings):
 def test_every_notebook_then_a_second_run_on_the_same_lake(
     spark, emulator: str, settings: Settings, test_home: Path
 ) -> None:
-    """Every notebook once through the runner (papermill, as ``make run``, 01's live part shorter) in the
+    """Every notebook once through the runner (papermill, one kernel, as ``make run``, 01's live part shorter) in the
     test environment (same emulator, same warehouse), then 00 → 01 → the scheduled ingest twice → 06 a second time on
     the same stream and tables: a second run must pass its checks too, and set-up run again changes
     nothing. Then what every executed copy shows a reader is checked (``output_defects``): no count
@@ -64,8 +64,9 @@ def test_every_notebook_then_a_second_run_on_the_same_lake(
 
     first_pass = test_home / "output-first-pass"
     assert [name for name, _ in FIRST_PASS] == [path.name[:2] for path in notebook_paths()], "every notebook once"
-    for notebook, parameters in FIRST_PASS:
-        run_notebooks(notebook_paths([notebook]), first_pass, parameters, report=lambda _: None, progress=False)
+    # As make run does: one kernel and Spark driver for the whole pass, reset between notebooks.
+    overrides = {notebook: parameters for notebook, parameters in FIRST_PASS if parameters}
+    run_notebooks(notebook_paths(), first_pass, overrides=overrides, report=lambda _: None, progress=False)
 
     first_run = read_run_summary(run_summary_path(settings, "backfill"))
     assert first_run is not None

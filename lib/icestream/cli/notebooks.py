@@ -37,7 +37,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         started = datetime.now(UTC) if args.stamp else None
         if parameters:
             print(f"parameters: {', '.join(f'{name}={value!r}' for name, value in parameters.items())}")
-        runs = run_notebooks(notebooks, output, parameters, progress=not args.no_progress, started=started)
+        runs = run_notebooks(
+            notebooks,
+            output,
+            parameters,
+            progress=not args.no_progress,
+            started=started,
+            kernel_per_notebook=args.kernel_per_notebook,
+        )
     except NotebookFailedError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
@@ -57,6 +64,11 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     run.add_argument("--output", help="folder for executed copies (default: output/)")
     run.add_argument("--no-progress", action="store_true", help="no per-cell progress bar")
+    run.add_argument(
+        "--kernel-per-notebook",
+        action="store_true",
+        help="a kernel (and Spark driver) per notebook, as JupyterLab opens them; default: one, reset between",
+    )
     run.add_argument(
         "--stamp",
         action="store_true",

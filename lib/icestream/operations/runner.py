@@ -4,6 +4,14 @@ Each executed copy goes to the output folder (papermill records the parameters u
 a scheduled run names its copies with the run's start time (:func:`stamped_name`), so every run
 keeps its own. A failure stops the run and is reported as the notebook, the cell and the error,
 nothing more.
+
+The notebooks of one run share one kernel, and so one Spark driver: a kernel and a JVM cost each
+notebook 8-20 s before its first own cell (most of a short notebook's time). Between two notebooks
+the kernel is brought back to how a new one starts (:func:`start_afresh`: an empty namespace,
+execution counts from 1, Spark's runtime settings, temporary views and cache cleared, no figure
+open), so a notebook that leans on what the one before it left fails here as it would alone.
+``kernel_per_notebook=True`` (``icestream run --kernel-per-notebook``) starts one kernel each, as
+JupyterLab does for a reader.
 """
 
 from __future__ import annotations
@@ -138,6 +146,18 @@ def ipc_kernel_manager() -> type:
         def _transport_default(self) -> str:
             return "ipc"
 
+        @default("ip")
+        def _ip_default(self) -> str:
+            # jupyter_client names the sockets after the connection file, or "kernel-ipc" when none is
+            # written yet, as when a run makes its manager before the kernel starts: a path relative to
+            # the kernel's folder, which a client in another folder cannot find. Always absolute here.
+            from uuid import uuid4
+
+            from jupyter_core.paths import jupyter_runtime_dir
+
+            Path(jupyter_runtime_dir()).mkdir(parents=True, exist_ok=True)
+            return str(Path(jupyter_runtime_dir()) / f"kernel-{uuid4()}-ipc")
+
         async def _async_interrupt_kernel(self) -> None:
             # jupyter_client interrupts a kernel before it asks it to shut down, with SIGINT to the
             # kernel's whole process group. When a notebook has ended the kernel is idle: the
@@ -150,6 +170,64 @@ def ipc_kernel_manager() -> type:
     return IpcKernelManager
 
 
+def start_afresh() -> None:
+    """In a kernel the runner shares between notebooks: make it look as a new kernel does to the next one.
+
+    Runs inside the kernel, after a notebook has ended. A streaming query still running is an error of
+    the notebook that started it (a reader's kernel would keep it running too): it is stopped and
+    named, so the next notebook does not share the JVM with it.
+
+    Raises:
+        NotebookLeftoverError: If a streaming query was still active (after stopping it).
+    """
+    import sys
+
+    from IPython import get_ipython
+
+    if "pyspark" in sys.modules:  # only a notebook that used Spark can have left something in it
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.getActiveSession()
+        if spark is not None:
+            running = [query.name or str(query.id) for query in spark.streams.active]
+            for query in spark.streams.active:
+                query.stop()
+            for table in spark.catalog.listTables():
+                if table.isTemporary:
+                    spark.catalog.dropTempView(table.name)
+            spark.catalog.clearCache()
+            _forget_table_metadata(spark)
+            spark.sql("RESET")  # runtime settings back to the session's start (spark.wap.branch, ...)
+            if running:
+                raise NotebookLeftoverError(f"streaming queries still running after the notebook: {running}")
+    if "matplotlib.pyplot" in sys.modules:
+        sys.modules["matplotlib.pyplot"].close("all")
+    if "icestream.lake.statement" in sys.modules:
+        sys.modules["icestream.lake.statement"].show_statements(False)
+    get_ipython().reset(new_session=True)  # the namespace emptied, execution counts from 1
+
+
+def _forget_table_metadata(spark: Any) -> None:
+    """Drop the Iceberg catalog's cached table metadata, as a new JVM starts without it.
+
+    The catalog keeps each table it loaded while it is used (Iceberg's caching catalog): a table
+    another process committed to since would be read as of the cached snapshot.
+    """
+    from icestream.config import load_settings
+
+    settings = load_settings()
+    if spark.conf.get(f"spark.sql.catalog.{settings.catalog}", None) is None:
+        return
+    if not spark.catalog.databaseExists(settings.namespace_name):
+        return
+    for row in spark.sql(f"SHOW TABLES IN {settings.namespace_name}").collect():
+        spark.catalog.refreshTable(f"{settings.namespace_name}.{row.tableName}")
+
+
+class NotebookLeftoverError(IcestreamError):
+    """A notebook left work running in the kernel the runner shares with the next notebook."""
+
+
 def run_notebooks(
     notebooks: list[Path],
     output_dir: Path,
@@ -157,6 +235,8 @@ def run_notebooks(
     report: Callable[[str], None] = print,
     progress: bool = True,
     started: datetime | None = None,
+    kernel_per_notebook: bool = False,
+    overrides: dict[str, dict[str, Any]] | None = None,
 ) -> list[NotebookRun]:
     """Execute notebooks one after another with papermill.
 
@@ -168,6 +248,9 @@ def run_notebooks(
         progress: Show papermill's per-cell progress bar.
         started: For a scheduled run, its start time: each copy is named by :func:`stamped_name`
             instead of overwriting ``output_dir/<notebook>``.
+        kernel_per_notebook: Start a kernel for each notebook instead of sharing one (see the module).
+        overrides: Parameters for some notebooks only, by name or prefix (``{"05": {"reads": 1}}``),
+            over ``parameters``.
 
     Returns:
         One record per notebook, with its wall time.
@@ -175,17 +258,59 @@ def run_notebooks(
     Raises:
         NotebookFailedError: On the first notebook that fails.
     """
-    with _headless_kernels():
-        return _run(notebooks, output_dir, parameters, report, progress, started)
+    with _headless_kernels(), _kernel(shared=not kernel_per_notebook) as shared:
+        chosen = {path: {**(parameters or {}), **_overrides_for(path, overrides or {})} for path in notebooks}
+        return _run(chosen, output_dir, report, progress, started, shared)
+
+
+def _overrides_for(path: Path, overrides: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    picked: dict[str, Any] = {}
+    for name, values in overrides.items():
+        if path.name == name or path.name.startswith(name):
+            picked.update(values)
+    return picked
+
+
+@contextmanager
+def _kernel(shared: bool) -> Iterator[Any]:
+    """One kernel manager for the whole run (its kernel starts with the first notebook), shut down at the end."""
+    if not shared:
+        yield None
+        return
+    from jupyter_core.utils import run_sync
+
+    manager = ipc_kernel_manager()(kernel_name=kernel_name())
+    try:
+        yield manager
+    finally:
+        if manager.has_kernel:
+            run_sync(manager.shutdown_kernel)(now=False)
+
+
+def _afresh(manager: Any, after: str) -> None:
+    """Run :func:`start_afresh` in the shared kernel, after the notebook named ``after``."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    cell = nbformat.v4.new_code_cell("from icestream.operations.runner import start_afresh\nstart_afresh()")
+    client = NotebookClient(nbformat.v4.new_notebook(cells=[cell]), km=manager, timeout=KERNEL_START_SECONDS)
+    try:
+        client.execute()  # the kernel is the run's: nbclient leaves a kernel it was handed running
+    except CellExecutionError as error:
+        raise NotebookLeftoverError(f"{after}: {str(error).strip().splitlines()[-1]}") from None
+    finally:
+        if client.kc is not None:
+            client.kc.stop_channels()
 
 
 def _run(
-    notebooks: list[Path],
+    notebooks: dict[Path, dict[str, Any]],
     output_dir: Path,
-    parameters: dict[str, Any] | None,
     report: Callable[[str], None],
     progress: bool,
     started: datetime | None,
+    shared: Any,
 ) -> list[NotebookRun]:
     import papermill
     from papermill.exceptions import PapermillExecutionError
@@ -197,20 +322,23 @@ def _run(
     kernel = kernel_name()
     runs: list[NotebookRun] = []
     run_began = time.monotonic()
-    for number, path in enumerate(notebooks, start=1):
+    for number, (path, parameters) in enumerate(notebooks.items(), start=1):
         output = output_dir / path.name if started is None else stamped_name(path, started, output_dir)
         report(f"[{number}/{len(notebooks)}] {path.name} ...")
         began = time.monotonic()
+        if shared is not None and shared.has_kernel:
+            _afresh(shared, after=runs[-1].notebook)
+        kernel_options = {"km": shared} if shared is not None else {"kernel_manager_class": ipc_kernel_manager()}
         try:
             papermill.execute_notebook(
                 str(path),
                 str(output),
-                parameters=parameters or {},
+                parameters=parameters,
                 kernel_name=kernel,
                 cwd=str(path.parent),
                 progress_bar={"desc": path.stem, "leave": False} if progress else False,
                 report_mode=False,
-                kernel_manager_class=ipc_kernel_manager(),
+                **kernel_options,
                 # papermill gives a kernel 60 s to answer: on 2 busy cores (a test run beside a
                 # benchmark) one took longer and the run failed before its first cell.
                 start_timeout=KERNEL_START_SECONDS,
