@@ -51,7 +51,7 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str]]] = {
     "queries": ("bench_queries.py", ["--runs", "3"], ["--runs", "5"]),
     "query_suite": ("bench_query_suite.py", ["--events", "1000000"], ["--events", "1000000,10000000", "--runs", "5"]),
     "growth": ("bench_growth.py", ["--checkpoints", "1,10,100"], ["--checkpoints", "1,10,100,500", "--runs", "5"]),
-    "workbook": ("bench_workbook.py", [], ["--runs", "3"]),
+    "workbook": ("bench_workbook.py", [], ["--runs", "2", "--update-readme"]),
     "startup": ("bench_startup.py", ["--runs", "5"], ["--runs", "9"]),
 }
 QUERY_SIZES_FULL = (1_000_000, 10_000_000)
@@ -206,9 +206,9 @@ def summary_rows(timings: dict[str, dict[str, Any]], suite_seconds: float | None
     if book := load("workbook"):
         total = book["total_seconds"]["median"]
         slowest = max(book["notebooks_seconds"], key=lambda name: book["notebooks_seconds"][name]["median"])
-        add("7 workbook", "notebooks 00 → 07 after set-up",
-            f"{total:.0f} s (slowest {slowest} {book['notebooks_seconds'][slowest]['median']:.0f} s)", "< 300 s",
-            total < 300)  # fmt: skip
+        add("7 workbook", "every notebook after set-up, one kernel",
+            f"{total:.0f} s (slowest {slowest} {book['notebooks_seconds'][slowest]['median']:.0f} s)", "≤ 300 s",
+            total <= 300 and not book.get("over_limit"))  # fmt: skip
     if suite_seconds is not None:
         add("suite", "default `make bench` wall time", f"{suite_seconds / 60:.1f} min", "< 15 min",
             suite_seconds < SUITE_BUDGET_S)  # fmt: skip
