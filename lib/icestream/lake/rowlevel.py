@@ -34,8 +34,12 @@ if TYPE_CHECKING:
 ROW_LEVEL_MODES = ("copy-on-write", "merge-on-read")
 MODE_PROPERTIES = ("write.delete.mode", "write.update.mode", "write.merge.mode")
 # What a row-level commit wrote and removed (Iceberg snapshot-summary keys).
-COMMIT_COUNTS = ("added-data-files", "deleted-data-files", "added-delete-files", "added-position-deletes",
-                 "added-records", "deleted-records")  # fmt: skip
+COMMIT_COUNTS = ("added-data-files", "deleted-data-files", "added-delete-files", "removed-delete-files",
+                 "added-position-deletes", "removed-position-deletes", "added-records", "deleted-records")  # fmt: skip
+# The rows a commit itself deleted by position. Iceberg (1.10, file-scoped deletes) rewrites a data
+# file's earlier delete file into the one a new commit writes for that file and removes the old one, so
+# added-position-deletes counts every earlier position again: only added minus removed is this commit's.
+POSITION_DELETES = "position-deletes"
 
 
 class _JavaCallable:
@@ -165,10 +169,26 @@ class RowLevel:
         """What the table's newest commit wrote and removed, from its snapshot summary.
 
         Returns:
-            ``operation`` and, as integers (0 when absent), the summary's :data:`COMMIT_COUNTS`.
+            ``operation``; as integers (0 when absent) the summary's :data:`COMMIT_COUNTS`; and
+            :data:`POSITION_DELETES`, the rows this commit deleted by position (not the earlier ones
+            its delete files carried over).
         """
         fields = ", ".join(f"summary['{key}'] AS `{key}`" for key in COMMIT_COUNTS)
         newest = "ORDER BY committed_at DESC LIMIT 1"
         statement = Statement(f"SELECT operation, {fields} FROM {self._table.name}.snapshots {newest}")
         row = self._table.run(statement).first()
-        return {"operation": row.operation, **{key: int(row[key] or 0) for key in COMMIT_COUNTS}}
+        counts = {key: int(row[key] or 0) for key in COMMIT_COUNTS}
+        return {"operation": row.operation, **counts, POSITION_DELETES: own_position_deletes(counts)}
+
+
+def own_position_deletes(summary: Mapping[str, Any]) -> int:
+    """The rows one commit deleted by position, from its snapshot summary (see :data:`POSITION_DELETES`).
+
+    Args:
+        summary: The snapshot's summary (string or integer values; absent keys count 0).
+
+    Returns:
+        ``added-position-deletes`` minus ``removed-position-deletes`` (for a row-level commit; a
+        compaction, which applies delete files and deletes no row, gives minus what it applied).
+    """
+    return int(summary.get("added-position-deletes") or 0) - int(summary.get("removed-position-deletes") or 0)

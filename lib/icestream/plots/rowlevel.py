@@ -16,7 +16,9 @@ def modes_compared(costs: pd.DataFrame, title: str = "The same changes, two ways
 
     Args:
         costs: One row per statement and mode: ``statement``, ``mode``, ``rows written`` (data rows),
-            ``deletes written`` (position delete entries), ``read ms`` (a full read after the statement).
+            ``deletes written`` (the rows the commit deleted by position: its own, not the earlier ones
+            its delete files carry over, :data:`icestream.lake.rowlevel.POSITION_DELETES`), ``read ms``
+            (a full read after the statement).
         title: The figure's title.
 
     Returns:

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from icestream.ingest.changes import ChangeSpec
 from icestream.lake import LIVE_FILTER, LakeTable, Statement
+from icestream.lake.rowlevel import own_position_deletes
+from icestream.lake.summary import BATCH_KEY, POSITIONS_KEY
 from icestream.producer.put import produce
 from icestream.producer.routed_demo import start_afresh
 from icestream.synthetic.entities import ORDER_COLUMNS, ORDER_KEY, ORDER_ORDER, EntityStream, order_changes
@@ -29,6 +31,8 @@ if TYPE_CHECKING:
 
 DEMO_SUFFIX = "orders"
 COMPARED = ("customer", "status", "amount", "version", "updated_at")
+# The snapshot-summary keys a batch's commit is read by.
+BATCH_SUMMARY_KEYS = (BATCH_KEY, POSITIONS_KEY, "added-records", "added-position-deletes", "removed-position-deletes")
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,51 @@ class ChangeDemo:
             "tombstones": [len(tombstones)], "deleted orders expected": [len(self.stream.deleted)],
             "rejects": [int(rejected)], "malformed records sent": [self.stream.sent["malformed"]],
         }).T.rename(columns={0: self.settings.table_name})  # fmt: skip
+
+    def batches(self, spark: SparkSession) -> pd.DataFrame:
+        """Each batch of the ingest: what it read, and what its ``MERGE`` did to the table (:func:`batch_figures`)."""
+        table = LakeTable(spark, self.settings.table_name)
+        fields = ", ".join(f"summary['{key}'] AS `{key}`" for key in BATCH_SUMMARY_KEYS)
+        rows = table.run(Statement(f"SELECT {fields} FROM {table.name}.snapshots ORDER BY committed_at")).collect()
+        return batch_figures(self.progress, [row.asDict() for row in rows])
+
+
+def batch_figures(progress: list[dict[str, Any]], summaries: list[dict[str, Any]]) -> pd.DataFrame:
+    """The ingest's batches beside their commits, in figures that add up.
+
+    A batch's valid changes are folded to one per order, then one ``MERGE`` applies them: an order
+    new to the table is a row inserted; an order already there (a delete too: it becomes a
+    tombstone) has its row replaced, the old row's place going into a delete file (merge-on-read).
+    So ``changes = orders inserted + orders changed + changes not applied`` (folded into a newer change
+    of the same order in the batch, or older than the table's row), and the orders inserted add up to
+    the table's rows. The orders changed are the commit's own position deletes: Iceberg's
+    ``added-position-deletes`` also counts the earlier ones it carried over from rewritten delete files.
+
+    Args:
+        progress: The ingest's batches (``batch_id``, ``num_input_rows``, ``written``, ``rejected``, ``duration_ms``).
+        summaries: The keyed table's snapshot summaries (the ingest's carry :data:`BATCH_KEY`); others are ignored.
+
+    Returns:
+        One row per batch: ``batch``, ``records read``, ``rejected``, ``changes``, ``orders inserted``,
+        ``orders changed``, ``changes not applied``, ``positions committed``, ``seconds``.
+    """
+    import pandas as pd
+
+    commits = {int(summary[BATCH_KEY]): summary for summary in summaries if summary.get(BATCH_KEY) is not None}
+    rows = []
+    for batch in progress:
+        commit = commits.get(int(batch["batch_id"]), {})
+        changed = own_position_deletes(commit)
+        inserted = int(commit.get("added-records") or 0) - changed  # a replaced order's new row is written too
+        rows.append({
+            "batch": int(batch["batch_id"]), "records read": int(batch["num_input_rows"]),
+            "rejected": int(batch["rejected"]), "changes": int(batch["written"]),
+            "orders inserted": inserted, "orders changed": changed,
+            "changes not applied": int(batch["written"]) - inserted - changed,
+            "positions committed": commit.get(POSITIONS_KEY) is not None,
+            "seconds": batch["duration_ms"]["total"] / 1000,
+        })  # fmt: skip
+    return pd.DataFrame(rows)
 
 
 def _naive(value: Any) -> Any:

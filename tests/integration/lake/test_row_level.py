@@ -107,6 +107,20 @@ def test_maintenance_applies_delete_files_and_the_health_report_clears(spark, fi
     assert spark.table(table.name).count() == rows
 
 
+def test_a_commits_position_deletes_are_its_own_not_the_earlier_ones_it_carried_over(spark, filled) -> None:
+    _, table = filled
+    table.row_level.set_mode("merge-on-read")
+    table.row_level.update("event_type = 'purchase'", "event_id IN ('ev-1', 'ev-2')")
+    assert table.row_level.last_commit()["position-deletes"] == 2
+    table.row_level.delete("event_id IN ('ev-3', 'ev-4', 'ev-5')")  # the same data file as the update's rows
+    deleted = table.row_level.last_commit()
+    # Iceberg rewrites the file's earlier delete file into the new one: its added-position-deletes carries them.
+    assert deleted["added-position-deletes"] == 5
+    assert deleted["removed-position-deletes"] == 2
+    assert deleted["position-deletes"] == 3, "the rows the DELETE deleted"
+    assert collect_stats(table).deleted_rows == 2 + 3
+
+
 def test_a_merge_commits_its_snapshot_properties(spark, filled) -> None:
     _, table = filled
     now = datetime.now(UTC)
