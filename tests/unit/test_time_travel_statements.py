@@ -1,0 +1,71 @@
+"""04 teaches its statements in its cells (CONVENTIONS rule 8), and leaves the session writing main.
+
+The statements 04 is about are typed in ``spark.sql(...)`` calls a learner edits, not hidden in a
+helper; a cell that sets ``spark.wap.branch`` unsets it in a ``finally``, since later cells and
+notebooks sharing the Spark session would otherwise write to the branch.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+
+import pytest
+
+from icestream.operations.runner import notebook_paths
+
+TAUGHT = (
+    r"VERSION AS OF \{before_id\}",
+    r"TIMESTAMP AS OF '",
+    r"CREATE OR REPLACE TAG",
+    r"CREATE OR REPLACE BRANCH",
+    r"system\.fast_forward\(",
+    r"system\.rollback_to_snapshot\(",
+    r"ADD PARTITION FIELD bucket\(",
+    r"ADD COLUMN \{column\}",
+    r"RENAME COLUMN session_id",
+    r"ALTER COLUMN \{number\} TYPE BIGINT",
+)
+
+
+def code_cells() -> list[ast.Module]:
+    path = next(path for path in notebook_paths() if path.name == "04_time_travel.ipynb")
+    cells = json.loads(path.read_text())["cells"]
+    return [ast.parse("".join(cell["source"])) for cell in cells if cell["cell_type"] == "code"]
+
+
+def spark_sql_texts() -> list[str]:
+    return [
+        ast.unparse(node.args[0])
+        for tree in code_cells()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and ast.unparse(node.func) == "spark.sql" and node.args
+    ]
+
+
+@pytest.mark.parametrize("pattern", TAUGHT)
+def test_each_taught_statement_is_typed_in_a_spark_sql_cell(pattern: str) -> None:
+    assert any(re.search(pattern, text) for text in spark_sql_texts()), pattern
+
+
+def test_the_incremental_read_is_the_dataframe_call_itself() -> None:
+    source = [ast.unparse(tree) for tree in code_cells()]
+    assert any("option('start-snapshot-id'" in text and "option('end-snapshot-id'" in text for text in source)
+
+
+def test_a_wap_branch_set_in_a_cell_is_unset_in_its_finally() -> None:
+    sets = 0
+    for tree in code_cells():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and ast.unparse(node).startswith("spark.conf.set('spark.wap.branch'"):
+                sets += 1
+                unsets = [
+                    statement
+                    for block in ast.walk(tree)
+                    if isinstance(block, ast.Try)
+                    for statement in block.finalbody
+                    if ast.unparse(statement) == "spark.conf.unset('spark.wap.branch')"
+                ]
+                assert unsets, "spark.wap.branch is set without an unset in a finally"
+    assert sets >= 1
