@@ -1,7 +1,7 @@
 """Charts for the notebooks: one module per notebook topic, matplotlib only, axes labelled with units."""
 
 from icestream.plots.anomaly import rates_with_flags
-from icestream.plots.health import before_after, file_size_histogram, files_per_partition, snapshot_timeline
+from icestream.plots.health import before_after, file_size_histogram, files_per_partition
 from icestream.plots.ingest import plot_freshness, plot_lag, plot_phases, plot_rates
 from icestream.plots.layout import layout_diagram
 from icestream.plots.live import live_dashboard, live_figure
@@ -27,6 +27,5 @@ __all__ = [
     "plot_phases",
     "plot_rates",
     "rates_with_flags",
-    "snapshot_timeline",
     "watermark_progress",
 ]

@@ -1,13 +1,13 @@
-"""Charts of notebook 07: file sizes, files per partition, the snapshot timeline, before/after maintenance."""
+"""Charts of notebook 07: file sizes, files per partition before and after compaction, before/after maintenance."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-import matplotlib.dates as mdates
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.ticker import MaxNLocator
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -35,59 +35,43 @@ def file_size_histogram(files: pd.DataFrame, target_bytes: int, small_bytes: int
         ax.axvline(small_bytes / 1024, color="tab:orange", linestyle=":", label=f"small < {small_bytes / 2**20:g} MiB")
     ax.set_xscale("log")
     ax.set(xlabel="file size (KiB, log scale)", ylabel="data files", title=f"Data file sizes ({len(sizes)} files)")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # a count of files: no quarter files on the axis
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
 
 
-def files_per_partition(partitions: pd.DataFrame, limit: int | None = None) -> Figure:
-    """Bar chart of data files per partition (from the ``partitions`` metadata table).
+def files_per_partition(before: pd.Series, after: pd.Series | None = None, limit: int | None = None) -> Figure:
+    """Data files per partition before (and after) compaction, side by side, with the report's limit.
 
     Args:
-        partitions: ``LakeTable.inspect.partitions()``.
+        before: Partition label → data files, e.g. from the ``partitions`` metadata table.
+        after: The same after compaction (a partition missing from it is drawn as 0), or None.
         limit: The health report's files-per-partition limit, drawn as a line.
 
     Returns:
         The figure.
     """
+    labels = [str(label) for label in before.index]
+    positions = np.arange(len(labels))
+    width = 0.4 if after is not None else 0.8
     fig, ax = plt.subplots(figsize=(8, 3.5))
-    ax.bar(partitions["partition"], partitions["file_count"], color="tab:blue")
+    bars = ax.bar(positions - (width / 2 if after is not None else 0), before.to_numpy(), width, label="before",
+                  color=BEFORE_COLOR)  # fmt: skip
+    ax.bar_label(bars, fontsize=8)
+    if after is not None:
+        after_counts = after.reindex(before.index, fill_value=0).to_numpy()
+        bars = ax.bar(
+            positions + width / 2, after_counts, width, label="after compaction", color=CHANGE_COLORS["fewer"]
+        )
+        ax.bar_label(bars, fontsize=8)
     if limit is not None:
         ax.axhline(limit, color="tab:orange", linestyle="--", label=f"limit {limit}")
-        ax.legend(fontsize=8)
+    ax.set_xticks(positions, labels, rotation=45, ha="right", fontsize=8)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # whole files
+    ax.margins(y=0.15)
     ax.set(xlabel="partition (event hour, UTC)", ylabel="data files", title="Data files per partition")
-    ax.tick_params(axis="x", labelrotation=45, labelsize=8)
-    fig.tight_layout()
-    return fig
-
-
-def snapshot_timeline(snapshots: pd.DataFrame) -> Figure:
-    """Snapshots over commit time: total data files after each, coloured by operation.
-
-    Args:
-        snapshots: ``LakeTable.inspect.snapshots()``.
-
-    Returns:
-        The figure.
-    """
-    fig, ax = plt.subplots(figsize=(8, 3.5))
-    colors = {"append": "tab:blue", "replace": "tab:green", "overwrite": "tab:red", "delete": "tab:purple"}
-    for operation, group in snapshots.groupby("operation"):
-        ax.scatter(
-            group["committed_at"],
-            group["total_data_files"],
-            s=10,
-            color=colors.get(operation, "tab:gray"),
-            label=f"{operation} ({len(group)})",
-        )
-    ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S"))
-    ax.set(
-        xlabel="commit time (UTC)",
-        ylabel="data files in the table",
-        title=f"Snapshot timeline ({len(snapshots)} snapshots)",
-    )
     ax.legend(fontsize=8)
-    fig.autofmt_xdate()
     fig.tight_layout()
     return fig
 
