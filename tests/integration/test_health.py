@@ -30,6 +30,10 @@ POSITIONS = {"shardId-000000000000": positions.after("49000000000000000001"), "s
 @pytest.fixture(scope="module")
 def small_files_table(spark, settings: Settings) -> Settings:
     """Two hours of events in a dozen small appends, then one append that commits positions, as the ingest does."""
+    return _small_files(spark)
+
+
+def _small_files(spark) -> Settings:
     table_settings = load_settings(table=f"h_{uuid.uuid4().hex[:10]}", stream_name=STREAM)
     ddl.setup_tables(spark, table_settings)
     name = table_settings.table_name
@@ -215,3 +219,45 @@ def test_a_sort_rewrite_of_an_hours_copy_narrows_the_bounds_a_type_filter_reads(
     assert health.content_fingerprint(copy) == content
     assert (after["records read"] <= before["records read"]).all()
     assert after["records read"].sum() < before["records read"].sum()
+
+
+NOTEBOOK = Path(__file__).parents[2] / "notebooks" / "07_table_health.ipynb"
+MAINTENANCE_TAG = "maintenance-step"  # 07's cells that run the procedures and report what they removed
+
+
+@pytest.mark.integration
+def test_notebook_07s_expiry_and_orphan_cells_remove_what_they_report(spark, settings: Settings) -> None:
+    """07's own cells (parameters, imports and the ones tagged maintenance-step), run as written on a small
+    table: expiry drops snapshots and the small files compaction replaced, the orphan planted is deleted,
+    and what the cells report is what left the table."""
+    import json
+
+    table_settings = _small_files(spark)
+    cells = json.loads(NOTEBOOK.read_text())["cells"]
+    code = [cell for cell in cells if cell["cell_type"] == "code"]
+    steps = [cell for cell in code if MAINTENANCE_TAG in cell["metadata"].get("tags", [])]
+    assert len(steps) >= 5, "07 tags its compaction, expiry and orphan cells"
+    table = LakeTable(spark, table_settings.table_name, echo=False)
+    notebook: dict = {}
+    for cell in code[:2]:  # the parameters at their defaults, then the imports
+        exec("".join(cell["source"]), notebook)  # noqa: S102 - the notebook's own code, as the kernel runs it
+    notebook.update(spark=spark, settings=table_settings, events_table=table, name=table.name,
+                    catalog=table.catalog, identifier=table.identifier)  # fmt: skip
+    for cell in steps:
+        exec("".join(cell["source"]), notebook)  # noqa: S102
+
+    after = set(table.inspect.snapshots()["snapshot_id"])
+    reported = notebook["expiry_report"]
+    listed = notebook["snapshots_to_expire"]  # the table's snapshots just before the CALL, as the cell showed them
+    expired = set(listed.loc[notebook["expired"], "snapshot_id"])
+    assert reported["snapshots expired"] == len(expired) == len(listed) - len(after) > 0
+    assert expired.isdisjoint(after)
+    assert reported["snapshots kept"] == len(after) == notebook["keep"] == 3  # positions, compaction, manifests
+    assert reported["manifest lists deleted"] == len(expired)
+    # Files only expired snapshots referenced are deleted; the kept positions snapshot still holds the small ones.
+    assert reported["data files deleted"] == int(notebook["expiry"]["deleted_data_files_count"].iloc[0])
+    planted = Path(notebook["planted"])
+    assert planted.parent.name == "data"
+    assert not planted.exists()
+    assert [Path(location).name for location in notebook["found"]] == [planted.name]
+    assert positions.load_committed(spark, table.name, STREAM).batch_id == 41

@@ -43,6 +43,7 @@ from icestream.lake.ddl import qualified_name, readable_property, setup_tables, 
 from icestream.lake.evolution import Evolution, partition_transform, promoted_type
 from icestream.lake.keyed import LIVE_FILTER, KeyedSpec, create_keyed_table, merge_statement
 from icestream.lake.layout import create_layout_demo, table_layout
+from icestream.lake.maintenance import sort_order_literal
 from icestream.lake.metrics import (
     METRICS_VIEW,
     create_metrics_table,
@@ -88,6 +89,7 @@ __all__ = [
     "setup_tables",
     "show_create_table",
     "show_statements",
+    "sort_order_literal",
     "table_layout",
     "table_properties",
 ]

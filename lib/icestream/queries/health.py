@@ -207,6 +207,48 @@ def content_fingerprint(table: LakeTable) -> dict[str, int]:
     return {"rows": int(row.rows), "event_id_hash": int(row.event_id_hash)}
 
 
+def plant_orphan(table: LakeTable, age: timedelta, name: str = "orphan-planted-by-07.parquet") -> str:
+    """Copy one of the table's data files into its data folder, unreferenced and ``age`` old: an orphan.
+
+    This is what a writer that crashed between writing a file and committing it leaves behind, and
+    what ``remove_orphan_files`` exists for. The copy's modification time is set ``age`` back, so
+    the procedure's ``older_than`` (which Iceberg refuses under 24 hours, to spare a running
+    writer's uncommitted files) reaches it without waiting a day.
+
+    Args:
+        table: The table (its warehouse must be a local folder: only there can a file's time be set).
+        age: How old the file is made to look.
+        name: The file's name in ``<table location>/data``.
+
+    Returns:
+        The file's local path.
+
+    Raises:
+        ConfigError: If the table is not in a local folder, has no data file, or ``name`` is not a plain file name.
+    """
+    import os
+    import shutil
+    from datetime import UTC
+    from pathlib import Path
+    from urllib.parse import urlparse
+
+    from icestream.lake.inspect import load_iceberg_table
+
+    if not name or "/" in name or name.startswith("."):
+        raise ConfigError(f"orphan file name {name!r}: give a plain file name such as orphan.parquet.")
+    location = urlparse(str(load_iceberg_table(table.spark, table.name).location()))
+    if location.scheme not in ("", "file"):
+        raise ConfigError(f"{table.name} is in {location.scheme}://: planting an orphan needs a local warehouse.")
+    files = table.inspect.data_files()
+    if files.empty:
+        raise ConfigError(f"{table.name} has no data file to copy: ingest some events first (notebook 02).")
+    orphan = Path(location.path) / "data" / name
+    shutil.copyfile(urlparse(files["file_path"].iloc[-1]).path, orphan)
+    moment = (datetime.now(UTC) - age).timestamp()
+    os.utime(orphan, (moment, moment))
+    return str(orphan)
+
+
 def batch_lag(table: LakeTable) -> pd.DataFrame:
     """Each snapshot's arrival -> commit lag: how long its batch's records waited in Kinesis and Spark.
 
@@ -247,7 +289,12 @@ def batch_lag(table: LakeTable) -> pd.DataFrame:
 
 # -- what a sort-order rewrite buys: min/max bounds that let a filter skip files ------------------
 def copy_hour_for_sorting(
-    spark: SparkSession, settings: Settings, source: LakeTable, hour_start: datetime, target_file_bytes: int
+    spark: SparkSession,
+    settings: Settings,
+    source: LakeTable,
+    hour_start: datetime,
+    target_file_bytes: int,
+    echo: bool | None = None,
 ) -> LakeTable:
     """Copy one hour of the events table into ``<table>_sort_demo``, written in files of a given size.
 
@@ -262,6 +309,8 @@ def copy_hour_for_sorting(
         source: The events table.
         hour_start: The hour to copy (aware).
         target_file_bytes: The copy's target file size.
+        echo: Whether the copy prints its statements (None: as ``show_statements`` says); notebook 07
+            keeps the set-up of the copy quiet, its lesson is the sort rewrite.
 
     Returns:
         The copy.
@@ -277,7 +326,7 @@ def copy_hour_for_sorting(
     if hour_start.tzinfo is None:
         raise ConfigError(f"{hour_start}: use a timezone-aware datetime (UTC).")
     companion = settings.companion(SORT_DEMO_SUFFIX)
-    copy = LakeTable(spark, companion.table_name)
+    copy = LakeTable(spark, companion.table_name, echo=echo)
     copy.apply(Statement(f"DROP TABLE IF EXISTS {copy.name} PURGE", writes=True))
     create_events_table(
         spark, companion, lambda _name, statement: (copy.apply if statement.writes else copy.run)(statement)
