@@ -19,6 +19,7 @@ from icestream.producer.background import (
     ingest_seconds,
     keep_producing,
     start_background_producer,
+    start_live_window,
     stop_background_producer,
 )
 from icestream.producer.change_demo import ChangeDemo, change_stream_demo
@@ -48,6 +49,7 @@ __all__ = [
     "run_production",
     "run_summary_path",
     "start_background_producer",
+    "start_live_window",
     "stop_background_producer",
     "wait_for_pause",
 ]

@@ -9,11 +9,13 @@ import pytest
 
 from icestream.config import Settings, load_settings
 from icestream.errors import ConfigError
+from icestream.producer import background
 from icestream.producer.background import (
     DRAIN_MARGIN_SECONDS,
     BackgroundProducerStatus,
     ingest_seconds,
     keep_producing,
+    live_window,
     start_background_producer,
 )
 
@@ -69,6 +71,61 @@ def test_live_production_is_kept_when_it_lasts_long_enough_and_started_anew_when
         answer = keep_producing(run_settings, seconds, rate=50.0, now=1000.0)
         assert started == ([] if expected is None else [expected])
         assert answer == (status if expected is None else "new")
+
+
+class FakeQuery:
+    """An ingest query whose batches arrive one per look: backlog (behind the tip), then caught up."""
+
+    def __init__(self, behind: list[int | None]) -> None:
+        self.pending = list(behind)
+        self.recent_progress: list[dict[str, Any]] = []
+        self.status = {"message": "Initializing", "isDataAvailable": False}
+        self.is_active = True
+        self.stopped_after: int | None = None
+
+    def look(self) -> None:
+        if self.pending:
+            self.recent_progress.append({"millis_behind_latest": self.pending.pop(0)})
+
+    def stop(self) -> None:
+        self.is_active = False
+        self.stopped_after = len(self.recent_progress)
+
+
+def test_live_production_starts_once_the_backlog_is_read_and_the_query_stops_after_it(
+    run_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from icestream.producer import background
+
+    query = FakeQuery([86_000, 40_000, 0])  # two batches behind the tip, the third reaches it
+    started: list[int] = []
+    waits: list[float] = []
+
+    def fake_keep(_, seconds: float, rate: float) -> BackgroundProducerStatus:
+        started.append(len(query.recent_progress))
+        return _status(True, 1_000_000.0)
+
+    monkeypatch.setattr(background, "keep_producing", fake_keep)
+    monkeypatch.setattr(background, "ingest_seconds", lambda status, minimum, trigger: 42.0)
+
+    def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        query.look()
+
+    status = live_window(query, run_settings, seconds=35.0, rate=100.0, trigger_seconds=1.0, sleep=sleep)
+    assert started == [3], "production began after the batch that reached the tip, not before"
+    assert status.running
+    assert waits[-1] == 42.0, "then the query runs until the producer's records are read"
+    assert query.stopped_after == 3
+    assert not query.is_active
+
+
+def test_a_drained_stream_reports_no_batch_and_still_counts_as_caught_up(run_settings: Settings) -> None:
+    query = FakeQuery([])
+    query.status = {"message": "Waiting for next trigger", "isDataAvailable": False}
+    assert background.caught_up(query)
+    query.status = {"message": "Processing new data", "isDataAvailable": True}
+    assert not background.caught_up(query)
 
 
 FAKE_PRODUCER = """
