@@ -24,7 +24,7 @@ TEST_WORKERS ?= 2
 BENCH_ARGS ?=
 LINT_PATHS := $(wildcard lib tests bench notebooks)
 
-.PHONY: help setup system browser venv jars emulator run test lint format lab stop clear-outputs clean reliability bench reset prune-uv-cache
+.PHONY: help setup system browser venv jars emulator run test lint format lab stop clear-outputs clean reliability browser-all bench reset prune-uv-cache
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -112,6 +112,9 @@ test: system venv  ## set up, then lint and the whole test suite (TEST_WORKERS=1
 	  wait $$jars
 	@$(MAKE) --no-print-directory prune-uv-cache
 	@$(BIN)/pytest $(if $(filter-out 0 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder) $(PYTEST_ARGS)
+
+browser-all: setup browser  ## every notebook run through JupyterLab in headless Chromium (make test: 02 and the Structured Streaming one)
+	@ICESTREAM_BROWSER_ALL=1 $(BIN)/pytest tests/browser $(PYTEST_ARGS)
 
 reliability: setup  ## the full reliability campaigns, and the cluster tests including notebooks 03-07 there
 	@ICESTREAM_RELIABILITY=full $(BIN)/pytest -m "reliability or cluster" $(PYTEST_ARGS)

@@ -51,7 +51,13 @@ def running_lab(root: Path, work: Path, env: dict[str, str] | None = None) -> It
     write_overrides()
     port = free_port()
     log = work / "lab.log"
-    environment = {**os.environ, "JUPYTER_RUNTIME_DIR": str(work / "jupyter-runtime"), **(env or {})}
+    # A private workspace: with the user's own (~/.jupyter/lab/workspaces) a server reopens the notebooks the
+    # last one had open, each starting a kernel, and writes its own tabs back into the user's layout.
+    private = {
+        "JUPYTER_RUNTIME_DIR": str(work / "jupyter-runtime"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(work / "workspaces"),
+    }
+    environment = {**os.environ, **private, **(env or {})}
     with log.open("w") as sink:
         process = subprocess.Popen(lab_command(root, port=port, token=TOKEN), stdout=sink, stderr=subprocess.STDOUT,
                                    env=environment)  # fmt: skip
