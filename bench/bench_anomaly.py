@@ -1,7 +1,7 @@
 """The anomaly detector's recall and false alarms over the times of day, against the method it replaced.
 
 Notebook 01's default backfill (3 hours, 30,000 records, seed 7, a search spike, a cart drop and an
-error burst) ends at "now", to the second, and its traffic follows a daily curve, so what notebook 06
+error burst) ends at "now", to the second, and its traffic follows a daily curve, so what notebook 08
 scores depends on the moment it runs. This sweeps the backfill's end over a day (every
 ``--step-minutes`` from midnight, each shifted by every one of ``--offset-seconds``: the defaults, 40
 minutes and 611 and 1811 seconds, end every 20 minutes at hh:10:11, hh:30:11 and hh:50:11), for
@@ -25,7 +25,7 @@ generating 30,000 records costs about a second per run). Measured 2026-11-25 (``
 ==================================  ======  ======================  ===============  =======================
 level MAD (before), threshold 4.5   1       0                       0.79             8.1 / 4.4 / 7.1
 differences, threshold 4.0          0       0                       0.40             7.4 / 5.3 / 7.2
-differences, threshold 4.5 (06's)   0       0                       0.40             7.4 / 5.3 / 7.2
+differences, threshold 4.5 (08's)   0       0                       0.40             7.4 / 5.3 / 7.2
 differences, threshold 5.0          0       0                       0.00             7.4 / 5.3 / 7.2
 ==================================  ======  ======================  ===============  =======================
 

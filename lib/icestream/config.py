@@ -44,8 +44,8 @@ ARCHIVE_SUFFIX = "raw"  # every record as received (archive_raw)
 METRICS_SUFFIX = "metrics"  # the continuous aggregate real_time_metrics (metrics)
 TIME_TRAVEL_SUFFIX = "time_travel"  # notebook 04's copy for writes
 LAYOUT_DEMO_SUFFIX = "layout_demo"  # notebook 00's demo table
-SORT_DEMO_SUFFIX = "sort_demo"  # notebook 07's copy of one hour, for the sort-order rewrite
-# Notebook 08's tables (Spark Structured Streaming on the lake; icestream.queries.streaming names them).
+SORT_DEMO_SUFFIX = "sort_demo"  # notebook 09's copy of one hour, for the sort-order rewrite
+# Notebook 10's tables (Spark Structured Streaming on the lake; icestream.queries.streaming names them).
 STREAMING_SUFFIXES = ("arrivals", "windows", "sessions", "device_channels", "stream_copy")
 # The copies notebooks create (and reset drops).
 COPY_SUFFIXES = (LAYOUT_DEMO_SUFFIX, TIME_TRAVEL_SUFFIX, SORT_DEMO_SUFFIX, *STREAMING_SUFFIXES)

@@ -221,13 +221,13 @@ def test_a_sort_rewrite_of_an_hours_copy_narrows_the_bounds_a_type_filter_reads(
     assert after["records read"].sum() < before["records read"].sum()
 
 
-NOTEBOOK = Path(__file__).parents[2] / "notebooks" / "07_table_health.ipynb"
-MAINTENANCE_TAG = "maintenance-step"  # 07's cells that run the procedures and report what they removed
+NOTEBOOK = Path(__file__).parents[2] / "notebooks" / "09_table_health.ipynb"
+MAINTENANCE_TAG = "maintenance-step"  # 09's cells that run the procedures and report what they removed
 
 
 @pytest.mark.integration
 def test_notebook_07s_expiry_and_orphan_cells_remove_what_they_report(spark, settings: Settings) -> None:
-    """07's own cells (parameters, imports and the ones tagged maintenance-step), run as written on a small
+    """09's own cells (parameters, imports and the ones tagged maintenance-step), run as written on a small
     table: expiry drops snapshots and the small files compaction replaced, the orphan planted is deleted,
     and what the cells report is what left the table."""
     import json

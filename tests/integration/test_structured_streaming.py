@@ -1,4 +1,4 @@
-"""What notebook 08 teaches, against Spark 3.5 and Iceberg 1.10 themselves, on small tables.
+"""What notebook 10 teaches, against Spark 3.5 and Iceberg 1.10 themselves, on small tables.
 
 - Iceberg's streaming sink skips an epoch its query already committed (a checkpoint whose
   ``commits/N`` is missing, as a process killed between the two commits leaves it), and a lost

@@ -12,26 +12,27 @@ import pytest
 from icestream.config import Settings, project_home
 from icestream.operations.runner import notebook_paths, run_notebooks
 
-# 05 on smaller tables, one read per measurement (make run takes the median of 3): the same cells and checks.
-SMALL_05 = {"mode_orders": 5000, "reads": 1, "demo_changes": 1000, "metrics_records": 600, "metrics_parts": 2}
+# 06 and 07 on smaller tables, one read per measurement (make run takes the median of 3): the same cells and checks.
+SMALL_06 = {"mode_orders": 5000, "reads": 1, "demo_changes": 1000}
+SMALL_07 = {"metrics_records": 600, "metrics_parts": 2}
 # The second pass of the notebooks a re-run can trip (01 adds a backfill with new ids to a table that
-# holds the first one; 06 must score only its own run): small and bounded (3½ minutes measured on 2 busy cores).
+# holds the first one; 08 must score only its own run): small and bounded (3½ minutes measured on 2 busy cores).
 SECOND_PASS = (
     ("00", {}),  # set-up again: harmless (same stream, same tables, nothing written)
-    ("01", {"live_seconds": 10.0}),  # the default history (06 asserts its score at the defaults), short live part
+    ("01", {"live_seconds": 10.0}),  # the default history (08 asserts its score at the defaults), short live part
     ("02", None),  # the scheduled ingest of docs/scheduling.md, twice: drain what the stream holds, commit, stop
-    ("05", SMALL_05),  # its tables and stream made again: a second run reads as the first
-    ("06", {}),
-    ("08", {}),  # Structured Streaming on the same lake: replays the second backfill, its tables made anew
+    ("06", SMALL_06),  # its tables and stream made again: a second run reads as the first
+    ("07", SMALL_07),  # the demo's aggregate made again, the workbook's folded forward
+    ("08", {}),
+    ("10", {}),  # Structured Streaming on the same lake: replays the second backfill, its tables made anew
 )
-# The first pass: every notebook at its defaults, except 01's live part (45 s in make run), which 02 then
-# ingests until it ends: 20 s show the same cells at a third of the CPU (the live ingest is most of it);
-# and 04's routed demo and 05's tables, smaller (below).
+# The first pass: every notebook at its defaults, except the live parts: 01's (45 s in make run) and 02's
+# own (20 s), 10 s each show the same cells; and 05's routed demo and 06's and 07's tables, smaller (below).
 FIRST_PASS = (
-    ("00", {}), ("01", {"live_seconds": 20.0}), ("02", {}), ("03", {}),
-    ("04", {"routed_records": 1000}),  # its routed demo on a third of the history (the stream's own cost)
-    ("05", SMALL_05),
-    ("06", {}), ("07", {}), ("08", {}),
+    ("00", {}), ("01", {"live_seconds": 10.0}), ("02", {"live_seconds": 10.0}), ("03", {}), ("04", {}),
+    ("05", {"routed_records": 1000}),  # its routed demo on a third of the history (the stream's own cost)
+    ("06", SMALL_06), ("07", SMALL_07),
+    ("08", {}), ("09", {}), ("10", {}),
 )  # fmt: skip
 SCHEDULED_INGEST = ("run", "02", "--stamp", "--no-progress", "-p", "available_now", "true")
 
@@ -51,7 +52,7 @@ def test_every_notebook_then_a_second_run_on_the_same_lake(
     spark, emulator: str, settings: Settings, test_home: Path
 ) -> None:
     """Every notebook once through the runner (papermill, one kernel, as ``make run``, 01's live part shorter) in the
-    test environment (same emulator, same warehouse), then 00 → 01 → the scheduled ingest twice → 06 a second time on
+    test environment (same emulator, same warehouse), then 00 → 01 → the scheduled ingest twice → 08 a second time on
     the same stream and tables: a second run must pass its checks too, and set-up run again changes
     nothing. Then what every executed copy shows a reader is checked (``output_defects``): no count
     as a float, no epoch number for a time, no NaN, no bare empty frame. One pass of every notebook,
@@ -71,7 +72,7 @@ def test_every_notebook_then_a_second_run_on_the_same_lake(
     first_run = read_run_summary(run_summary_path(settings, "backfill"))
     assert first_run is not None
     streamed = streaming_summary(settings)
-    assert streamed["replayed"] == first_run.generator["events"], "08 replayed the first backfill, every event"
+    assert streamed["replayed"] == first_run.generator["events"], "10 replayed the first backfill, every event"
     stream = kinesis_client(settings).describe_stream_summary(StreamName=settings.stream_name)
     shards = stream["StreamDescriptionSummary"]["OpenShardCount"]
     assert stream["StreamDescriptionSummary"]["StreamStatus"] == "ACTIVE"
@@ -103,27 +104,27 @@ def test_every_notebook_then_a_second_run_on_the_same_lake(
     second_run = read_run_summary(run_summary_path(settings, "backfill"))
     assert second_run is not None
     assert second_run.run_id != first_run.run_id, "01 ran again: a new run with its own id"
-    scored = json.loads((settings.path("output_dir") / "06_anomaly_summary.json").read_text())
-    assert scored["run_id"] == second_run.run_id, "06 scored the second run, not the table's first"
+    scored = json.loads((settings.path("output_dir") / "08_anomaly_summary.json").read_text())
+    assert scored["run_id"] == second_run.run_id, "08 scored the second run, not the table's first"
     assert scored["evaluation"]["anomalies"] == len(second_run.anomalies) > 0
     assert scored["evaluation"]["recall"] == 1.0, scored["evaluation"]
     streamed_again = streaming_summary(settings)
-    assert streamed_again["replayed"] == second_run.generator["events"], "08 replayed the second backfill"
+    assert streamed_again["replayed"] == second_run.generator["events"], "10 replayed the second backfill"
     assert streamed_again["table_rows"] > streamed["table_rows"], "the lake grew by the second run"
 
     copies = sorted(first_pass.glob("*.ipynb")) + sorted(output.glob("*.ipynb"))
-    assert len(copies) >= 9 + 6, [copy.name for copy in copies]
+    assert len(copies) >= len(FIRST_PASS) + len(SECOND_PASS), [copy.name for copy in copies]
     defects = [defect for copy in copies for defect in output_defects(copy)]
     assert not defects, "what the executed notebooks show a reader:\n" + "\n".join(defects)
 
 
 def streaming_summary(settings: Settings) -> dict:
-    """What notebook 08 saved, checked for the lessons it shows: the watermark dropped only late events
+    """What notebook 10 saved, checked for the lessons it shows: the watermark dropped only late events
     and some of them, Iceberg's sink skipped the epoch it had committed, a lost checkpoint doubled the copy.
-    (A new stream reads what the appends still kept added: after 07's expiry, less than the table.)"""
+    (A new stream reads what the appends still kept added: after 09's expiry, less than the table.)"""
     import json
 
-    summary = json.loads((settings.path("run_dir") / "08_streaming_summary.json").read_text())
+    summary = json.loads((settings.path("run_dir") / "10_streaming_summary.json").read_text())
     assert 0 < summary["dropped_by_watermark"] <= summary["late_in_arrival"], summary
     assert summary["copy_snapshots"] == 1, summary
     assert summary["copy_rows"] == summary["streamed_rows"] == summary["duplicates_after_checkpoint_loss"], summary

@@ -4,7 +4,7 @@
 settings from ``ICESTREAM_*`` and writes what it did as JSON to ``WRITER_RESULT``:
 
 - ``maintain``: loops compaction (binpack), manifest rewrite and snapshot expiry (keeping the
-  ingest's positions) on the events table, as notebook 07 does while the ingest runs, or on the
+  ingest's positions) on the events table, as notebook 09 does while the ingest runs, or on the
   tables ``WRITER_TABLES`` names (bare names, comma-separated: the events table and its companions);
 - ``append``: appends small batches to another table (``WRITER_TABLE``) and records the snapshot id
   each append committed, so the campaign can check that every commit it was told about is there.

@@ -8,7 +8,7 @@
   positions, its dedupe index and the position-keeping snapshot expiry all use;
 - ``table.maintenance``: ``rewrite_data_files``, ``rewrite_manifests``, ``expire_snapshots`` (which
   can keep the ingest's positions) and ``remove_orphan_files``; :mod:`icestream.lake.routine` runs
-  them in order as one scheduled plan (``icestream maintain``, notebook 07);
+  them in order as one scheduled plan (``icestream maintain``, notebook 09);
 - ``table.versions``: ``VERSION AS OF`` / ``TIMESTAMP AS OF`` reads, counts at a version,
   incremental reads, tags, branches, write-audit-publish, rollback, adding a column, and
   ``append_window``.

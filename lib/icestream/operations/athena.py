@@ -89,7 +89,7 @@ class AthenaQuery:
 
     Attributes:
         key: Short name in CamelCase; the resource is ``AthenaQuery<key>``.
-        notebook: The notebook whose question it answers (``03``, ``04``, ``07``).
+        notebook: The notebook whose question it answers (``03``, ``04``, ``09``).
         description: What it answers, and what its ``?`` parameters are, in order.
         sql: The statement, Trino's dialect.
         parameters: Names of the ``?`` execution parameters, in order.
@@ -277,7 +277,7 @@ def _health(table: str, rejects: str) -> list[AthenaQuery]:
     return [
         AthenaQuery(
             "DataFiles",
-            "07",
+            "09",
             "Current files by content (0 data, 1 position deletes, 2 equality deletes): count, rows, bytes, "
             "and how many are below a size. Parameter: the small-file size in bytes (Spark's health report "
             "uses 75 % of write.target-file-size-bytes).",
@@ -298,7 +298,7 @@ ORDER BY content""",
         ),
         AthenaQuery(
             "Partitions",
-            "07",
+            "09",
             "Partitions: how many, and the files, rows and bytes in the fullest and in all of them.",
             f"""SELECT count(*) AS partitions,
        sum(file_count) AS data_files,
@@ -314,7 +314,7 @@ FROM "{table}$partitions\"""",
         ),
         AthenaQuery(
             "Manifests",
-            "07",
+            "09",
             "Manifests of the current snapshot: how many, their bytes, and the data files they track.",
             f"""SELECT count(*) AS manifests,
        sum(length) AS manifest_bytes,
@@ -329,7 +329,7 @@ FROM "{table}$manifests\"""",
         ),
         AthenaQuery(
             "BatchLag",
-            "07",
+            "09",
             "Each snapshot's arrival-to-commit lag in seconds, from the ingest's keys in its summary.",
             f"""SELECT snapshot_id, committed_at,
        CAST(element_at(summary, '{BATCH_KEY}') AS bigint) AS batch_id,
@@ -346,7 +346,7 @@ ORDER BY committed_at, snapshot_id""",
         ),
         AthenaQuery(
             "RejectsByReason",
-            "07",
+            "09",
             "Records the ingest could not accept, by reason, with one example detail each.",
             f"""SELECT reason, count(*) AS records, min(detail) AS example_detail
 FROM {rejects}

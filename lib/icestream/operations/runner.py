@@ -208,20 +208,21 @@ def start_afresh() -> None:
 
 
 def _forget_table_metadata(spark: Any) -> None:
-    """Drop the Iceberg catalog's cached table metadata, as a new JVM starts without it.
+    """Drop the Iceberg catalog's cached metadata of the tables an ingest writes, as a new JVM starts without it.
 
     The catalog keeps each table it loaded while it is used (Iceberg's caching catalog): a table
-    another process committed to since would be read as of the cached snapshot.
+    another process committed to since (an ``icestream ingest`` in a terminal) would be read as of
+    the cached snapshot. The notebooks' other tables are their own, made anew by the notebook that
+    uses them. Named, not listed: listing a namespace needs a permission the notebooks never use.
     """
     from icestream.config import load_settings
 
     settings = load_settings()
     if spark.conf.get(f"spark.sql.catalog.{settings.catalog}", None) is None:
         return
-    if not spark.catalog.databaseExists(settings.namespace_name):
-        return
-    for row in spark.sql(f"SHOW TABLES IN {settings.namespace_name}").collect():
-        spark.catalog.refreshTable(f"{settings.namespace_name}.{row.tableName}")
+    for name in (settings.table_name, settings.rejects_table_name, settings.metrics_table_name):
+        if spark.catalog.tableExists(name):
+            spark.catalog.refreshTable(name)
 
 
 class NotebookLeftoverError(IcestreamError):

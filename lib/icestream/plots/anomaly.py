@@ -1,4 +1,4 @@
-"""Charts of notebook 06: per-type rates in sliding windows, the baseline, flags and the ground truth."""
+"""Charts of notebook 08: per-type rates in sliding windows, the baseline, flags and the ground truth."""
 
 from __future__ import annotations
 

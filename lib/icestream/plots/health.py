@@ -1,4 +1,4 @@
-"""Charts of notebook 07: file sizes, files per partition before and after compaction, before/after maintenance."""
+"""Charts of notebook 09: file sizes, files per partition before and after compaction, before/after maintenance."""
 
 from __future__ import annotations
 

@@ -7,11 +7,11 @@
 - :mod:`~icestream.producer.run`: one production run and its typed summary in the run folder.
 - :mod:`~icestream.producer.background`: live production in its own process (start, status, stop).
 - :mod:`~icestream.producer.hot_shard`: a shard's write limit shown on a stream of its own.
-- :mod:`~icestream.producer.routed_demo`: two record kinds and a new field, routed and evolved (notebook 04).
+- :mod:`~icestream.producer.routed_demo`: two record kinds and a new field, routed and evolved (notebook 05).
 - :mod:`~icestream.producer.crash_demo`: the ingest as its own process, SIGKILLed inside a batch and
   restarted: nothing lost, nothing twice (notebook 02).
 - :mod:`~icestream.producer.change_demo`, :mod:`~icestream.producer.metrics_demo`: change data kept as a
-  keyed table, and real_time_metrics kept by the ingest (notebook 05).
+  keyed table (notebook 06), and real_time_metrics kept by the ingest (notebook 07).
 """
 
 from icestream.producer.background import (

@@ -1,4 +1,4 @@
-"""A change stream sent and ingested into a keyed table, with its truth (notebook 05).
+"""A change stream sent and ingested into a keyed table, with its truth (notebook 06).
 
 :func:`change_stream_demo` sends a generated entity stream of orders
 (:func:`icestream.synthetic.order_changes`: creates, updates, deletes, re-creates, late and replayed

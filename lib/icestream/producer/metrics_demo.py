@@ -1,4 +1,4 @@
-"""The continuous aggregate growing: events sent in parts, ingested with ``--metrics`` (notebook 05).
+"""The continuous aggregate growing: events sent in parts, ingested with ``--metrics`` (notebook 07).
 
 :func:`metrics_stream_demo` sends an hour of generated events (repeats, late events, a few malformed
 records) in ``parts`` to a stream of its own, ``<stream>-metrics``, and after each part runs the

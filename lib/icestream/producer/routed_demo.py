@@ -1,4 +1,4 @@
-"""One stream, two kinds of record and a field that appears mid-run, routed and evolved by the ingest (notebook 04).
+"""One stream, two kinds of record and a field that appears mid-run, routed and evolved by the ingest (notebook 05).
 
 :func:`routed_stream_demo` sends a generated history with order events beside the user events and a
 top-level field (``app_version``) that user events carry from time T on

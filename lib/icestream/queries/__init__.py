@@ -3,7 +3,7 @@ at a running ingest, anomaly detection, and the same tables read by DuckDB and p
 
 The modules ``realtime``, ``health``, ``anomaly``, ``metrics``, ``streaming``, ``duckdb_engine`` and
 ``pyiceberg_engine`` are part of this face (``realtime.kpi_dashboard(...)`` reads as what it is); the
-ingest's report, the live look and what notebook 06 uses of ``anomaly`` are offered by name.
+ingest's report, the live look and what notebook 08 uses of ``anomaly`` are offered by name.
 Everything is loaded on first use: DuckDB and pyiceberg load only where they are asked for.
 """
 

@@ -309,7 +309,7 @@ def copy_hour_for_sorting(
         source: The events table.
         hour_start: The hour to copy (aware).
         target_file_bytes: The copy's target file size.
-        echo: Whether the copy prints its statements (None: as ``show_statements`` says); notebook 07
+        echo: Whether the copy prints its statements (None: as ``show_statements`` says); notebook 09
             keeps the set-up of the copy quiet, its lesson is the sort rewrite.
 
     Returns:

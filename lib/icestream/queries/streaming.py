@@ -1,4 +1,4 @@
-"""Spark Structured Streaming on the lake (notebook 08): its tables, and the truth its lessons are checked against.
+"""Spark Structured Streaming on the lake (notebook 10): its tables, and the truth its lessons are checked against.
 
 The statements the notebook teaches (``readStream``, ``withWatermark``, ``writeStream``, ``foreachBatch``
 with a ``MERGE``) are its cells. This module holds what they are checked against, computed in pandas
@@ -30,12 +30,12 @@ if TYPE_CHECKING:
 
     from icestream.config import Settings
 
-CHECKPOINTS = "checkpoints/08_structured_streaming"  # under the run folder: one folder per query
+CHECKPOINTS = "checkpoints/10_structured_streaming"  # under the run folder: one folder per query
 
 
 @dataclass(frozen=True)
 class StreamingNames:
-    """Notebook 08's tables (companions of the events table) and the folder of its queries' checkpoints."""
+    """Notebook 10's tables (companions of the events table) and the folder of its queries' checkpoints."""
 
     arrivals: str  # this run's backfill replayed in arrival order, one commit per poll
     windows: str  # events per window and type, written by the watermarked query
@@ -46,13 +46,13 @@ class StreamingNames:
 
 
 def streaming_names(settings: Settings) -> StreamingNames:
-    """The tables and checkpoint folder of notebook 08 (``<table>_<suffix>``, suffixes from config)."""
+    """The tables and checkpoint folder of notebook 10 (``<table>_<suffix>``, suffixes from config)."""
     tables = [settings.companion_table_name(suffix) for suffix in STREAMING_SUFFIXES]
     return StreamingNames(*tables, checkpoints=settings.path("run_dir") / CHECKPOINTS)
 
 
 def backfill_run(settings: Settings) -> tuple[str, dict[str, Any]]:
-    """The id and the generator's counts of 01's last backfill (its run summary), the run notebook 08 replays.
+    """The id and the generator's counts of 01's last backfill (its run summary), the run notebook 10 replays.
 
     Raises:
         ConfigError: If no backfill summary with a run id is in the run folder (01 has not run).
@@ -61,7 +61,7 @@ def backfill_run(settings: Settings) -> tuple[str, dict[str, Any]]:
     if summary is None or summary.run_id is None:
         raise ConfigError(
             f"no backfill run summary in {settings.path('run_dir')}: run 01_produce_events.ipynb and "
-            "02_stream_ingest.ipynb first (notebook 08 replays 01's backfill from the events table)."
+            "02_stream_ingest.ipynb first (notebook 10 replays 01's backfill from the events table)."
         )
     return summary.run_id, {**(summary.generator or {}).get("counts", {}), "retried": summary.producer.retried}
 

@@ -72,7 +72,7 @@ def test_every_query_is_recorded_with_its_arguments(loaded) -> None:
 
 
 def test_a_folder_that_cannot_be_listed_raises_a_clear_error(spark) -> None:
-    # The failure notebook 07 hits on an s3:// warehouse without an S3 Hadoop FileSystem (iceberg#11541).
+    # The failure notebook 09 hits on an s3:// warehouse without an S3 Hadoop FileSystem (iceberg#11541).
     from icestream.errors import StorageListingError
     from icestream.lake.inspect import _list_sizes
 

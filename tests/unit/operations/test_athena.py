@@ -85,7 +85,7 @@ def test_time_travel_and_metadata_queries_use_athenas_forms() -> None:
 
 
 def test_every_query_is_accounted_for() -> None:
-    assert {query.notebook for query in QUERIES} == {"03", "04", "07"}
+    assert {query.notebook for query in QUERIES} == {"03", "04", "09"}
     assert len({query.key for query in QUERIES}) == len(QUERIES)
     for query in QUERIES:
         assert query.spark_function.startswith("icestream."), f"{query.key}: name the Spark function it mirrors"

@@ -39,12 +39,12 @@ NOT_SCANNED = {
     "credentials; the scheduled jobs' role must not be able to",
     "hot_shard.py": "notebook 01's hot-shard demo makes and deletes a stream of its own, only on an emulator "
     "(local, localstack profiles; tests/unit/producer/test_hot_shard.py)",
-    "routed_demo.py": "notebook 04's routed demo makes and deletes a stream of its own, only on an emulator "
+    "routed_demo.py": "notebook 05's routed demo makes and deletes a stream of its own, only on an emulator "
     "(local, localstack profiles; tests/integration/test_routed_demo.py)",
-    "change_demo.py": "notebook 05's change stream makes and deletes a stream of its own, only on an emulator "
-    "(local, localstack profiles; notebooks/05_row_level_changes.ipynb)",
-    "metrics_demo.py": "notebook 05's metrics demo makes and deletes a stream of its own, only on an emulator "
-    "(local, localstack profiles; notebooks/05_row_level_changes.ipynb)",
+    "change_demo.py": "notebook 06's change stream makes and deletes a stream of its own, only on an emulator "
+    "(local, localstack profiles; notebooks/06_row_level_changes.ipynb)",
+    "metrics_demo.py": "notebook 07's metrics demo makes and deletes a stream of its own, only on an emulator "
+    "(local, localstack profiles; notebooks/07_continuous_aggregate.ipynb)",
     "moto_kinesis.py": "patches moto's in-process Kinesis backend, whose methods are named like the API",
     "security.py": "holds the statement patterns this test applies; it runs no SQL",
 }

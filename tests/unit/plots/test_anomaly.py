@@ -1,4 +1,4 @@
-"""Notebook 06's chart: each kind of injected anomaly in a colour of its own, the band at the flag threshold."""
+"""Notebook 08's chart: each kind of injected anomaly in a colour of its own, the band at the flag threshold."""
 
 from datetime import UTC, datetime, timedelta
 

@@ -1,4 +1,4 @@
-"""The change demo's per-batch figures (notebook 05): they add up with the changes read and the table's rows."""
+"""The change demo's per-batch figures (notebook 06): they add up with the changes read and the table's rows."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def progress(batch: int, changes: int, rejected: int) -> dict:
 
 
 # Four batches on an order table: 5 new orders; 2 new and 3 changed; 4 changed (one deleted); 3 changed, each
-# commit's delete files carrying the earlier positions of their data files, as in notebook 05's run.
+# commit's delete files carrying the earlier positions of their data files, as in notebook 06's run.
 SUMMARIES = [
     {"operation": "append"},  # no batch id: not the ingest's, left out
     merge_commit(0, added=5, deletes=0, carried=0, totals=(5, 0)),

@@ -183,7 +183,7 @@ def notebook_01_backfill(end: datetime, seed: int = 7) -> tuple[pd.DataFrame, li
 
 
 def assert_notebook_05s_check(counts: pd.DataFrame, ground_truth: list[Anomaly]) -> None:
-    """Notebook 06's assertion at its defaults: every anomaly found, at most one false alarm per hour."""
+    """Notebook 08's assertion at its defaults: every anomaly found, at most one false alarm per hour."""
     scored = score_windows(counts)
     result = evaluate(scored, ground_truth)
     assert result.anomalies == len(ground_truth)
@@ -194,7 +194,7 @@ def assert_notebook_05s_check(counts: pd.DataFrame, ground_truth: list[Anomaly])
 @pytest.mark.slow
 @pytest.mark.parametrize("hour", range(1, 24, 2))
 def test_notebook_05s_check_holds_whatever_the_hour_notebook_01_ran(hour: int) -> None:
-    """Notebook 01's default backfill ends at "now" on a daily traffic curve: notebook 06 asserts
+    """Notebook 01's default backfill ends at "now" on a daily traffic curve: notebook 08 asserts
     recall 1.0 and at most one false alarm per hour at its defaults, at any hour (CI ran it at 02:40
     and it failed; ``bench/bench_anomaly.py`` sweeps every ten minutes of a day for four seeds)."""
     assert_notebook_05s_check(*notebook_01_backfill(datetime(2026, 11, 24, hour, 10, tzinfo=UTC)))

@@ -1,4 +1,4 @@
-"""Notebook 08's truth: Spark's watermark rule in pandas, lateness by arrival, progress and checkpoint files."""
+"""Notebook 10's truth: Spark's watermark rule in pandas, lateness by arrival, progress and checkpoint files."""
 
 from __future__ import annotations
 

@@ -85,7 +85,7 @@ MAD_TO_SIGMA = 1.4826  # MAD × this estimates the standard deviation of normal 
 
 @dataclass(frozen=True)
 class DetectorOptions:
-    """How windows are built and flagged; the defaults are what notebook 06 and its tests use.
+    """How windows are built and flagged; the defaults are what notebook 08 and its tests use.
 
     Attributes:
         window_minutes: Window length in event time.
