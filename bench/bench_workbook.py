@@ -73,7 +73,7 @@ def run_once(notebooks: list[str], kernel_per_notebook: bool) -> tuple[dict[str,
     """One run of the notebooks in a fresh environment: seconds and reading figures per notebook."""
     from icestream.operations.runner import notebook_paths, run_notebooks
 
-    with bench_session("workbook", spark=False) as (settings, _spark):
+    with bench_session("workbook", spark=False, write_limits=True) as (settings, _spark):  # as make run's
         output = settings.path("output_dir") / "notebooks"
         done = run_notebooks(notebook_paths(notebooks), output, progress=False, kernel_per_notebook=kernel_per_notebook)
     return {run.notebook: run.seconds for run in done}, {run.notebook: reading(run.output) for run in done}

@@ -127,8 +127,13 @@ def command_line() -> str:
 
 
 @contextlib.contextmanager
-def bench_session(name: str, shards: int = 4, spark: bool = True) -> Iterator[tuple[Any, Any]]:
+def bench_session(
+    name: str, shards: int = 4, spark: bool = True, write_limits: bool = False
+) -> Iterator[tuple[Any, Any]]:
     """A private environment, its own emulator and the process's SparkSession; all stopped afterwards.
+
+    Without Kinesis's per-shard write limits unless ``write_limits``: the benchmarks fill streams as fast
+    as the emulator takes records and measure icestream, not the 1,000 records/s a shard accepts.
 
     Yields:
         ``(settings, spark)`` (spark is None when not asked for).
@@ -140,9 +145,8 @@ def bench_session(name: str, shards: int = 4, spark: bool = True) -> Iterator[tu
 
     settings = load_settings(stream_name=f"bench-{uuid.uuid4().hex[:8]}", shard_count=shards)
     emulator = Emulator(settings.path("run_dir"))
-    # Without Kinesis's per-shard write limits: the benchmarks fill streams as fast as the emulator takes
-    # records and measure icestream, not the 1,000 records/s a shard accepts.
-    emulator.start(write_limits=False)
+    os.environ["ICESTREAM_EMULATOR_WRITE_LIMITS"] = "true" if write_limits else "false"  # what notebooks read
+    emulator.start(write_limits=write_limits)
     try:
         session = None
         if spark:

@@ -85,6 +85,9 @@ def test_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         "ICESTREAM_WAREHOUSE": str(home / "warehouse"),
         "ICESTREAM_RUN_DIR": str(home / "run"),
         "ICESTREAM_OUTPUT_DIR": str(home / "output"),
+        # The session's emulator runs without the per-shard write limits (see `emulator`): the setting says so,
+        # so notebook 01 checks its hot shard against the limits only where they are enforced.
+        "ICESTREAM_EMULATOR_WRITE_LIMITS": "false",
         "ICESTREAM_JAR_CACHE_DIR": str(project_home() / ".cache" / "jars"),
         # Spark's scratch folders (block manager, shuffle, unpacked archives, userFiles) of every
         # driver and worker the tests start: a driver the crash tests SIGKILL leaves its own behind,
@@ -123,7 +126,7 @@ def emulator(settings: Settings) -> Iterator[str]:
     server = Emulator(settings.path("run_dir"))
     # Without the per-shard write limits (on by default for users): campaigns send tens of thousands of
     # records at once, and the limits' own tests (tests/integration/test_write_limits.py) start their own.
-    endpoint = server.start(write_limits=False)
+    endpoint = server.start(write_limits=settings.emulator_write_limits)  # false: test_home sets it
     yield endpoint
     stop_background_producer(settings)  # notebook 01 starts one; it must not outlive the tests
     server.stop()
