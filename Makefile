@@ -116,7 +116,7 @@ test: system venv  ## set up, then lint and the whole test suite (TEST_WORKERS=1
 browser-all: setup browser  ## every notebook run through JupyterLab in headless Chromium (make test: 02 and the Structured Streaming one)
 	@ICESTREAM_BROWSER_ALL=1 $(BIN)/pytest tests/browser $(PYTEST_ARGS)
 
-reliability: setup  ## the full reliability campaigns, and the cluster tests including notebooks 03-07 there
+reliability: setup  ## the full reliability campaigns, and the cluster tests including notebooks 03, 04, 06, 08 and 09 there
 	@ICESTREAM_RELIABILITY=full $(BIN)/pytest -m "reliability or cluster" $(PYTEST_ARGS)
 
 bench: setup  ## the benchmark suite (about 15 minutes); BENCH_ARGS=--full for the larger sizes

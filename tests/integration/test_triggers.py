@@ -62,16 +62,16 @@ def test_min_records_holds_batches_back_and_one_batch_commits_them_all(spark, fr
     verdict = verify(spark, made, workload.ledger)
     assert verdict.exact, verdict
 
-    lag = health.batch_lag(events)
+    lag = health.batch_freshness(events)
     assert "summary['icestream.first-arrival-ms']" in str(events.last_statement), "the SQL that ran is shown"
     assert list(lag["added_records"]) == [MIN_RECORDS, 5]
     assert list(lag["batch_id"]) == [0, 1]
     first = lag.iloc[0]
     # Its oldest records arrived a send (and five triggers) before its newest, and both before the commit.
-    assert first["oldest_lag_s"] > first["newest_lag_s"] >= 0
-    assert lag["newest_lag_s"].notna().all()
+    assert first["freshness_oldest_s"] > first["freshness_newest_s"] >= 0
+    assert lag["freshness_newest_s"].notna().all()
     # The rejects table got no rows, only its positions: a commit that carries no arrivals.
-    position_only = health.batch_lag(rejects)
+    position_only = health.batch_freshness(rejects)
     assert len(position_only) >= 1
     assert position_only["added_records"].fillna(0).eq(0).all()
-    assert position_only["oldest_lag_s"].isna().all()
+    assert position_only["freshness_oldest_s"].isna().all()

@@ -273,7 +273,7 @@ ORDER BY made_current_at""",
 
 
 def _health(table: str, rejects: str) -> list[AthenaQuery]:
-    lag = "(to_unixtime(committed_at) * 1000 - CAST(element_at(summary, '{key}') AS bigint)) / 1000.0"
+    freshness = "(to_unixtime(committed_at) * 1000 - CAST(element_at(summary, '{key}') AS bigint)) / 1000.0"
     return [
         AthenaQuery(
             "DataFiles",
@@ -328,18 +328,18 @@ FROM "{table}$manifests\"""",
             "manifests",
         ),
         AthenaQuery(
-            "BatchLag",
+            "BatchFreshness",
             "09",
-            "Each snapshot's arrival-to-commit lag in seconds, from the ingest's keys in its summary.",
+            "Each snapshot's freshness in seconds (commit minus arrival), from the ingest's keys in its summary.",
             f"""SELECT snapshot_id, committed_at,
        CAST(element_at(summary, '{BATCH_KEY}') AS bigint) AS batch_id,
        CAST(element_at(summary, 'added-records') AS bigint) AS added_records,
-       {lag.format(key=FIRST_ARRIVAL_KEY)} AS oldest_lag_s,
-       {lag.format(key=LAST_ARRIVAL_KEY)} AS newest_lag_s
+       {freshness.format(key=FIRST_ARRIVAL_KEY)} AS freshness_oldest_s,
+       {freshness.format(key=LAST_ARRIVAL_KEY)} AS freshness_newest_s
 FROM "{table}$snapshots"
 ORDER BY committed_at, snapshot_id""",
             (),
-            "icestream.queries.health.batch_lag",
+            "icestream.queries.health.batch_freshness",
             "unix_millis(committed_at) becomes to_unixtime(committed_at) * 1000; summary['k'] becomes element_at",
             NO_METADATA_TABLES,
             "snapshots",

@@ -249,8 +249,8 @@ def plant_orphan(table: LakeTable, age: timedelta, name: str = "orphan-planted-b
     return str(orphan)
 
 
-def batch_lag(table: LakeTable) -> pd.DataFrame:
-    """Each snapshot's arrival -> commit lag: how long its batch's records waited in Kinesis and Spark.
+def batch_freshness(table: LakeTable) -> pd.DataFrame:
+    """Each snapshot's freshness (docs/glossary.md): commit minus arrival of its batch's oldest and newest record.
 
     The ingest writes the Kinesis arrival of each batch's oldest and newest record into the
     snapshot's summary (``icestream.first-arrival-ms``, ``icestream.last-arrival-ms``); the snapshot's
@@ -261,8 +261,8 @@ def batch_lag(table: LakeTable) -> pd.DataFrame:
 
     Returns:
         One row per snapshot, oldest first: ``snapshot_id``, ``committed_at`` (UTC), ``batch_id``,
-        ``added_records`` (nullable integers), ``oldest_lag_s`` (commit minus the oldest record's
-        arrival) and ``newest_lag_s`` (minus the newest's), in seconds; null where the summary lacks
+        ``added_records`` (nullable integers), ``freshness_oldest_s`` (commit minus the oldest record's
+        arrival) and ``freshness_newest_s`` (minus the newest's), in seconds; null where the summary lacks
         the keys (a maintenance commit, a position-only commit, snapshots older than the keys).
     """
     import pandas as pd
@@ -273,8 +273,10 @@ def batch_lag(table: LakeTable) -> pd.DataFrame:
             SELECT snapshot_id, committed_at,
                    CAST(summary['{BATCH_KEY}'] AS BIGINT) AS batch_id,
                    CAST(summary['added-records'] AS BIGINT) AS added_records,
-                   (unix_millis(committed_at) - CAST(summary['{FIRST_ARRIVAL_KEY}'] AS BIGINT)) / 1000D AS oldest_lag_s,
-                   (unix_millis(committed_at) - CAST(summary['{LAST_ARRIVAL_KEY}'] AS BIGINT)) / 1000D AS newest_lag_s
+                   (unix_millis(committed_at) - CAST(summary['{FIRST_ARRIVAL_KEY}'] AS BIGINT)) / 1000D
+                       AS freshness_oldest_s,
+                   (unix_millis(committed_at) - CAST(summary['{LAST_ARRIVAL_KEY}'] AS BIGINT)) / 1000D
+                       AS freshness_newest_s
             FROM {table.name}.snapshots
             ORDER BY committed_at, snapshot_id
             """
@@ -282,7 +284,10 @@ def batch_lag(table: LakeTable) -> pd.DataFrame:
     ).toPandas()
     for column in ("batch_id", "added_records"):  # counts stay integers next to their nulls
         frame[column] = pd.array([None if pd.isna(value) else int(value) for value in frame[column]], dtype="Int64")
-    for column in ("oldest_lag_s", "newest_lag_s"):  # a commit without a batch has no lag: null, not NaN
+    for column in (
+        "freshness_oldest_s",
+        "freshness_newest_s",
+    ):  # a commit without a batch has no freshness: null, not NaN
         frame[column] = pd.array([None if pd.isna(value) else float(value) for value in frame[column]], dtype="Float64")
     return frame
 

@@ -80,17 +80,17 @@ def test_a_filter_reads_only_the_files_whose_bounds_hold_its_value() -> None:
     assert files_overlapping(bounds, "d", "m").tolist() == [False, True, False, True]
 
 
-def test_batch_lag_shows_a_commit_without_a_batch_as_nulls_not_nan() -> None:
+def test_batch_freshness_shows_a_commit_without_a_batch_as_nulls_not_nan() -> None:
     import pandas as pd
 
-    from icestream.queries.health import batch_lag
+    from icestream.queries.health import batch_freshness
 
     class Rows:
         def toPandas(self) -> pd.DataFrame:  # noqa: N802 - Spark's name
             return pd.DataFrame(
                 {"snapshot_id": [1, 2], "committed_at": pd.to_datetime(["2026-11-25 10:00", "2026-11-25 10:01"]),
                  "batch_id": [7.0, float("nan")], "added_records": [5.0, float("nan")],
-                 "oldest_lag_s": [2.5, float("nan")], "newest_lag_s": [1.0, float("nan")]}
+                 "freshness_oldest_s": [2.5, float("nan")], "freshness_newest_s": [1.0, float("nan")]}
             )  # fmt: skip
 
     class Table:
@@ -99,7 +99,7 @@ def test_batch_lag_shows_a_commit_without_a_batch_as_nulls_not_nan() -> None:
         def run(self, _statement: object) -> Rows:
             return Rows()
 
-    frame = batch_lag(Table())
-    assert "NaN" not in frame.round({"oldest_lag_s": 2}).to_string()
-    assert frame["oldest_lag_s"].isna().tolist() == [False, True]
+    frame = batch_freshness(Table())
+    assert "NaN" not in frame.round({"freshness_oldest_s": 2}).to_string()
+    assert frame["freshness_oldest_s"].isna().tolist() == [False, True]
     assert frame.loc[0, "batch_id"] == 7
