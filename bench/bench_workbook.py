@@ -69,14 +69,20 @@ def reading(copy: Path) -> dict[str, int]:
     return figures
 
 
-def run_once(notebooks: list[str], kernel_per_notebook: bool) -> tuple[dict[str, float], dict[str, dict[str, int]]]:
-    """One run of the notebooks in a fresh environment: seconds and reading figures per notebook."""
+def run_once(
+    notebooks: list[str], kernel_per_notebook: bool
+) -> tuple[dict[str, float], dict[str, dict[str, int]], dict[str, Any]]:
+    """One run of the notebooks in a fresh environment: seconds and reading figures per notebook, and
+    what 02 saved of its batches (the backlog apart from the live ones)."""
     from icestream.operations.runner import notebook_paths, run_notebooks
 
     with bench_session("workbook", spark=False, write_limits=True) as (settings, _spark):  # as make run's
         output = settings.path("output_dir") / "notebooks"
         done = run_notebooks(notebook_paths(notebooks), output, progress=False, kernel_per_notebook=kernel_per_notebook)
-    return {run.notebook: run.seconds for run in done}, {run.notebook: reading(run.output) for run in done}
+        saved = settings.path("run_dir") / "02_ingest_summary.json"
+        ingest = json.loads(saved.read_text()) if saved.exists() else {}
+    batches = {key: ingest.get(key) for key in ("backlog_batches", "live_batches", "lag_after_s")}
+    return {run.notebook: run.seconds for run in done}, {run.notebook: reading(run.output) for run in done}, batches
 
 
 def over_limit(per_notebook: dict[str, dict[str, float]]) -> list[str]:
@@ -120,13 +126,14 @@ def main() -> None:
     args = parser.parse_args()
 
     facts = banner("workbook: every notebook end to end", command_line())
-    runs, baseline, figures = [], [], {}
+    runs, baseline, figures, ingests = [], [], {}, []
     for number in range(args.runs):
-        seconds, figures = run_once(args.notebooks, kernel_per_notebook=False)
+        seconds, figures, batches = run_once(args.notebooks, kernel_per_notebook=False)
         runs.append(seconds)
-        print(f"run {number + 1} (one kernel): {sum(seconds.values()):.1f} s in all", flush=True)
+        ingests.append(batches)
+        print(f"run {number + 1} (one kernel): {sum(seconds.values()):.1f} s in all; 02: {batches}", flush=True)
     for number in range(args.baseline_runs):
-        seconds, _ = run_once(args.notebooks, kernel_per_notebook=True)
+        seconds, _, _ = run_once(args.notebooks, kernel_per_notebook=True)
         baseline.append(seconds)
         print(f"baseline run {number + 1} (a kernel per notebook): {sum(seconds.values()):.1f} s in all", flush=True)
     names = list(runs[0])
@@ -141,6 +148,7 @@ def main() -> None:
         "over_limit": over_limit(per_notebook),
         "median_notebook_seconds": statistics.median(per_notebook[name]["median"] for name in names),
         "reading": figures,
+        "ingest_batches": ingests,  # 02's per run: issue 40 asks for at least 10 live batches
     }
     if baseline:
         result["baseline_notebooks_seconds"] = {name: summary([run[name] for run in baseline]) for name in names}

@@ -127,7 +127,7 @@ def streaming_summary(settings: Settings) -> dict:
     summary = json.loads((settings.path("run_dir") / "10_streaming_summary.json").read_text())
     assert 0 < summary["dropped_by_watermark"] <= summary["late_in_arrival"], summary
     assert summary["copy_snapshots"] == 1, summary
-    assert summary["copy_rows"] == summary["streamed_rows"] == summary["duplicates_after_checkpoint_loss"], summary
+    assert summary["copy_rows"] == summary["replayed"] == summary["duplicates_after_checkpoint_loss"], summary
     assert summary["sessions"] > 0, summary
     return summary
 

@@ -15,9 +15,12 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-# `07` (not a value: "set `retain_last` to `10`"), notebook 07, 07's
-REFERENCE = re.compile(r"(?<!to )(?<!or )(?<!= )`(\d\d)`|\bnotebooks? `?(\d\d)\b|(?<![\w:.\-])(\d\d)'s\b")
-CLAUSE = re.compile(r"\.\s|[;()\n]|:\s|, | and | but | — | - ")
+# `07` (not a value: "set `retain_last` to `10`"), notebook 07, 07's, (07), by 07, 07 does / compacts / ...
+REFERENCE = re.compile(
+    r"(?<!to )(?<!or )(?<!= )`(\d\d)`|\bnotebooks? `?(\d\d)\b|(?<![\w:.\-])(\d\d)'s\b|\((\d\d)\)|\bby (\d\d)\b"
+    r"|(?<![\w:.\-`])(\d\d)\s(?=does\b|do\b|did\b|compact|shows?\b|runs?\b|reads?\b|scores?\b|wrote\b|writes\b)"
+)
+CLAUSE = re.compile(r"\.\s|;|\n\n|\n-\s|:\s|,\s|\sand\s|\sbut\s| — | - ")  # lines wrap inside a clause
 TOPICS = (  # words of a topic -> the notebook (its name without the number) that holds it
     (re.compile(r"\bcompact|\bexpir|\borphan|\bmaintenance", re.IGNORECASE), "table_health"),
     (re.compile(r"\bscores?\b|\bscored\b|\bfinds? (it|them)\b|\bdetects?\b", re.IGNORECASE), "anomaly_detection"),
@@ -36,7 +39,7 @@ def wrong_references(folder: Path) -> list[str]:
         for index, cell in enumerate(cells):
             if cell["cell_type"] != "markdown":
                 continue
-            for clause in CLAUSE.split("".join(cell["source"])):
+            for clause in (" ".join(part.split()) for part in CLAUSE.split("".join(cell["source"]))):
                 named = [next(group for group in match.groups() if group) for match in REFERENCE.finditer(clause)]
                 named = [number for number in named if number != path.name[:2]]
                 wrong += [f"{path.name}[{index}]: no notebook {number}: {clause.strip()}" for number in named
@@ -59,10 +62,13 @@ def test_a_reference_left_behind_by_an_insertion_is_found(tmp_path: Path) -> Non
         (tmp_path / name).write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
 
     notebook("00_setup.ipynb", "Small files are why `06` compacts them; `04` reads it `AS OF` a snapshot.")
+    notebook("05_schema_evolution.ipynb", "Once snapshots are expired (06 does), a `replace` for a compaction by 06.")
     notebook("04_time_travel.ipynb", "Set `copy_appends` to `10`.")
     notebook("06_anomaly_detection.ipynb", "# 06")
     notebook("07_table_health.ipynb", "Iceberg 1.10's names; see `09`.")
     assert wrong_references(tmp_path) == [
         "00_setup.ipynb[0]: ['06'] for the table_health notebook: Small files are why `06` compacts them",
+        "05_schema_evolution.ipynb[0]: ['06'] for the table_health notebook: Once snapshots are expired (06 does)",
+        "05_schema_evolution.ipynb[0]: ['06'] for the table_health notebook: a `replace` for a compaction by 06.",
         "07_table_health.ipynb[0]: no notebook 09: see `09`.",
     ]
