@@ -39,3 +39,66 @@ def test_every_relative_link_resolves(page: Path) -> None:
         if not linked.exists() or (anchor and linked.suffix == ".md" and anchor not in anchors(linked)):
             broken.append(target)
     assert not broken, f"{page.name}: links to nothing: {broken}"
+
+
+def bench_workbook():
+    """bench/bench_workbook.py as a module: its README patterns are the one source of the format."""
+    import importlib.util
+    import sys
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    spec = importlib.util.spec_from_file_location("bench_workbook", ROOT / "bench" / "bench_workbook.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_readme_times_are_the_last_workbook_measurement() -> None:
+    """README's time per notebook and for make run's notebooks are bench_workbook's last result, within
+    a quarter, dated as it is; its table lists exactly the notebooks there are, as that result does."""
+    import json
+
+    bench = bench_workbook()
+    result = json.loads((ROOT / "bench" / "results" / "workbook.json").read_text())
+    measured = {Path(name).stem: stats["median"] for name, stats in result["notebooks_seconds"].items()}
+    notebooks = sorted(path.stem for path in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    readme = (ROOT / "README.md").read_text()
+    rows = [match for line in readme.splitlines() if (match := bench.README_ROW.match(line))]
+    assert [row["name"] for row in rows] == notebooks == sorted(measured), "table, notebooks and result agree"
+    far = {}
+    for row in rows:
+        shown = re.fullmatch(r"(\d+) s", row["seconds"].strip())
+        if shown is None or abs(int(shown[1]) - measured[row["name"]]) > 0.25 * measured[row["name"]]:
+            far[row["name"]] = (row["seconds"], round(measured[row["name"]], 1))
+    assert not far, f"README's times against bench/results/workbook.json: {far}"
+    total = bench.README_TOTAL.search(readme)
+    assert total is not None, "README says how long make run's notebooks take, from the benchmark"
+    assert abs(int(total["seconds"]) - result["total_seconds"]["median"]) <= 0.25 * result["total_seconds"]["median"]
+    assert (total["date"], int(total["runs"])) == (
+        result["machine"]["measured_at"][:10],
+        result["total_seconds"]["runs"],
+    )
+
+
+def test_readme_times_are_written_from_a_result(tmp_path: Path) -> None:
+    bench = bench_workbook()
+    readme = tmp_path / "README.md"
+    readme.write_text(
+        "(**1 s** of notebooks after set-up, the median of 1 run of `bench/bench_workbook.py` on 2 cores, 2026-01-01)\n"
+        "| # | notebook | what | time |\n|---|---|---|---|\n| 1 | `00_setup` | the lake | 9 s |\n"
+        "| 2 | `01_produce_events` | events | 28–42 s |\n"
+    )
+    result = {
+        "notebooks_seconds": {"00_setup.ipynb": {"median": 14.4}, "01_produce_events.ipynb": {"median": 20.6}},
+        "total_seconds": {"median": 35.0, "runs": 2},
+        "machine": {"cores": 2, "measured_at": "2026-11-27T03:00:00+00:00"},
+    }
+    bench.update_readme(result, readme)
+    assert readme.read_text().splitlines() == [
+        "(**35 s** of notebooks after set-up, the median of 2 runs of `bench/bench_workbook.py` "
+        "on 2 cores, 2026-11-27)",
+        "| # | notebook | what | time |",
+        "|---|---|---|---|",
+        "| 1 | `00_setup` | the lake | 14 s |",
+        "| 2 | `01_produce_events` | events | 21 s |",
+    ]
