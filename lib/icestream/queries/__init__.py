@@ -22,7 +22,7 @@ _ANOMALY = (
     "scoring_scope",
     "window_counts",
 )
-_LIVE = ("LiveFrame", "current_lag_s", "live_frame", "stream_lag_s")
+_LIVE = ("LiveFrame", "current_lag_s", "live_frame", "stream_lag_s", "stream_uncommitted_since", "uncommitted_since")
 _REPORT = (
     "committed_positions",
     "freshness",
@@ -60,7 +60,9 @@ __all__ = [
     "scoring_scope",
     "shard_lag_frame",
     "stream_lag_s",
+    "stream_uncommitted_since",
     "streaming",
+    "uncommitted_since",
     "window_counts",
     "write_call",
 ]
@@ -76,7 +78,14 @@ if TYPE_CHECKING:
         scoring_scope,
         window_counts,
     )
-    from icestream.queries.live import LiveFrame, current_lag_s, live_frame, stream_lag_s
+    from icestream.queries.live import (
+        LiveFrame,
+        current_lag_s,
+        live_frame,
+        stream_lag_s,
+        stream_uncommitted_since,
+        uncommitted_since,
+    )
     from icestream.queries.report import (
         committed_positions,
         freshness,

@@ -227,7 +227,40 @@ def stream_lag_s(kinesis: Any, stream_name: str, committed: Mapping[str, str]) -
     Returns:
         Seconds, the largest over the shards; 0.0 when every record is committed (a drained stream).
     """
-    behind = [0]
+    behind = [answer.get("MillisBehindLatest") or 0 for answer in _next_uncommitted(kinesis, stream_name, committed)]
+    return max([0, *behind]) / 1000
+
+
+def stream_uncommitted_since(kinesis: Any, stream_name: str, committed: Mapping[str, str]) -> datetime | None:
+    """When the oldest record not yet committed reached Kinesis (its ``ApproximateArrivalTimestamp``).
+
+    A pass that drained the stream leaves only records that arrived after it began: this is how a
+    notebook checks that while a producer it does not know of keeps sending (lag alone is then > 0).
+
+    Args:
+        kinesis: A boto3 Kinesis client.
+        stream_name: The stream.
+        committed: Committed position per shard, as for :func:`stream_lag_s`.
+
+    Returns:
+        The earliest arrival over the shards' next records (aware, UTC); None when every record is committed.
+    """
+    arrivals = [
+        answer["Records"][0]["ApproximateArrivalTimestamp"]
+        for answer in _next_uncommitted(kinesis, stream_name, committed)
+    ]
+    return min(arrivals).astimezone(UTC) if arrivals else None
+
+
+def uncommitted_since(spark: SparkSession, settings: Settings, kinesis: Any | None = None) -> datetime | None:
+    """:func:`stream_uncommitted_since` for the events table's committed positions and its stream."""
+    committed = load_committed(spark, settings.table_name, settings.stream_name).positions
+    return stream_uncommitted_since(kinesis or kinesis_client(settings), settings.stream_name, committed)
+
+
+def _next_uncommitted(kinesis: Any, stream_name: str, committed: Mapping[str, str]) -> list[dict[str, Any]]:
+    """Per open shard with a record after its committed position, the GetRecords answer holding that one record."""
+    answers = []
     for shard in list_shards(kinesis, stream_name):
         position = committed.get(shard["ShardId"], TRIM_HORIZON)
         if is_finished(position):
@@ -236,8 +269,8 @@ def stream_lag_s(kinesis: Any, stream_name: str, committed: Mapping[str, str]) -
         iterator = kinesis.get_shard_iterator(StreamName=stream_name, ShardId=shard["ShardId"], **arguments)
         answer = kinesis.get_records(ShardIterator=iterator["ShardIterator"], Limit=1)
         if answer["Records"]:  # nothing after the position: this shard is drained, whatever the answer says
-            behind.append(answer.get("MillisBehindLatest") or 0)
-    return max(behind) / 1000
+            answers.append(answer)
+    return answers
 
 
 def _instants(values: pd.Series, unit: str) -> pd.Series:

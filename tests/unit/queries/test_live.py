@@ -49,3 +49,25 @@ def test_a_shard_without_a_position_is_behind_from_its_oldest_record_and_an_ende
     stream = FakeStream({"shard-0": (30, 29_000), "shard-1": (50, 49_000)})
     assert stream_lag_s(stream, "s", {"shard-1": ended("50")}) == 29.0
     assert stream.reads == ["shard-0"]
+
+
+def test_what_waits_in_the_stream_is_dated_by_its_oldest_record() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from icestream.queries import stream_uncommitted_since
+
+    began = datetime(2026, 11, 27, 3, 0, tzinfo=UTC)
+
+    class DatedStream(FakeStream):  # record n arrived n seconds after ``began``
+        def get_records(self, ShardIterator: str, Limit: int) -> dict[str, Any]:  # noqa: N803
+            answer = super().get_records(ShardIterator, Limit)
+            for record in answer["Records"]:
+                record["ApproximateArrivalTimestamp"] = began + timedelta(seconds=int(record["SequenceNumber"]))
+            return answer
+
+    stream = DatedStream({"shard-0": (100, 99_000), "shard-1": (50, 49_000)})
+    drained = {"shard-0": after("100"), "shard-1": after("50")}
+    assert stream_uncommitted_since(stream, "s", drained) is None
+    # shard-0 waits from record 91, shard-1 from record 41: the older one dates what waits.
+    waiting = stream_uncommitted_since(stream, "s", {"shard-0": after("90"), "shard-1": after("40")})
+    assert waiting == began + timedelta(seconds=41)
