@@ -1,8 +1,9 @@
-"""04 teaches its statements in its cells (CONVENTIONS rule 8), and leaves the session writing main.
+"""04 and 05 teach their statements in their cells (CONVENTIONS rule 8), and 04 leaves the session writing main.
 
-The statements 04 is about are typed in ``spark.sql(...)`` calls a learner edits, not hidden in a
-helper; a cell that sets ``spark.wap.branch`` unsets it in a ``finally``, since later cells and
-notebooks sharing the Spark session would otherwise write to the branch.
+The statements 04 (time travel) and 05 (schema and partition evolution) are about are typed in
+``spark.sql(...)`` calls a learner edits, not hidden in a helper; a cell that sets
+``spark.wap.branch`` unsets it in a ``finally``, since later cells and notebooks sharing the Spark
+session would otherwise write to the branch.
 """
 
 from __future__ import annotations
@@ -16,37 +17,37 @@ import pytest
 from icestream.operations.runner import notebook_paths
 
 TAUGHT = (
-    r"VERSION AS OF \{before_id\}",
-    r"TIMESTAMP AS OF '",
-    r"CREATE OR REPLACE TAG",
-    r"CREATE OR REPLACE BRANCH",
-    r"system\.fast_forward\(",
-    r"system\.rollback_to_snapshot\(",
-    r"ADD PARTITION FIELD bucket\(",
-    r"ADD COLUMN \{column\}",
-    r"RENAME COLUMN session_id",
-    r"ALTER COLUMN \{number\} TYPE BIGINT",
+    (r"VERSION AS OF \{before_id\}", "04_time_travel.ipynb"),
+    (r"TIMESTAMP AS OF '", "04_time_travel.ipynb"),
+    (r"CREATE OR REPLACE TAG", "04_time_travel.ipynb"),
+    (r"CREATE OR REPLACE BRANCH", "04_time_travel.ipynb"),
+    (r"system\.fast_forward\(", "04_time_travel.ipynb"),
+    (r"system\.rollback_to_snapshot\(", "04_time_travel.ipynb"),
+    (r"ADD PARTITION FIELD bucket\(", "05_schema_evolution.ipynb"),
+    (r"ADD COLUMN \{column\}", "05_schema_evolution.ipynb"),
+    (r"RENAME COLUMN session_id", "05_schema_evolution.ipynb"),
+    (r"ALTER COLUMN \{number\} TYPE BIGINT", "05_schema_evolution.ipynb"),
 )
 
 
-def code_cells() -> list[ast.Module]:
-    path = next(path for path in notebook_paths() if path.name == "04_time_travel.ipynb")
+def code_cells(notebook: str = "04_time_travel.ipynb") -> list[ast.Module]:
+    path = next(path for path in notebook_paths() if path.name == notebook)
     cells = json.loads(path.read_text())["cells"]
     return [ast.parse("".join(cell["source"])) for cell in cells if cell["cell_type"] == "code"]
 
 
-def spark_sql_texts() -> list[str]:
+def spark_sql_texts(notebook: str) -> list[str]:
     return [
         ast.unparse(node.args[0])
-        for tree in code_cells()
+        for tree in code_cells(notebook)
         for node in ast.walk(tree)
         if isinstance(node, ast.Call) and ast.unparse(node.func) == "spark.sql" and node.args
     ]
 
 
-@pytest.mark.parametrize("pattern", TAUGHT)
-def test_each_taught_statement_is_typed_in_a_spark_sql_cell(pattern: str) -> None:
-    assert any(re.search(pattern, text) for text in spark_sql_texts()), pattern
+@pytest.mark.parametrize(("pattern", "notebook"), TAUGHT)
+def test_each_taught_statement_is_typed_in_a_spark_sql_cell(pattern: str, notebook: str) -> None:
+    assert any(re.search(pattern, text) for text in spark_sql_texts(notebook)), (notebook, pattern)
 
 
 def test_the_incremental_read_is_the_dataframe_call_itself() -> None:
