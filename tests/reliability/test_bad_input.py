@@ -315,3 +315,61 @@ def test_a_mistake_is_refused_before_anything_is_created(settings, emulator: str
 
         metadata = json.loads(Path(current_metadata_location(there).removeprefix("file:")).read_text())
         assert metadata.get("current-snapshot-id", -1) in (None, -1), "refused after a batch committed"
+
+
+# -- a failure inside Spark: one error line with its cause, the traces in the driver's log file -------
+
+FAILING_TRANSFORM = """
+from pyspark.sql import functions as F
+from pyspark.sql.types import StringType
+
+
+def _refuse(user_id):
+    raise ValueError(f"this transform cannot read {user_id}")
+
+
+def refuse_every_row(events):
+    return events.withColumn("user_id", F.udf(_refuse, StringType())("user_id"))
+"""
+SPARK_FAILURES = {
+    # a user's transform that raises in the read tasks: before, 82 lines of Java trace came first
+    "a transform that raises in a task": (["--transform", "spoiled_transform:refuse_every_row"],
+                                          "ValueError: this transform cannot read u"),
+    # the events table's folders made unwritable after setup: before, a 72-line Python and Java traceback, exit 1
+    "a table folder that cannot be written": ([], "(Operation not permitted)"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(SPARK_FAILURES))
+def test_a_failure_inside_spark_is_one_line_with_its_cause(settings, emulator: str, tmp_path: Path, case: str) -> None:
+    options, cause = SPARK_FAILURES[case]
+    name = f"spark_fails_{uuid.uuid4().hex[:8]}"
+    env = {"ICESTREAM_STREAM_NAME": name.replace("_", "-"), "ICESTREAM_TABLE": name, "PYTHONPATH": str(tmp_path),
+           # a run folder of its own for its log file: the emulator's state file is elsewhere, hence the endpoint
+           "ICESTREAM_RUN_DIR": str(tmp_path / "run"), "ICESTREAM_KINESIS_ENDPOINT": emulator}  # fmt: skip
+    (tmp_path / "spoiled_transform.py").write_text(FAILING_TRANSFORM)
+    assert _cli(["setup", "--shards", "1"], tmp_path, **env)[0] == 0
+    there = dataclasses.replace(settings, stream_name=env["ICESTREAM_STREAM_NAME"], table=name)
+    record = json.dumps(event_document("spark-fails-1", "u", 1)).encode()
+    kinesis_client(there).put_record(StreamName=there.stream_name, Data=record, PartitionKey="k")
+    locked: list[Path] = []
+    if case == "a table folder that cannot be written":  # root writes through permissions, not through +i
+        table_folder = Path(there.warehouse_uri) / there.namespace / name
+        locked = [table_folder / "metadata", table_folder / "data"]
+        locked[1].mkdir(exist_ok=True)
+        if subprocess.run(["chattr", "+i", *map(str, locked)], capture_output=True, check=False).returncode:
+            pytest.skip("this file system has no immutable attribute (chattr +i)")
+    try:
+        code, lines = _cli(["ingest", "--available-now", *options], tmp_path, **env)
+    finally:
+        if locked:
+            subprocess.run(["chattr", "-i", *map(str, locked)], check=True)
+    log = tmp_path / "run" / "spark.log"
+    figures.record("bad parameters", case, exit_code=code, terminal_lines=len(lines),
+                   message=lines[0][:90] if lines else "")  # fmt: skip
+    assert code == 2, lines[-20:]
+    assert len(lines) == 1, lines[:20]
+    assert lines[0].startswith("error:"), lines[0]
+    assert cause in lines[0], lines[0]
+    assert lines[0].endswith(f"Spark's whole trace: {log}"), lines[0]
+    assert "\tat org.apache." in log.read_text(), "the Java trace is kept in the log file"

@@ -9,7 +9,6 @@ from typing import Any
 from icestream.cli.common import settings_from
 from icestream.errors import IcestreamError
 from icestream.limits import SCHEMA_EVOLUTION_MODES, START_POSITIONS
-from icestream.validation import check_writable_folders
 
 
 def cmd_ship(args: argparse.Namespace) -> int:
@@ -108,7 +107,6 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
     settings = settings_from(args)
     options = ingest_options_from(args)
-    check_writable_folders(settings)  # before Spark and the tables: the progress goes to run_dir after a commit
     query = start_ingest(settings=settings, **options)
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: query.stop(timeout=0))

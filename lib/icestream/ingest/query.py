@@ -41,6 +41,7 @@ from icestream.lake.ddl import create_archive_table, create_namespace, create_re
 from icestream.lake.keyed import create_keyed_table
 from icestream.lake.metrics import METRICS_HOLDER, create_metrics_table, refresh_metrics
 from icestream.stream.clients import kinesis_connection
+from icestream.validation import check_writable_folders
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -345,12 +346,13 @@ def start_ingest(spark: SparkSession | None = None, settings: Settings | None = 
         The running query.
 
     Raises:
-        ConfigError: For an invalid option.
+        ConfigError: For an invalid option, or a warehouse or run folder that cannot be written.
         ServiceUnavailableError: If Kinesis cannot be reached.
     """
     from icestream.runtime.spark import get_spark
 
     settings = settings or load_settings()
     checked = ingest_options(settings, **options).validated()  # before Spark starts: a bad option fails at once
+    check_writable_folders(settings)  # the warehouse, and run_dir, where progress goes once a batch committed
     spark = spark or get_spark(settings)
     return build_ingest(spark, settings, checked).start()

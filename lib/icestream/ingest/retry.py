@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from icestream.errors import IcestreamError, IngestError, InjectedFaultError, ServiceUnavailableError, ShardReadError
 
@@ -103,15 +103,37 @@ def is_transient(error: BaseException) -> bool:
 
 
 def describe(error: BaseException) -> str:
-    """The error's type and its most telling line (a Python worker's last line; no JVM stack trace)."""
+    """The error's type, its most telling line and its root cause's (a Python worker's last line; no JVM trace).
+
+    A Java error's first line often names only the operation ("Failed to create file: ...") while the
+    cause a user can act on ("Operation not permitted", "Permission denied", "No space left on device")
+    is the last exception of its chain: both are given, the cause after ``caused by``.
+    """
     text = getattr(error, "desc", None)
+    java = getattr(error, "java_exception", None)
     if text is None:
-        java = getattr(error, "java_exception", None)
         text = java.toString() if java is not None else str(error)
     lines = [line.strip() for line in str(text).splitlines() if line.strip()]
     if "Traceback (most recent call last):" in lines:
         lines.reverse()  # a Python worker's traceback: the exception is its last line
-    return f"{type(error).__name__}: {lines[0][:500] if lines else ''}"
+    head = lines[0][:500] if lines else ""
+    root = _root_cause(java) if java is not None else None
+    if root and root not in head:
+        return f"{type(error).__name__}: {head} (caused by {root[:300]})"
+    return f"{type(error).__name__}: {head}"
+
+
+def _root_cause(java: Any) -> str | None:
+    """The first line of the last exception in a Java exception's chain of causes; None if it has none."""
+    cause, last = java.getCause(), None
+    for _ in range(_CHAIN_LIMIT):
+        if cause is None:
+            break
+        last, cause = cause, cause.getCause()
+    if last is None:
+        return None
+    lines = [line.strip() for line in str(last.toString()).splitlines() if line.strip()]
+    return lines[0] if lines else None
 
 
 def backoff_seconds(failures: int) -> float:

@@ -45,6 +45,10 @@ _DEFAULTS_LINE = re.compile(
 )  # Spark 3.5 runs on 8/11/17; 17 is the pinned, tested version.
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 FAIR_POOLS = Path(__file__).with_name("fairscheduler.xml")  # the ingest's scheduler pools
+# The driver's log file in the run folder: Spark's warnings and errors with their whole Java traces (the
+# terminal gets one line per warning; a failure icestream reports itself only its error: line).
+SPARK_LOG_NAME = "spark.log"
+LOG_FILE_PROPERTY = "icestream.spark.log"  # read by log4j2.properties; unset, the file appender writes to /dev/null
 
 
 def java_version() -> tuple[int, str]:
@@ -162,18 +166,25 @@ def append_java_options(existing: str, options: dict[str, str]) -> str:
     return combined
 
 
-def java_options(plan: JarPlan) -> dict[str, str]:
+def spark_log_file(settings: Settings) -> Path:
+    """The driver's log file: Spark's warnings and errors with their Java traces (``run_dir/spark.log``)."""
+    return settings.path("run_dir") / SPARK_LOG_NAME
+
+
+def java_options(plan: JarPlan, log_file: Path | None = None) -> dict[str, str]:
     """``spark.{driver,executor}.extraJavaOptions``: ours appended to the cluster's defaults.
 
     Args:
         plan: The jar plan, whose ``library_path`` holds the SQLite driver's native folder.
+        log_file: Where the driver logs Spark's warnings and errors whole (None: nowhere but the terminal).
 
     Returns:
         The two configuration entries (the executor one only when there is something to add).
     """
     defaults = spark_defaults()
     library = {"java.library.path": os.pathsep.join(plan.library_path)} if plan.library_path else {}
-    driver = {"log4j2.configurationFile": LOG4J_CONFIG.as_uri(), **library}
+    logs = {LOG_FILE_PROPERTY: str(log_file)} if log_file is not None else {}
+    driver = {"log4j2.configurationFile": LOG4J_CONFIG.as_uri(), **logs, **library}
     conf = {
         "spark.driver.extraJavaOptions": append_java_options(defaults.get("spark.driver.extraJavaOptions", ""), driver)
     }
@@ -221,11 +232,21 @@ def session_conf(settings: Settings) -> dict[str, str]:
         # Python workers import pyspark from site-packages, not from Spark's zips (see spark_daemon).
         **({"spark.python.daemon.module": "icestream.runtime.spark_daemon"} if local else {}),
         **plan.spark_conf(),
-        **java_options(plan),
+        **java_options(plan, _log_file(settings)),
         **catalog_conf(settings),
         **aws_executor_conf(settings),
     }
     return conf
+
+
+def _log_file(settings: Settings) -> Path | None:
+    """:func:`spark_log_file`, its folder made; None if it cannot be (the terminal's lines are then all)."""
+    log_file = spark_log_file(settings)
+    try:
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return log_file
 
 
 def aws_executor_conf(settings: Settings) -> dict[str, str]:

@@ -110,6 +110,20 @@ def test_describe_names_the_worker_exception_not_the_traceback_header() -> None:
     assert describe(KeyError("shard_id")) == "KeyError: 'shard_id'"
 
 
+def test_describe_gives_the_root_cause_a_user_can_act_on() -> None:
+    # A read-only table folder (issue 43, item 5): the first line names the operation, the last cause why.
+    error = java_error(
+        "org.apache.iceberg.exceptions.RuntimeIOException: Failed to create file: file:/w/t/metadata/6.metadata.json",
+        "java.io.FileNotFoundException: /w/t/metadata/6.metadata.json (Operation not permitted)",
+    )
+    assert describe(error) == (
+        "Py4JJavaError: org.apache.iceberg.exceptions.RuntimeIOException: Failed to create file: "
+        "file:/w/t/metadata/6.metadata.json (caused by java.io.FileNotFoundException: "
+        "/w/t/metadata/6.metadata.json (Operation not permitted))"
+    )
+    assert describe(java_error(STAGE_FAILURE)) == f"Py4JJavaError: {STAGE_FAILURE}"  # no cause: the line alone
+
+
 class Attempts:
     """A batch that raises the queued errors, then returns 'done'."""
 

@@ -135,3 +135,9 @@ def test_the_scheduler_pools_the_ingest_uses_are_declared() -> None:
     assert declared == set(SCHEDULER_POOLS.values())
     conf = spark.session_conf(load_settings(catalog_type="hadoop"))
     assert conf["spark.scheduler.allocation.file"] == FAIR_POOLS.as_uri()
+
+
+def test_the_driver_logs_its_traces_to_the_run_folder(tmp_path: Path) -> None:
+    conf = spark.java_options(JarPlan("test"), tmp_path / "run" / spark.SPARK_LOG_NAME)
+    assert f"-D{spark.LOG_FILE_PROPERTY}={tmp_path / 'run' / 'spark.log'}" in conf["spark.driver.extraJavaOptions"]
+    assert f"${{sys:{spark.LOG_FILE_PROPERTY}:-/dev/null}}" in spark.LOG4J_CONFIG.read_text()  # the file's name
