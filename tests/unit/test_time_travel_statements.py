@@ -9,12 +9,11 @@ session would otherwise write to the branch.
 from __future__ import annotations
 
 import ast
-import json
 import re
 
 import pytest
 
-from icestream.operations.runner import notebook_paths
+from tests.helpers.notebook_code import code_cells, spark_sql_texts
 
 TAUGHT = (
     (r"VERSION AS OF \{before_id\}", "04_time_travel.ipynb"),
@@ -30,34 +29,19 @@ TAUGHT = (
 )
 
 
-def code_cells(notebook: str = "04_time_travel.ipynb") -> list[ast.Module]:
-    path = next(path for path in notebook_paths() if path.name == notebook)
-    cells = json.loads(path.read_text())["cells"]
-    return [ast.parse("".join(cell["source"])) for cell in cells if cell["cell_type"] == "code"]
-
-
-def spark_sql_texts(notebook: str) -> list[str]:
-    return [
-        ast.unparse(node.args[0])
-        for tree in code_cells(notebook)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call) and ast.unparse(node.func) == "spark.sql" and node.args
-    ]
-
-
 @pytest.mark.parametrize(("pattern", "notebook"), TAUGHT)
 def test_each_taught_statement_is_typed_in_a_spark_sql_cell(pattern: str, notebook: str) -> None:
     assert any(re.search(pattern, text) for text in spark_sql_texts(notebook)), (notebook, pattern)
 
 
 def test_the_incremental_read_is_the_dataframe_call_itself() -> None:
-    source = [ast.unparse(tree) for tree in code_cells()]
+    source = [ast.unparse(tree) for tree in code_cells("04_time_travel.ipynb")]
     assert any("option('start-snapshot-id'" in text and "option('end-snapshot-id'" in text for text in source)
 
 
 def test_a_wap_branch_set_in_a_cell_is_unset_in_its_finally() -> None:
     sets = 0
-    for tree in code_cells():
+    for tree in code_cells("04_time_travel.ipynb"):
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and ast.unparse(node).startswith("spark.conf.set('spark.wap.branch'"):
                 sets += 1
