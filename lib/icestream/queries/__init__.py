@@ -22,7 +22,16 @@ _ANOMALY = (
     "scoring_scope",
     "window_counts",
 )
-_LIVE = ("LiveFrame", "current_lag_s", "live_frame", "stream_lag_s", "stream_uncommitted_since", "uncommitted_since")
+_LIVE = (
+    "LiveFrame",
+    "Uncommitted",
+    "current_lag_s",
+    "live_frame",
+    "stream_lag_s",
+    "stream_uncommitted",
+    "stream_uncommitted_since",
+    "uncommitted",
+)
 _REPORT = (
     "committed_positions",
     "freshness",
@@ -38,6 +47,7 @@ _REPORT = (
 __all__ = [
     "DetectorOptions",
     "LiveFrame",
+    "Uncommitted",
     "anomaly",
     "committed_positions",
     "current_lag_s",
@@ -60,9 +70,10 @@ __all__ = [
     "scoring_scope",
     "shard_lag_frame",
     "stream_lag_s",
+    "stream_uncommitted",
     "stream_uncommitted_since",
     "streaming",
-    "uncommitted_since",
+    "uncommitted",
     "window_counts",
     "write_call",
 ]
@@ -80,11 +91,13 @@ if TYPE_CHECKING:
     )
     from icestream.queries.live import (
         LiveFrame,
+        Uncommitted,
         current_lag_s,
         live_frame,
         stream_lag_s,
+        stream_uncommitted,
         stream_uncommitted_since,
-        uncommitted_since,
+        uncommitted,
     )
     from icestream.queries.report import (
         committed_positions,

@@ -227,8 +227,7 @@ def stream_lag_s(kinesis: Any, stream_name: str, committed: Mapping[str, str]) -
     Returns:
         Seconds, the largest over the shards; 0.0 when every record is committed (a drained stream).
     """
-    behind = [answer.get("MillisBehindLatest") or 0 for answer in _next_uncommitted(kinesis, stream_name, committed)]
-    return max([0, *behind]) / 1000
+    return stream_uncommitted(kinesis, stream_name, committed).lag_s
 
 
 def stream_uncommitted_since(kinesis: Any, stream_name: str, committed: Mapping[str, str]) -> datetime | None:
@@ -245,17 +244,43 @@ def stream_uncommitted_since(kinesis: Any, stream_name: str, committed: Mapping[
     Returns:
         The earliest arrival over the shards' next records (aware, UTC); None when every record is committed.
     """
-    arrivals = [
-        answer["Records"][0]["ApproximateArrivalTimestamp"]
-        for answer in _next_uncommitted(kinesis, stream_name, committed)
-    ]
-    return min(arrivals).astimezone(UTC) if arrivals else None
+    return stream_uncommitted(kinesis, stream_name, committed).since
 
 
-def uncommitted_since(spark: SparkSession, settings: Settings, kinesis: Any | None = None) -> datetime | None:
-    """:func:`stream_uncommitted_since` for the events table's committed positions and its stream."""
+@dataclass(frozen=True)
+class Uncommitted:
+    """What waits in a stream after the committed positions, from one look (one GetRecords per shard).
+
+    Attributes:
+        lag_s: The lag (:func:`stream_lag_s`); 0.0 when every record is committed.
+        since: The oldest waiting record's arrival (:func:`stream_uncommitted_since`); None when none waits.
+    """
+
+    lag_s: float
+    since: datetime | None
+
+
+def stream_uncommitted(kinesis: Any, stream_name: str, committed: Mapping[str, str]) -> Uncommitted:
+    """The lag and the oldest waiting record's arrival, both from the same answers, so they agree.
+
+    Args:
+        kinesis: A boto3 Kinesis client.
+        stream_name: The stream.
+        committed: Committed position per shard, as for :func:`stream_lag_s`.
+
+    Returns:
+        Both figures; a drained stream gives lag 0.0 and no arrival.
+    """
+    answers = _next_uncommitted(kinesis, stream_name, committed)
+    behind = [answer.get("MillisBehindLatest") or 0 for answer in answers]
+    arrivals = [answer["Records"][0]["ApproximateArrivalTimestamp"] for answer in answers]
+    return Uncommitted(max([0, *behind]) / 1000, min(arrivals).astimezone(UTC) if arrivals else None)
+
+
+def uncommitted(spark: SparkSession, settings: Settings, kinesis: Any | None = None) -> Uncommitted:
+    """:func:`stream_uncommitted` for the events table's committed positions and its stream."""
     committed = load_committed(spark, settings.table_name, settings.stream_name).positions
-    return stream_uncommitted_since(kinesis or kinesis_client(settings), settings.stream_name, committed)
+    return stream_uncommitted(kinesis or kinesis_client(settings), settings.stream_name, committed)
 
 
 def _next_uncommitted(kinesis: Any, stream_name: str, committed: Mapping[str, str]) -> list[dict[str, Any]]:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from icestream.ingest.positions import after, ended
-from icestream.queries import stream_lag_s
+from icestream.queries import Uncommitted, stream_lag_s, stream_uncommitted, stream_uncommitted_since
+
+BEGAN = datetime(2026, 11, 27, 3, 0, tzinfo=UTC)  # record n of a shard arrived n seconds after this
 
 
 class FakeStream:
@@ -31,7 +34,9 @@ class FakeStream:
             return {"Records": [], "MillisBehindLatest": 0}
         # One record per second: the next one arrived (last - next) seconds before the tip.
         behind = min(span_ms, (last - int(after_sequence) - 1) * 1000)
-        return {"Records": [{"SequenceNumber": str(int(after_sequence) + 1)}], "MillisBehindLatest": behind}
+        sequence = int(after_sequence) + 1
+        record = {"SequenceNumber": str(sequence), "ApproximateArrivalTimestamp": BEGAN + timedelta(seconds=sequence)}
+        return {"Records": [record], "MillisBehindLatest": behind}
 
 
 def test_a_drained_stream_has_lag_0() -> None:
@@ -52,22 +57,16 @@ def test_a_shard_without_a_position_is_behind_from_its_oldest_record_and_an_ende
 
 
 def test_what_waits_in_the_stream_is_dated_by_its_oldest_record() -> None:
-    from datetime import UTC, datetime, timedelta
-
-    from icestream.queries import stream_uncommitted_since
-
-    began = datetime(2026, 11, 27, 3, 0, tzinfo=UTC)
-
-    class DatedStream(FakeStream):  # record n arrived n seconds after ``began``
-        def get_records(self, ShardIterator: str, Limit: int) -> dict[str, Any]:  # noqa: N803
-            answer = super().get_records(ShardIterator, Limit)
-            for record in answer["Records"]:
-                record["ApproximateArrivalTimestamp"] = began + timedelta(seconds=int(record["SequenceNumber"]))
-            return answer
-
-    stream = DatedStream({"shard-0": (100, 99_000), "shard-1": (50, 49_000)})
+    stream = FakeStream({"shard-0": (100, 99_000), "shard-1": (50, 49_000)})
     drained = {"shard-0": after("100"), "shard-1": after("50")}
     assert stream_uncommitted_since(stream, "s", drained) is None
     # shard-0 waits from record 91, shard-1 from record 41: the older one dates what waits.
     waiting = stream_uncommitted_since(stream, "s", {"shard-0": after("90"), "shard-1": after("40")})
-    assert waiting == began + timedelta(seconds=41)
+    assert waiting == BEGAN + timedelta(seconds=41)
+
+    # Both figures from one look (02's end): one GetRecords per shard, and they agree.
+    stream.reads.clear()
+    left = stream_uncommitted(stream, "s", {"shard-0": after("90"), "shard-1": after("50")})
+    assert (left.lag_s, left.since) == (9.0, BEGAN + timedelta(seconds=91))
+    assert stream.reads == ["shard-0", "shard-1"]
+    assert stream_uncommitted(stream, "s", drained) == Uncommitted(0.0, None)
