@@ -22,6 +22,7 @@ EXPECTED_REASON = {
     "non_utf8": "non_utf8",
     "oversized": "oversized",
     "json_array": "not_an_object",
+    "bad_number": "bad_number",
 }
 
 SAMPLES = project_home() / "data" / "samples"

@@ -24,6 +24,7 @@ MALFORMED_KINDS = (
     "non_utf8",
     "oversized",
     "json_array",
+    "bad_number",
 )
 # What each malformed kind is, and why the ingest must reject it (also in data/samples/README.md).
 MALFORMED_DESCRIPTIONS = {
@@ -31,7 +32,7 @@ MALFORMED_DESCRIPTIONS = {
     "truncated_json": "a valid event cut off halfway through",
     "bad_timestamp": "event_ts is a string but no real time (month 13, hour 25)",
     "wrong_type_string": "a number where a string is due (user_id: 48213)",
-    "wrong_type_number": 'an object where a number is due (event_ts: {"epoch_ms": ...})',
+    "wrong_type_number": 'the time as a number inside an object where ISO-8601 text is due (event_ts: {"epoch_ms": ...})',
     "missing_event_id": "required field event_id left out",
     "missing_event_type": "required field event_type left out",
     "missing_event_ts": "required field event_ts left out",
@@ -40,6 +41,7 @@ MALFORMED_DESCRIPTIONS = {
     "non_utf8": "a Latin-1 byte (0xE9) inside a string value: not UTF-8",
     "oversized": "a valid event padded to max_event_bytes + 1 KiB (above the ingest limit, below Kinesis's 1 MiB)",
     "json_array": "a JSON array holding an event, instead of an object",
+    "bad_number": "a number JSON has not (score: NaN, as Python's json.dumps writes float('nan'))",
 }
 # A record above Kinesis's 1 MiB limit: the producer reports it and never sends it.
 KINESIS_OVERSIZED = "kinesis_oversized"
@@ -94,6 +96,9 @@ def malformed_payload(
         return encode_event({**event, "properties": {**event.get("properties", {}), "blob": "x" * (target - base)}})
     if kind == "json_array":
         return encode_event([event])  # type: ignore[arg-type]
+    if kind == "bad_number":
+        # What json.dumps writes for float('nan') by default: Python reads it back, JSON has no such number.
+        return encode_event(event)[:-1] + b',"score":NaN}'
     raise ConfigError(f"malformed kind {kind!r}: choose one of {', '.join(MALFORMED_KINDS)}.")
 
 

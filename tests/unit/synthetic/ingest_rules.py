@@ -11,14 +11,24 @@ from icestream.synthetic.wire import parse_ts
 END = datetime(2026, 11, 21, 6, 0, tzinfo=UTC)  # the end of the generated windows in these tests
 
 
+class _NotANumber(Exception):
+    """NaN, Infinity or -Infinity: Python's json reads them, JSON has no such numbers."""
+
+
+def _not_a_json_number(literal: str) -> None:
+    raise _NotANumber(literal)
+
+
 def reject_reason(payload: bytes, max_event_bytes: int = 64 * 1024) -> str | None:
     """The ingest's rules, as the issue states them: None for a valid record, else why not."""
     if len(payload) > max_event_bytes:
         return "oversized"
     try:
-        event = json.loads(payload.decode("utf-8"))
+        event = json.loads(payload.decode("utf-8"), parse_constant=_not_a_json_number)
     except UnicodeDecodeError:
         return "non_utf8"
+    except _NotANumber:
+        return "bad_number"
     except ValueError:
         return "invalid_json"
     if not isinstance(event, dict):
