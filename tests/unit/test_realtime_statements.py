@@ -6,7 +6,8 @@ pruning report counts and the late events, are typed in ``spark.sql(...)`` calls
 not run by an ``icestream.queries.realtime`` helper that prints them. A window's bounds reach Spark
 as bound epoch microseconds read by ``timestamp_micros(...)`` (folded into literals, so Iceberg
 prunes on them, with no calendar rebase of a datetime literal), and every query counts only the
-runs the notebook chose.
+runs the notebook chose. So are the metadata tables it reads to explain pruning (``files``,
+``entries``, ``all_data_files``, ``snapshots``, ``metadata_log_entries``), not ``inspect`` helpers.
 """
 
 from __future__ import annotations
@@ -34,6 +35,18 @@ TAUGHT = (
     ("pruning report", r"^SELECT event_type, count\(\*\) AS events FROM \{events\} WHERE .* BY event_type$", True),
     ("late events", r"ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING .* INTERVAL 30 SECONDS AS is_late", False),
 )  # fmt: skip
+# (what the metadata query shows, a pattern only its statement matches)
+METADATA = (
+    ("data files in the table", r"^SELECT count\(\*\) AS files FROM \{events\}\.data_files$"),
+    ("file statistics", r"readable_metrics\.event_ts\.lower_bound AS lower_bound, .*readable_metrics\.event_ts\."
+                        r"upper_bound AS upper_bound, hex\(lower_bounds\[\{\w+\}\]\) .* FROM \{events\}\.data_files"),
+    ("manifest entries", r"status .* snapshot_id, sequence_number, .*data_file\.file_path.* FROM \{events\}\.entries "),
+    ("file counts", r"FROM \{events\}\.data_files\) AS current_data_files, .*FROM \{events\}\.all_data_files\) "
+                    r"AS all_data_files, .*FROM \{events\}\.snapshots\) AS snapshots"),
+    ("metadata log", r"latest_snapshot_id.* FROM \{events\}\.metadata_log_entries ORDER BY timestamp"),
+)  # fmt: skip
+# Plumbing stays a helper: metadata_location() is where DuckDB starts reading, through Iceberg's Java API.
+INSPECT_HELPERS = ("snapshots", "data_files", "files", "file_bounds", "entries", "file_counts", "metadata_log")
 HELPERS = ("events_by_type", "active_sessions", "events_per_minute", "kpi_dashboard", "pruning_report", "late_events")
 
 
@@ -98,3 +111,21 @@ def test_window_bounds_are_bound_as_epoch_microseconds() -> None:
                 for key, value in zip(node.keys, node.values, strict=True):
                     if isinstance(key, ast.Constant) and key.value in {"start", "end", "lookback"}:
                         assert ast.unparse(value).startswith("to_micros("), ast.unparse(node)
+
+
+@pytest.mark.parametrize(("shows", "pattern"), METADATA, ids=[shows for shows, _ in METADATA])
+def test_each_metadata_table_query_is_typed_in_a_spark_sql_cell(shows: str, pattern: str) -> None:
+    the_statement(pattern)
+
+
+def test_no_cell_reads_a_taught_metadata_table_through_inspect() -> None:
+    calls = [
+        ast.unparse(node.func)
+        for tree in code_cells(NOTEBOOK)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in INSPECT_HELPERS
+        and ast.unparse(node.func.value).endswith(".inspect")
+    ]
+    assert calls == [], f"{NOTEBOOK} still reads metadata tables through inspect helpers: {calls}"
