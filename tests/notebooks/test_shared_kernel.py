@@ -97,3 +97,37 @@ def test_parameters_for_some_notebooks_only(tmp_path: Path) -> None:
         paths, tmp_path / "out", {"size": 1}, report=lambda _: None, progress=False, overrides={"05": {"size": 5}}
     )
     assert [saved(tmp_path, f"{path.name}.size") for path in paths] == ["1", "5"]
+
+
+# Another process appends one row to the events table between two notebooks, as an `icestream ingest`
+# in a terminal commits while a run goes on (pyiceberg cannot be that process: appending to a table
+# partitioned by hours needs pyiceberg-core, which is not installed).
+APPEND_ONE_ROW = """
+from datetime import UTC, datetime
+from icestream import get_spark, load_settings
+settings = load_settings()
+spark = get_spark(settings)
+schema = spark.table(settings.table_name).schema
+row = {field.name: None for field in schema} | {"event_id": "from-another-process", "user_id": "u",
+       "event_type": "click", "event_ts": datetime(2026, 11, 27, tzinfo=UTC)}
+spark.createDataFrame([row], schema).writeTo(settings.table_name).append()
+"""
+
+
+def test_the_next_notebook_reads_what_another_process_committed(
+    tmp_path: Path, fresh, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made = fresh(shards=1, prefix="afresh")
+    monkeypatch.setenv("ICESTREAM_TABLE", made.table)  # the kernel's settings: the test's fresh table
+    monkeypatch.setenv("ICESTREAM_STREAM_NAME", made.stream_name)
+    count = "from icestream import get_spark, load_settings\nsettings = load_settings()\nspark = get_spark(settings)\n"
+    write = "open({!r}, 'w').write(str(spark.table(settings.table_name).count()))"
+    first = notebook(
+        tmp_path,
+        "01_reads.ipynb",
+        count + write.format(str(tmp_path / "before")),  # Iceberg's catalog in the JVM now holds the table
+        f"import subprocess, sys\nsubprocess.run([sys.executable, '-c', {APPEND_ONE_ROW!r}], check=True)",
+    )
+    second = notebook(tmp_path, "02_reads_again.ipynb", count + write.format(str(tmp_path / "after")))
+    run_notebooks([first, second], tmp_path / "out", report=lambda _: None, progress=False)
+    assert (saved(tmp_path, "before"), saved(tmp_path, "after")) == ("0", "1")
