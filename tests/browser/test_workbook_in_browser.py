@@ -25,6 +25,7 @@ from icestream.operations.runner import notebook_paths
 from tests.helpers.lab import Lab, running_lab
 from tests.helpers.streams import event_payload, put
 from tests.helpers.waiting import wait_until
+from tests.notebooks.test_run_notebooks import FIRST_PASS
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -46,8 +47,7 @@ PREPARATION = {
 }
 # The browser copies get the smaller sizes the notebook pass gives them (tests/notebooks/test_run_notebooks.py),
 # each notebook those of its parameters it declares: 01's live part, the routed demo, the row-level tables.
-SMALLER = {"live_seconds": 10.0, "routed_records": 1000, "mode_orders": 5000, "reads": 1, "demo_changes": 1000,
-           "metrics_records": 600, "metrics_parts": 2}  # fmt: skip
+SMALLER = {name: value for _, sizes in FIRST_PASS for name, value in sizes.items()}
 
 
 # The prompt of every code cell ("[3]:", "[*]:" while it runs, "[ ]:" before), its source and the
