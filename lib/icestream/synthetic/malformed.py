@@ -32,7 +32,9 @@ MALFORMED_DESCRIPTIONS = {
     "truncated_json": "a valid event cut off halfway through",
     "bad_timestamp": "event_ts is a string but no real time (month 13, hour 25)",
     "wrong_type_string": "a number where a string is due (user_id: 48213)",
-    "wrong_type_number": 'the time as a number inside an object where ISO-8601 text is due (event_ts: {"epoch_ms": ...})',
+    "wrong_type_number": (
+        'the time as a number inside an object where ISO-8601 text is due (event_ts: {"epoch_ms": ...})'
+    ),
     "missing_event_id": "required field event_id left out",
     "missing_event_type": "required field event_type left out",
     "missing_event_ts": "required field event_ts left out",

@@ -11,12 +11,12 @@ from icestream.synthetic.wire import parse_ts
 END = datetime(2026, 11, 21, 6, 0, tzinfo=UTC)  # the end of the generated windows in these tests
 
 
-class _NotANumber(Exception):
+class _NotANumberError(Exception):
     """NaN, Infinity or -Infinity: Python's json reads them, JSON has no such numbers."""
 
 
 def _not_a_json_number(literal: str) -> None:
-    raise _NotANumber(literal)
+    raise _NotANumberError(literal)
 
 
 def reject_reason(payload: bytes, max_event_bytes: int = 64 * 1024) -> str | None:
@@ -27,7 +27,7 @@ def reject_reason(payload: bytes, max_event_bytes: int = 64 * 1024) -> str | Non
         event = json.loads(payload.decode("utf-8"), parse_constant=_not_a_json_number)
     except UnicodeDecodeError:
         return "non_utf8"
-    except _NotANumber:
+    except _NotANumberError:
         return "bad_number"
     except ValueError:
         return "invalid_json"
