@@ -72,3 +72,32 @@ def test_a_reference_left_behind_by_an_insertion_is_found(tmp_path: Path) -> Non
         "05_schema_evolution.ipynb[0]: ['06'] for the table_health notebook: a `replace` for a compaction by 06.",
         "07_table_health.ipynb[0]: no notebook 09: see `09`.",
     ]
+
+
+SAVED_NAME = re.compile(r"""["'](\d\d)_[\w.-]+\.(?:png|json|jsonl|csv|parquet)["']""")
+
+
+def wrong_file_names(folder: Path) -> list[str]:
+    """A file a notebook names with another notebook's number that that notebook never names.
+
+    A notebook reads what another saved (03 reads ``02_ingest_summary.json``), so a file named with
+    another's number is fine when that notebook writes it; 09 saving its charts as ``07_*.png`` after
+    the renumbering was not.
+    """
+    code = {
+        path.name[:2]: "".join(
+            "".join(cell["source"]) for cell in json.loads(path.read_text())["cells"] if cell["cell_type"] == "code"
+        )
+        for path in sorted(folder.glob("[0-9][0-9]_*.ipynb"))
+    }
+    return [
+        f"{number}: {match.group(0)}"
+        for number, text in code.items()
+        for match in SAVED_NAME.finditer(text)
+        if match.group(1) != number and match.group(0)[1:-1] not in code.get(match.group(1), "")
+    ]
+
+
+def test_a_file_a_notebook_names_carries_the_number_of_the_notebook_that_writes_it() -> None:
+    wrong = wrong_file_names(ROOT / "notebooks")
+    assert not wrong, "\n".join(wrong)
