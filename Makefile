@@ -8,7 +8,6 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
-JARJAR := /usr/share/java/jarjar.jar
 # The JDBC catalog's SQLite driver (the local default): Debian's, unless ICESTREAM_SQLITE_JDBC_JAR names one.
 SQLITE_JDBC_JAR := /usr/share/java/sqlite-jdbc.jar
 CATALOG_TYPE := $(or $(ICESTREAM_CATALOG_TYPE),jdbc)
@@ -29,10 +28,9 @@ LINT_PATHS := $(wildcard lib tests bench notebooks)
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
-system:  ## Java 17, jarjar (the jar relocation tool) and the SQLite JDBC driver, through apt-get when missing
+system:  ## Java 17 and the SQLite JDBC driver, through apt-get when missing
 	@missing=""; \
 	java -version 2>&1 | grep -q 'version "17' || missing="$$missing openjdk-17-jre-headless"; \
-	[ -f $(JARJAR) ] || missing="$$missing libjarjar-java"; \
 	if [ "$(CATALOG_TYPE)" = jdbc ] && [ -n "$(ICESTREAM_SQLITE_JDBC_JAR)" ]; then \
 	  [ -f "$(ICESTREAM_SQLITE_JDBC_JAR)" ] || { echo "error: ICESTREAM_SQLITE_JDBC_JAR=$(ICESTREAM_SQLITE_JDBC_JAR) is not a file" >&2; exit 2; }; \
 	elif [ "$(CATALOG_TYPE)" = jdbc ]; then \
@@ -45,7 +43,7 @@ system:  ## Java 17, jarjar (the jar relocation tool) and the SQLite JDBC driver
 	    echo ">> installing$$missing with apt-get"; \
 	    $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	  else \
-	    echo "error: please install$$missing (Java 17 JRE, jarjar, the SQLite JDBC driver for the catalog), or use" \
+	    echo "error: please install$$missing (Java 17 JRE, the SQLite JDBC driver for the catalog), or use" \
 	      "environment.yml with conda and set ICESTREAM_SQLITE_JDBC_JAR (see docs/catalog.md)" >&2; exit 2; \
 	  fi; \
 	fi
@@ -81,7 +79,7 @@ venv: $(STAMP)
 prune-uv-cache:
 	@[ ! -x $(BIN)/uv ] || $(BIN)/uv cache prune -q 2>/dev/null || true
 
-jars: system venv  ## build the Iceberg runtime + relocated Jackson jars, and the driver's class archive, into .cache/jars (once)
+jars: system venv  ## copy the Iceberg runtime jar from its wheel, and build the driver's class archive, into .cache/jars (once)
 	@$(BIN)/python -c 'from icestream.config import load_settings; from icestream.runtime.jars import resolve_jars; p = resolve_jars(load_settings()); print(">> iceberg jars:", p.source)'
 	@# Driver JVMs then start in about half the time (docs/performance.md); building it takes about a minute, once.
 	@$(BIN)/python -m icestream.runtime.cds

@@ -3,10 +3,11 @@
 Resolution order (``resolve_jars``):
 
 1. explicit paths from configuration (``ICESTREAM_ICEBERG_JARS``);
-2. jars already built in the cache folder (``ICESTREAM_JAR_CACHE_DIR``, default ``.cache/jars``);
-3. a build from the pinned PyPI wheel ``snowpark-connect-deps-iceberg``, whose Iceberg runtime jar
-   lacks the relocated Jackson classes it references: we relocate the Jackson jars that pyspark
-   bundles into Iceberg's shaded package with jarjar (see docs/stack.md) and cache the result;
+2. the runtime jar already copied into the cache folder (``ICESTREAM_JAR_CACHE_DIR``, default
+   ``.cache/jars``), when it holds every class in ``RUNTIME_CLASSES``;
+3. a copy of the runtime jar from the pinned PyPI wheel ``snowpark-connect-deps-iceberg`` into that
+   folder (a path in the project that ``spark-submit --jars`` lines can name; docs/cluster.md). The
+   pinned release's jar is complete: shaded Jackson and HttpClient 5 included (docs/stack.md);
 4. Maven coordinates through ``spark.jars.packages`` when configuration asks for them
    (``ICESTREAM_JAR_SOURCE=maven``: machines with internet, EMR, Glue; the ``aws`` profile);
 5. nothing, when the platform provides Iceberg itself (``ICESTREAM_JAR_SOURCE=provided``: EMR with
@@ -28,7 +29,6 @@ import glob
 import importlib.util
 import os
 import shutil
-import subprocess
 import tempfile
 import zipfile
 from dataclasses import dataclass, field
@@ -37,19 +37,21 @@ from pathlib import Path
 from icestream.config import SPARK_SCALA, Settings
 from icestream.errors import JarError
 
-WHEEL_DISTRIBUTION = "snowpark-connect-deps-iceberg==1.0.3"
+WHEEL_DISTRIBUTION = "snowpark-connect-deps-iceberg==1.0.2"
 WHEEL_PACKAGE = "snowpark_connect_deps_iceberg"
-JACKSON_VERSION = "2.15.2"
-JACKSON_JARS = ("jackson-annotations", "jackson-core", "jackson-databind", "jackson-datatype-jsr310")
-JARJAR_CANDIDATES = ("/usr/share/java/jarjar.jar",)
-RELOCATION_RULE = "rule com.fasterxml.jackson.** org.apache.iceberg.shaded.com.fasterxml.jackson.@1\n"
 
-# Entries whose presence proves a jar is what it claims to be.
-RUNTIME_MARKERS = (
-    "org/apache/iceberg/spark/SparkCatalog.class",
-    "org/apache/iceberg/spark/extensions/IcebergSparkSessionExtensions.class",
-)
-JACKSON_MARKERS = ("org/apache/iceberg/shaded/com/fasterxml/jackson/core/JsonFactoryBuilder.class",)
+# A class from each part of the runtime jar the project uses, and who uses it. Release 1.0.3 of the
+# wheel shipped the same Iceberg 1.10.2 runtime stripped of its shaded Jackson and HttpClient 5: its
+# first CREATE TABLE failed with ClassNotFoundException ...JsonFactoryBuilder.
+RUNTIME_CLASSES = {
+    "org/apache/iceberg/spark/SparkCatalog.class": "the catalog",
+    "org/apache/iceberg/spark/extensions/IcebergSparkSessionExtensions.class": "the SQL extensions (CALL, branches)",
+    "org/apache/iceberg/spark/source/SparkWrite$StreamingAppend.class": "the Structured Streaming sink",
+    "org/apache/iceberg/shaded/com/fasterxml/jackson/core/JsonFactoryBuilder.class": "table metadata (shaded Jackson)",
+    "org/apache/iceberg/shaded/org/apache/hc/client5/http/impl/classic/HttpClients.class": (
+        "the REST catalog client (shaded HttpClient 5)"
+    ),
+}
 CLASSES_TO_LOAD = (
     "org.apache.iceberg.spark.SparkCatalog",
     "org.apache.iceberg.shaded.com.fasterxml.jackson.core.JsonFactoryBuilder",
@@ -64,11 +66,6 @@ SQLITE_NATIVE_FOLDERS = ("/usr/lib/*/jni", "/usr/lib/jni")  # Debian multiarch, 
 def runtime_jar_name(version: str) -> str:
     """File name of the Iceberg Spark runtime jar for Spark 3.5 / Scala 2.12."""
     return f"iceberg-spark-runtime-{SPARK_SCALA}-{version}.jar"
-
-
-def jackson_jar_name() -> str:
-    """File name of the relocated Jackson jar this module builds."""
-    return f"iceberg-shaded-jackson-{JACKSON_VERSION}.jar"
 
 
 @dataclass(frozen=True)
@@ -99,20 +96,27 @@ def maven_packages(settings: Settings) -> tuple[str, ...]:
     return tuple(packages)
 
 
-def _missing_entries(path: Path, markers: tuple[str, ...]) -> list[str]:
-    try:
-        with zipfile.ZipFile(path) as archive:
-            names = set(archive.namelist())
-    except (OSError, zipfile.BadZipFile) as error:
-        raise JarError(
-            f"{path} is not a readable jar ({error}). Delete it and run `icestream doctor` "
-            "(or `make run`) to provision the jars again."
-        ) from None
-    return [marker for marker in markers if marker not in names]
+def missing_classes(*paths: Path) -> list[str]:
+    """The entries of ``RUNTIME_CLASSES`` that none of the jars holds (Spark loads from all of them).
+
+    Raises:
+        JarError: If a file is not a readable jar.
+    """
+    names: set[str] = set()
+    for path in paths:
+        try:
+            with zipfile.ZipFile(path) as archive:
+                names.update(archive.namelist())
+        except (OSError, zipfile.BadZipFile) as error:
+            raise JarError(
+                f"{path} is not a readable jar ({error}). Delete it and run `icestream doctor` "
+                "(or `make run`) to provision the jars again."
+            ) from None
+    return [entry for entry in RUNTIME_CLASSES if entry not in names]
 
 
 def check_jars(jars: tuple[Path, ...]) -> None:
-    """Check that the jars exist and together hold the Iceberg runtime and relocated Jackson.
+    """Check that the jars exist and together hold a complete Iceberg runtime (``RUNTIME_CLASSES``).
 
     Args:
         jars: The jar files that will go on ``spark.jars``.
@@ -123,19 +127,23 @@ def check_jars(jars: tuple[Path, ...]) -> None:
     for path in jars:
         if not path.is_file():
             raise JarError(f"Iceberg jar not found: {path}. Fix the path in ICESTREAM_ICEBERG_JARS or unset it.")
-    for markers, what in ((RUNTIME_MARKERS, "the Iceberg Spark runtime"), (JACKSON_MARKERS, "relocated Jackson")):
-        if not any(not _missing_entries(path, markers) for path in jars):
-            raise JarError(
-                f"The jars {', '.join(path.name for path in jars)} do not contain {what} "
-                f"(looked for {markers[0]}). Add the missing jar to ICESTREAM_ICEBERG_JARS, or unset it "
-                "to let icestream build the jars from the pinned wheel."
-            )
+    missing = missing_classes(*jars)
+    if missing:
+        needs = ", ".join(f"{RUNTIME_CLASSES[entry]} ({entry})" for entry in missing)
+        raise JarError(
+            f"The jars {', '.join(path.name for path in jars)} hold no complete Iceberg Spark runtime: "
+            f"missing the classes of {needs}. Point ICESTREAM_ICEBERG_JARS at a complete "
+            f"{runtime_jar_name('1.10.x')}, or unset it to use the one in {WHEEL_DISTRIBUTION}."
+        )
 
 
 def _cached(settings: Settings) -> tuple[Path, ...] | None:
-    cache = settings.path("jar_cache_dir")
-    wanted = (cache / runtime_jar_name(settings.iceberg_version), cache / jackson_jar_name())
-    return wanted if all(path.is_file() for path in wanted) else None
+    """The cached runtime jar, unless it is missing or incomplete (a copy from an older, stripped wheel)."""
+    cached = settings.path("jar_cache_dir") / runtime_jar_name(settings.iceberg_version)
+    try:
+        return (cached,) if cached.is_file() and not missing_classes(cached) else None
+    except JarError:  # unreadable: copied anew from the wheel
+        return None
 
 
 def wheel_jar_folder() -> Path:
@@ -149,26 +157,10 @@ def wheel_jar_folder() -> Path:
         raise JarError(
             f"The Iceberg runtime jars are not installed. Run `make run` (or "
             f"`pip install {WHEEL_DISTRIBUTION}`), or point ICESTREAM_ICEBERG_JARS at "
-            f"{runtime_jar_name('1.10.x')} and a relocated Jackson jar, or set ICESTREAM_JAR_SOURCE=maven "
+            f"{runtime_jar_name('1.10.x')}, or set ICESTREAM_JAR_SOURCE=maven "
             "on a machine that reaches Maven Central."
         )
     return Path(next(iter(spec.submodule_search_locations))) / "jars"
-
-
-def find_jarjar() -> Path:
-    """Locate the jarjar relocation tool (Debian package ``libjarjar-java``).
-
-    Raises:
-        JarError: If it is not installed.
-    """
-    for candidate in (os.environ.get("ICESTREAM_JARJAR", ""), *JARJAR_CANDIDATES):
-        if candidate and Path(candidate).is_file():
-            return Path(candidate)
-    raise JarError(
-        "The jar relocation tool jarjar is missing; it is needed once to build the Jackson classes "
-        "the Iceberg runtime lacks. Install it with `sudo apt-get install libjarjar-java` "
-        "(or set ICESTREAM_JARJAR to a jarjar.jar)."
-    )
 
 
 def pyspark_jar_folder() -> Path:
@@ -179,82 +171,39 @@ def pyspark_jar_folder() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "jars"
 
 
-def _merge_jackson(target: Path) -> None:
-    """Merge pyspark's Jackson jars into one input jar for jarjar.
-
-    module-info.class and META-INF/versions/** are left out: jarjar cannot relocate them and the
-    relocated copy must not claim the original module name. META-INF/services is left out too, so
-    the merged jar never registers providers under the original, unshaded names.
-    """
-    folder = pyspark_jar_folder()
-    seen: set[str] = set()
-    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as merged:
-        for name in JACKSON_JARS:
-            source = folder / f"{name}-{JACKSON_VERSION}.jar"
-            if not source.is_file():
-                raise JarError(f"{source} is missing from pyspark; reinstall it with `make clean run`.")
-            with zipfile.ZipFile(source) as archive:
-                for entry in archive.namelist():
-                    skipped = (
-                        entry.endswith("/")
-                        or entry.endswith("module-info.class")
-                        or entry.startswith(("META-INF/versions/", "META-INF/services/", "META-INF/maven/"))
-                        or entry in seen
-                    )
-                    if not skipped:
-                        seen.add(entry)
-                        merged.writestr(entry, archive.read(entry))
-
-
-def build_jars(settings: Settings) -> tuple[Path, ...]:
-    """Build the runtime + relocated Jackson pair into the cache folder from the pinned wheel.
+def copy_runtime_jar(settings: Settings) -> tuple[Path, ...]:
+    """Copy the runtime jar from the pinned wheel into the cache folder.
 
     Args:
         settings: Supplies the cache folder and Iceberg version.
 
     Returns:
-        The two cached jar paths.
+        The cached runtime jar, as a one-element tuple (the plan's ``jars``).
 
     Raises:
-        JarError: If the wheel, pyspark or jarjar is missing, or the build fails.
+        JarError: If the wheel is missing or does not ship the runtime for ``settings.iceberg_version``.
     """
-    runtime_source = wheel_jar_folder() / runtime_jar_name(settings.iceberg_version)
+    name = runtime_jar_name(settings.iceberg_version)
+    runtime_source = wheel_jar_folder() / name
     if not runtime_source.is_file():
         raise JarError(
-            f"{runtime_source.name} is not in the installed wheel. Pin {WHEEL_DISTRIBUTION} or set "
+            f"{name} is not in the installed wheel. Pin {WHEEL_DISTRIBUTION} or set "
             "ICESTREAM_ICEBERG_VERSION to the version it ships."
         )
-    jarjar = find_jarjar()
+    missing = missing_classes(runtime_source)
+    if missing:
+        raise JarError(
+            f"The installed wheel's {name} is incomplete (no {missing[0]}): install "
+            f"{WHEEL_DISTRIBUTION}, whose jar is complete (`make setup` does)."
+        )
     cache = settings.path("jar_cache_dir")
     cache.mkdir(parents=True, exist_ok=True)
+    # Copy, then rename into place, so a crash never leaves a half-written jar in the cache.
     with tempfile.TemporaryDirectory(dir=cache) as scratch:
-        work = Path(scratch)
-        _merge_jackson(work / "jackson-merged.jar")
-        (work / "rules.txt").write_text(RELOCATION_RULE)
-        java = shutil.which("java") or "java"
-        result = subprocess.run(
-            [
-                java,
-                "-jar",
-                str(jarjar),
-                "process",
-                str(work / "rules.txt"),
-                str(work / "jackson-merged.jar"),
-                str(work / "out.jar"),
-            ],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if result.returncode != 0 or not (work / "out.jar").is_file():
-            raise JarError(f"Relocating Jackson with jarjar failed: {result.stderr.strip()[-500:]}")
-        if _missing_entries(work / "out.jar", JACKSON_MARKERS):
-            raise JarError("The relocated Jackson jar lacks JsonFactoryBuilder; jarjar did not apply the rule.")
-        # Copy, then rename into place, so a crash never leaves a half-written jar in the cache.
-        shutil.copyfile(runtime_source, work / "runtime.jar")
-        os.replace(work / "runtime.jar", cache / runtime_jar_name(settings.iceberg_version))
-        os.replace(work / "out.jar", cache / jackson_jar_name())
-    return (cache / runtime_jar_name(settings.iceberg_version), cache / jackson_jar_name())
+        partial = Path(scratch) / name
+        shutil.copyfile(runtime_source, partial)
+        os.replace(partial, cache / name)
+    return (cache / name,)
 
 
 def _sqlite_jdbc_missing(what: str) -> JarError:
@@ -305,14 +254,14 @@ def _with_catalog_driver(plan: JarPlan, settings: Settings) -> JarPlan:
     return dataclasses.replace(plan, jars=(*plan.jars, jar), library_path=library_path)
 
 
-def resolve_jars(settings: Settings, build: bool = True) -> JarPlan:
-    """Decide which jars Spark loads, building them when needed and allowed.
+def resolve_jars(settings: Settings, copy: bool = True) -> JarPlan:
+    """Decide which jars Spark loads, copying the runtime jar into the cache when needed and allowed.
 
     With the JDBC catalog the plan also holds the SQLite JDBC driver (see :func:`sqlite_jdbc_driver`).
 
     Args:
         settings: The active settings.
-        build: Build from the wheel when nothing is cached (False: only report).
+        copy: Copy the jar from the wheel when the cache has none or an incomplete one (False: only report).
 
     Returns:
         The plan to hand to the Spark session builder.
@@ -320,10 +269,10 @@ def resolve_jars(settings: Settings, build: bool = True) -> JarPlan:
     Raises:
         JarError: If no source yields a complete, readable set of jars, or the catalog's driver is missing.
     """
-    return _with_catalog_driver(iceberg_plan(settings, build), settings)
+    return _with_catalog_driver(iceberg_plan(settings, copy), settings)
 
 
-def iceberg_plan(settings: Settings, build: bool = True) -> JarPlan:
+def iceberg_plan(settings: Settings, copy: bool = True) -> JarPlan:
     """The Iceberg runtime part of :func:`resolve_jars` (no catalog driver), in the order of the module docstring.
 
     Raises:
@@ -341,10 +290,8 @@ def iceberg_plan(settings: Settings, build: bool = True) -> JarPlan:
         return JarPlan("provided", notes=("the platform's own Iceberg, checked when the session starts",))
     cached = _cached(settings)
     if cached is not None:
-        check_jars(cached)
         return JarPlan("cache", jars=cached)
-    if not build:
-        raise JarError("The Iceberg jars are not built yet. Run `icestream doctor` or `make run` to build them.")
-    jars = build_jars(settings)
-    check_jars(jars)
-    return JarPlan("built from wheel", jars=jars, notes=(f"built into {jars[0].parent}",))
+    if not copy:
+        raise JarError("The Iceberg jar is not in the cache yet. Run `icestream doctor` or `make run` to copy it.")
+    jars = copy_runtime_jar(settings)  # checked complete before the copy
+    return JarPlan("copied from wheel", jars=jars, notes=(f"copied into {jars[0].parent}",))

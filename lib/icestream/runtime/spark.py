@@ -277,7 +277,7 @@ def _verify_classes(spark: SparkSession, settings: Settings) -> None:
                 ) from None
             raise JarError(
                 f"Spark started but cannot load {name}. The Iceberg jars on spark.jars are incomplete: "
-                "delete the jar cache folder (.cache/jars) and run `icestream doctor` to rebuild it."
+                "delete the jar cache folder (.cache/jars) and run `icestream doctor` to copy it again."
             ) from None
 
 

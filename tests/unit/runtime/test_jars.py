@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import zipfile
 from pathlib import Path
 
@@ -19,14 +20,22 @@ def make_jar(path: Path, entries: tuple[str, ...]) -> Path:
     return path
 
 
+# What release 1.0.3 of the wheel shipped: Iceberg's own classes, its shaded Jackson and HttpClient 5 stripped.
+STRIPPED = tuple(entry for entry in jars.RUNTIME_CLASSES if "/shaded/" not in entry)
+
+
 @pytest.fixture
 def runtime_jar(tmp_path: Path) -> Path:
-    return make_jar(tmp_path / "iceberg-runtime.jar", jars.RUNTIME_MARKERS)
+    return make_jar(tmp_path / "iceberg-runtime.jar", tuple(jars.RUNTIME_CLASSES))
 
 
 @pytest.fixture
-def jackson_jar(tmp_path: Path) -> Path:
-    return make_jar(tmp_path / "jackson.jar", jars.JACKSON_MARKERS)
+def wheel_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A stand-in for the installed wheel's jars/ folder, empty."""
+    folder = tmp_path / "wheel" / "jars"
+    folder.mkdir(parents=True)
+    monkeypatch.setattr(jars, "wheel_jar_folder", lambda: folder)
+    return folder
 
 
 @pytest.fixture
@@ -45,14 +54,15 @@ def native_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder
 
 
-def test_explicit_paths_come_first(tmp_path: Path, runtime_jar: Path, jackson_jar: Path) -> None:
+def test_explicit_paths_come_first(tmp_path: Path, runtime_jar: Path) -> None:
+    extra = make_jar(tmp_path / "extra.jar", ("org/example/Extra.class",))
     settings = load_settings(
-        iceberg_jars=f"{runtime_jar},{jackson_jar}", jar_cache_dir=str(tmp_path / "cache"), catalog_type="hadoop"
+        iceberg_jars=f"{runtime_jar},{extra}", jar_cache_dir=str(tmp_path / "cache"), catalog_type="hadoop"
     )
     plan = jars.resolve_jars(settings)
     assert plan.source == "configured path"
-    assert plan.jars == (runtime_jar, jackson_jar)
-    assert plan.spark_conf() == {"spark.jars": f"{runtime_jar},{jackson_jar}"}
+    assert plan.jars == (runtime_jar, extra)
+    assert plan.spark_conf() == {"spark.jars": f"{runtime_jar},{extra}"}
 
 
 def test_explicit_path_that_does_not_exist(tmp_path: Path) -> None:
@@ -61,31 +71,62 @@ def test_explicit_path_that_does_not_exist(tmp_path: Path) -> None:
         jars.resolve_jars(settings)
 
 
-def test_explicit_jar_that_is_not_a_zip(tmp_path: Path, jackson_jar: Path) -> None:
+def test_explicit_jar_that_is_not_a_zip(tmp_path: Path, runtime_jar: Path) -> None:
     broken = tmp_path / "broken.jar"
     broken.write_bytes(b"<html>404 Not Found</html>")
-    settings = load_settings(iceberg_jars=f"{broken},{jackson_jar}")
+    settings = load_settings(iceberg_jars=f"{runtime_jar},{broken}")
     with pytest.raises(JarError, match="not a readable jar"):
         jars.resolve_jars(settings)
 
 
-def test_runtime_without_relocated_jackson_is_named(runtime_jar: Path) -> None:
-    # The exact failure docs/stack.md describes: the runtime alone lacks the shaded Jackson classes.
-    settings = load_settings(iceberg_jars=str(runtime_jar))
-    with pytest.raises(JarError, match="relocated Jackson"):
-        jars.resolve_jars(settings)
+def test_a_stripped_runtime_names_what_it_lacks(tmp_path: Path) -> None:
+    # A jar like 1.0.3's: the first CREATE TABLE would fail with ClassNotFoundException ...JsonFactoryBuilder.
+    stripped = make_jar(tmp_path / "iceberg-runtime.jar", STRIPPED)
+    with pytest.raises(JarError, match=r"shaded Jackson.*shaded HttpClient 5") as error:
+        jars.resolve_jars(load_settings(iceberg_jars=str(stripped), catalog_type="hadoop"))
+    assert jars.WHEEL_DISTRIBUTION in str(error.value)
 
 
-def test_cached_jars_are_used_before_building(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_classes_may_come_from_several_jars(tmp_path: Path) -> None:
+    own = make_jar(tmp_path / "iceberg-own.jar", STRIPPED)
+    shaded = make_jar(tmp_path / "shaded.jar", tuple(set(jars.RUNTIME_CLASSES) - set(STRIPPED)))
+    assert jars.missing_classes(own, shaded) == []
+    jars.check_jars((own, shaded))
+
+
+def test_the_cached_jar_is_used_before_copying(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cache = tmp_path / "cache"
     cache.mkdir()
     settings = load_settings(jar_cache_dir=str(cache), catalog_type="hadoop")
-    make_jar(cache / jars.runtime_jar_name(settings.iceberg_version), jars.RUNTIME_MARKERS)
-    make_jar(cache / jars.jackson_jar_name(), jars.JACKSON_MARKERS)
-    monkeypatch.setattr(jars, "build_jars", lambda _: pytest.fail("must not build when cached"))
+    make_jar(cache / jars.runtime_jar_name(settings.iceberg_version), tuple(jars.RUNTIME_CLASSES))
+    monkeypatch.setattr(jars, "copy_runtime_jar", lambda _: pytest.fail("must not copy when cached"))
     plan = jars.resolve_jars(settings)
     assert plan.source == "cache"
-    assert [path.parent for path in plan.jars] == [cache, cache]
+    assert plan.jars == (cache / "iceberg-spark-runtime-3.5_2.12-1.10.2.jar",)
+    assert not list(cache.glob("*jackson*")), "no relocated Jackson jar beside it"
+
+
+def test_a_stripped_copy_in_the_cache_is_replaced_from_the_wheel(tmp_path: Path, wheel_folder: Path) -> None:
+    # A checkout set up with release 1.0.3 cached its stripped jar under the same name.
+    settings = load_settings(jar_cache_dir=str(tmp_path / "cache"), catalog_type="hadoop")
+    name = jars.runtime_jar_name(settings.iceberg_version)
+    (tmp_path / "cache").mkdir()
+    make_jar(tmp_path / "cache" / name, STRIPPED)
+    make_jar(wheel_folder / name, tuple(jars.RUNTIME_CLASSES))
+    plan = jars.resolve_jars(settings)
+    assert plan.source == "copied from wheel"
+    assert plan.jars == (tmp_path / "cache" / name,)
+    assert jars.missing_classes(*plan.jars) == []
+    assert [path.name for path in (tmp_path / "cache").iterdir()] == [name], "no scratch folder is left"
+    assert jars.resolve_jars(settings).source == "cache"  # copied once, then reused
+
+
+def test_a_stripped_wheel_says_which_release_to_install(tmp_path: Path, wheel_folder: Path) -> None:
+    settings = load_settings(jar_cache_dir=str(tmp_path / "cache"), catalog_type="hadoop")
+    make_jar(wheel_folder / jars.runtime_jar_name(settings.iceberg_version), STRIPPED)
+    with pytest.raises(JarError, match=re.escape(f"install {jars.WHEEL_DISTRIBUTION}")):
+        jars.resolve_jars(settings)
+    assert not (tmp_path / "cache").exists(), "nothing is copied"
 
 
 def test_maven_when_configuration_asks() -> None:
@@ -110,40 +151,33 @@ def test_provided_adds_no_iceberg_jar_the_platform_brings_iceberg() -> None:
 def test_missing_wheel_says_how_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(jars.importlib.util, "find_spec", lambda name: None)
     settings = load_settings(jar_cache_dir=str(tmp_path / "empty"))
-    with pytest.raises(JarError, match=r"pip install snowpark-connect-deps-iceberg==1\.0\.3"):
+    with pytest.raises(JarError, match=re.escape(f"pip install {jars.WHEEL_DISTRIBUTION}")):
         jars.resolve_jars(settings)
 
 
-def test_missing_jarjar_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(jars, "JARJAR_CANDIDATES", ("/nonexistent/jarjar.jar",))
-    monkeypatch.delenv("ICESTREAM_JARJAR", raising=False)
-    with pytest.raises(JarError, match="apt-get install libjarjar-java"):
-        jars.find_jarjar()
-
-
-def test_nothing_cached_and_building_not_allowed(tmp_path: Path) -> None:
+def test_nothing_cached_and_copying_not_allowed(tmp_path: Path) -> None:
     settings = load_settings(jar_cache_dir=str(tmp_path / "empty"))
     with pytest.raises(JarError, match="icestream doctor"):
-        jars.resolve_jars(settings, build=False)
+        jars.resolve_jars(settings, copy=False)
 
 
 def test_the_jdbc_catalog_adds_the_sqlite_driver_and_its_native_folder(
-    runtime_jar: Path, jackson_jar: Path, sqlite_jar: Path, native_folder: Path
+    runtime_jar: Path, sqlite_jar: Path, native_folder: Path
 ) -> None:
-    settings = load_settings(iceberg_jars=f"{runtime_jar},{jackson_jar}", sqlite_jdbc_jar=str(sqlite_jar))
+    settings = load_settings(iceberg_jars=str(runtime_jar), sqlite_jdbc_jar=str(sqlite_jar))
     assert settings.catalog_type == "jdbc"
     plan = jars.resolve_jars(settings)
-    assert plan.jars == (runtime_jar, jackson_jar, sqlite_jar)
+    assert plan.jars == (runtime_jar, sqlite_jar)
     assert plan.library_path == (str(native_folder),)
     assert plan.spark_conf()["spark.jars"].endswith(f",{sqlite_jar}")
 
 
-def test_an_upstream_driver_bundles_its_natives(tmp_path: Path, runtime_jar: Path, jackson_jar: Path) -> None:
+def test_an_upstream_driver_bundles_its_natives(tmp_path: Path, runtime_jar: Path) -> None:
     upstream = make_jar(
         tmp_path / "sqlite-jdbc-3.46.jar",
         (jars.SQLITE_DRIVER_MARKER, "org/sqlite/native/Linux/x86_64/libsqlitejdbc.so"),
     )
-    settings = load_settings(iceberg_jars=f"{runtime_jar},{jackson_jar}", sqlite_jdbc_jar=str(upstream))
+    settings = load_settings(iceberg_jars=str(runtime_jar), sqlite_jdbc_jar=str(upstream))
     assert jars.sqlite_jdbc_driver(settings) == (upstream, ())
 
 
@@ -174,6 +208,6 @@ def test_a_missing_sqlite_driver_names_the_debian_packages(
     assert "ICESTREAM_CATALOG_TYPE=hadoop" in str(error.value)
 
 
-def test_other_catalogs_need_no_driver(runtime_jar: Path, jackson_jar: Path) -> None:
-    settings = load_settings(iceberg_jars=f"{runtime_jar},{jackson_jar}", catalog_type="hadoop", sqlite_jdbc_jar="/no")
+def test_other_catalogs_need_no_driver(runtime_jar: Path) -> None:
+    settings = load_settings(iceberg_jars=str(runtime_jar), catalog_type="hadoop", sqlite_jdbc_jar="/no")
     assert jars.resolve_jars(settings).library_path == ()
