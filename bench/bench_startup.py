@@ -57,12 +57,10 @@ def main() -> None:
     private_environment("startup")
     from icestream.config import load_settings
     from icestream.runtime import cds
-    from icestream.runtime.localfs import local_fs_conf
 
     settings = load_settings()
-    path, seconds = cds.build(
-        settings.path("jar_cache_dir"), local_fs_conf(settings).get("spark.driver.extraClassPath", "")
-    )
+    extra, jars = cds.session_jars(settings)
+    path, seconds = cds.build(settings.path("jar_cache_dir"), extra, jars=jars)
     built = f"built in {seconds:.0f} s" if seconds else "already built"
     print(f"archive: {path} ({built})", flush=True)
     one_run(True, args.c1)  # the first process after a build pays for reading the archive from disk

@@ -9,16 +9,16 @@ from pathlib import Path
 
 from icestream.config import Settings
 from icestream.runtime import cds
-from icestream.runtime.localfs import local_fs_conf
 
 SESSION = "from icestream.runtime.spark import get_spark; print(get_spark().range(3).count())"
 
 
 def test_a_new_driver_loads_sparks_classes_from_the_archive(settings: Settings, tmp_path: Path) -> None:
-    extra = local_fs_conf(settings).get("spark.driver.extraClassPath", "")
-    path, _seconds = cds.build(settings.path("jar_cache_dir"), extra)  # `make setup` built it; else built now
+    extra, jars = cds.session_jars(settings)
+    assert "iceberg-spark-runtime" in jars, "the Iceberg jar is part of the archive's key"
+    path, _seconds = cds.build(settings.path("jar_cache_dir"), extra, jars=jars)  # `make setup` built it, or now
     assert path is not None
-    assert path == cds.archive_path(settings.path("jar_cache_dir"), extra)
+    assert path == cds.archive_path(settings.path("jar_cache_dir"), extra, jars)
     log = tmp_path / "class-load.log"
     env = {
         **os.environ,
@@ -33,7 +33,12 @@ def test_a_new_driver_loads_sparks_classes_from_the_archive(settings: Settings, 
         for line in log.read_text().splitlines()
         if "[class,load]" in line and len(line.split()) > 1
     }
-    for name in ("org.apache.spark.SparkContext", "org.apache.spark.sql.SparkSession"):
+    # Spark's own classes, and the Iceberg one every session loads from spark.jars (spark._verify_classes).
+    for name in (
+        "org.apache.spark.SparkContext",
+        "org.apache.spark.sql.SparkSession",
+        "org.apache.iceberg.spark.SparkCatalog",
+    ):
         assert "source: shared objects file (top)" in loaded[name], loaded[name]
 
 

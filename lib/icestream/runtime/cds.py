@@ -10,10 +10,12 @@ command and test driver starts such a JVM.
 ``make setup`` builds the archive once (:func:`build`, about a minute: one throw-away session runs
 the kind of work the workbook does, and its JVM writes the classes it loaded when it exits). A
 session :func:`~icestream.runtime.spark.get_spark` starts then maps it in (:func:`driver_options`).
-The archive belongs to one Java build and one application class path (Spark's jars and the
-``spark.driver.extraClassPath`` entries): its name carries a digest of both, so a new Java or
-Spark needs a new archive, which ``make setup`` builds. Should the JVM still refuse it, it starts
-as it would without one (``-Xshare:auto``) and says nothing: the archive only ever saves time.
+The archive belongs to one Java build and the jars its classes came from: Spark's own, the
+``spark.driver.extraClassPath`` entries and the ``spark.jars`` ones (the Iceberg runtime and the
+SQLite driver, whose classes the archive holds too). Its name carries a digest of them all, so a
+new Java, Spark or Iceberg jar needs a new archive, which ``make setup`` builds. Should the JVM
+still refuse it, it starts as it would without one (``-Xshare:auto``) and says nothing: the
+archive only ever saves time.
 """
 
 from __future__ import annotations
@@ -26,6 +28,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from icestream.config import Settings
 
 # Set in the environment of the process that builds the archive: its driver JVM writes the archive
 # there when it exits, instead of mapping one in.
@@ -59,11 +65,12 @@ def _identity(path: Path) -> str:
     return f"{path}:{facts.st_size}:{int(facts.st_mtime)}"
 
 
-def archive_key(extra_class_path: str = "") -> str | None:
-    """A digest of what an archive is only valid for: the Java build and the driver's class path.
+def archive_key(extra_class_path: str = "", jars: str = "") -> str | None:
+    """A digest of what an archive is only valid for: the Java build and the jars the driver loads.
 
     Args:
         extra_class_path: ``spark.driver.extraClassPath`` of the session (it joins the class path).
+        jars: ``spark.jars`` of the session, comma-separated (Spark's own class loader reads them).
 
     Returns:
         16 hex digits, or None when Java or Spark cannot be found (then no archive is used).
@@ -75,18 +82,19 @@ def archive_key(extra_class_path: str = "") -> str | None:
         from pyspark.find_spark_home import _find_spark_home
     except ImportError:
         return None
-    jars = Path(_find_spark_home()) / "jars"
-    if not jars.is_dir():
+    spark_jars = Path(_find_spark_home()) / "jars"
+    if not spark_jars.is_dir():
         return None
     facts = [_identity(java), *(_identity(path) for path in sorted(java.parents[1].glob("lib/server/*.so")))]
-    facts += sorted(path.name for path in jars.glob("*.jar"))
+    facts += sorted(path.name for path in spark_jars.glob("*.jar"))
     facts += [_identity(Path(entry)) for entry in extra_class_path.split(os.pathsep) if entry]
+    facts += [_identity(Path(entry)) for entry in jars.split(",") if entry]
     return hashlib.sha256("\n".join(facts).encode()).hexdigest()[:16]
 
 
-def archive_path(cache_dir: Path, extra_class_path: str = "") -> Path | None:
-    """Where the archive for this Java and class path lives (it may not exist yet); None without Java."""
-    key = archive_key(extra_class_path)
+def archive_path(cache_dir: Path, extra_class_path: str = "", jars: str = "") -> Path | None:
+    """Where the archive for this Java and these jars lives (it may not exist yet); None without Java."""
+    key = archive_key(extra_class_path, jars)
     return None if key is None else cache_dir / ARCHIVE_FOLDER / f"driver-{key}.jsa"
 
 
@@ -96,13 +104,14 @@ def conflicting_option(java_options: str = "") -> str | None:
     return next((option for option in CONFLICTING_OPTIONS for text in texts if option in text), None)
 
 
-def driver_options(cache_dir: Path, extra_class_path: str = "", java_options: str = "") -> str:
+def driver_options(cache_dir: Path, extra_class_path: str = "", java_options: str = "", jars: str = "") -> str:
     """Java options for a driver JVM this process starts: map the archive in, or write it (when building).
 
     Args:
         cache_dir: The jar cache folder (``settings.path("jar_cache_dir")``).
         extra_class_path: ``spark.driver.extraClassPath`` of the session.
         java_options: The session's ``spark.driver.extraJavaOptions`` (see CONFLICTING_OPTIONS).
+        jars: ``spark.jars`` of the session.
 
     Returns:
         Options for ``spark.driver.extraJavaOptions``, or "" when there is no archive to use.
@@ -112,25 +121,28 @@ def driver_options(cache_dir: Path, extra_class_path: str = "", java_options: st
         return f"-XX:ArchiveClassesAtExit={target} {QUIET}"
     if conflicting_option(java_options) is not None:
         return ""
-    path = archive_path(cache_dir, extra_class_path)
+    path = archive_path(cache_dir, extra_class_path, jars)
     if path is None or not path.is_file():
         return ""
     return f"-XX:SharedArchiveFile={path} -Xshare:auto {QUIET}"
 
 
-def build(cache_dir: Path, extra_class_path: str = "", python: str = sys.executable) -> tuple[Path | None, float]:
+def build(
+    cache_dir: Path, extra_class_path: str = "", python: str = sys.executable, jars: str = ""
+) -> tuple[Path | None, float]:
     """Build the archive when it is missing: one session of typical work, in a child process.
 
     Args:
         cache_dir: The jar cache folder.
         extra_class_path: ``spark.driver.extraClassPath`` of the sessions that will use it.
+        jars: ``spark.jars`` of the sessions that will use it.
         python: The interpreter to run the child with.
 
     Returns:
         The archive (None when Java or Spark cannot be found, or the child failed) and the seconds
         the build took (0.0 when the archive was already there).
     """
-    path = archive_path(cache_dir, extra_class_path)
+    path = archive_path(cache_dir, extra_class_path, jars)
     if path is None:
         return None, 0.0
     if path.is_file():
@@ -160,20 +172,32 @@ def build(cache_dir: Path, extra_class_path: str = "", python: str = sys.executa
     if result.returncode != 0 or not partial.is_file() or partial.stat().st_size == 0:
         partial.unlink(missing_ok=True)
         return None, time.monotonic() - began
-    for older in path.parent.glob("driver-*.jsa"):  # archives of an earlier Java or Spark
+    for older in path.parent.glob("driver-*.jsa"):  # archives of an earlier Java, Spark or jar
         older.unlink(missing_ok=True)
     partial.replace(path)
     return path, time.monotonic() - began
 
 
+def session_jars(settings: Settings) -> tuple[str, str]:
+    """``spark.driver.extraClassPath`` and ``spark.jars`` of a session :func:`get_spark` starts with these settings.
+
+    Raises:
+        JarError: If the Iceberg jars cannot be provisioned.
+    """
+    from icestream.runtime.jars import resolve_jars
+    from icestream.runtime.localfs import local_fs_conf
+
+    extra = local_fs_conf(settings).get("spark.driver.extraClassPath", "")
+    return extra, resolve_jars(settings).spark_conf().get("spark.jars", "")
+
+
 def main() -> None:
     """``python -m icestream.runtime.cds``: build the archive for the default settings (``make setup``)."""
     from icestream.config import load_settings
-    from icestream.runtime.localfs import local_fs_conf
 
     settings = load_settings()
-    extra = local_fs_conf(settings).get("spark.driver.extraClassPath", "")
-    path, seconds = build(settings.path("jar_cache_dir"), extra)
+    extra, jars = session_jars(settings)
+    path, seconds = build(settings.path("jar_cache_dir"), extra, jars=jars)
     if path is None:
         print(">> class data sharing archive: not built (sessions start without it; see docs/performance.md)")
     elif seconds:

@@ -352,7 +352,10 @@ def get_spark(settings: Settings | None = None, app_name: str = "icestream") -> 
         if settings.class_data_sharing:
             java_options = " ".join(options.get("spark.driver.extraJavaOptions", "") for options in (conf, theirs))
             archive = cds.driver_options(
-                settings.path("jar_cache_dir"), conf.get("spark.driver.extraClassPath", ""), java_options
+                settings.path("jar_cache_dir"),
+                conf.get("spark.driver.extraClassPath", ""),
+                java_options,
+                jars=conf.get("spark.jars", ""),
             )
             if archive:
                 driver = f"{conf.get('spark.driver.extraJavaOptions', '')} {archive}".strip()

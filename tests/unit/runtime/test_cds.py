@@ -50,6 +50,17 @@ def test_the_key_follows_the_extra_class_path(tmp_path: Path) -> None:
     assert cds.archive_key() == plain, "the same Java and Spark give the same key"
 
 
+def test_the_key_follows_the_jars_spark_loads(tmp_path: Path) -> None:
+    runtime, driver = tmp_path / "iceberg-runtime.jar", tmp_path / "sqlite-jdbc.jar"
+    runtime.write_bytes(b"stripped")
+    driver.write_bytes(b"driver")
+    before = cds.archive_key(jars=f"{runtime},{driver}")
+    assert before not in (None, cds.archive_key(), cds.archive_key(jars=str(driver)))
+    runtime.write_bytes(b"complete, with its shaded classes")
+    assert cds.archive_key(jars=f"{runtime},{driver}") != before, "another Iceberg jar needs a new archive"
+    assert cds.archive_path(tmp_path, jars=f"{runtime},{driver}") != cds.archive_path(tmp_path)
+
+
 def test_without_java_there_is_no_archive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-java"))
     assert cds.archive_key() is None
