@@ -27,7 +27,7 @@ from collections import deque
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from icestream.config import Settings, load_settings
 from icestream.errors import IcestreamError, IngestError, InjectedFaultError
@@ -102,7 +102,7 @@ class IngestQuery:
 
     def start(self) -> IngestQuery:
         """Start the query in a background thread; returns at once."""
-        self._lease("acquire")
+        self._acquire_leases()
         self._thread = threading.Thread(target=self._run, name=f"icestream-ingest-{self.id[:8]}", daemon=True)
         self._thread.start()
         return self
@@ -141,22 +141,29 @@ class IngestQuery:
         if self._thread is not None:
             self._thread.join(timeout)
 
-    def _lease(self, step: Literal["acquire", "renew", "release"]) -> None:
-        """The fencing hook: one ingest per table at a time.
+    # The fencing hooks: one ingest per table at a time. Acquiring runs in start() (a refusal raises to
+    # the caller, before any thread starts), renewing before every batch, releasing when the loop ends,
+    # whatever ended it. A lost lease (expired, then taken by another ingest) raises from renew: the
+    # query stops before it writes again (see icestream.ingest.lease).
 
-        ``acquire`` runs in :meth:`start` (a refusal raises to the caller, before any thread
-        starts), ``renew`` before every batch, ``release`` when the loop ends, whatever ended it.
-        A lost lease (expired, then taken by another ingest) raises from ``renew``: the query stops
-        before it writes again (see ``icestream.ingest.lease``).
-        """
-        getattr(self.table_lease, step)()
+    def _acquire_leases(self) -> None:
+        self.table_lease.acquire()
         if self.metrics_lease is not None:
             try:
-                getattr(self.metrics_lease, step)()
+                self.metrics_lease.acquire()
             except BaseException:
-                if step == "acquire":
-                    self.table_lease.release()  # refused: leave the events table free as found
+                self.table_lease.release()  # refused: leave the events table free as found
                 raise
+
+    def _renew_leases(self) -> None:
+        self.table_lease.renew()
+        if self.metrics_lease is not None:
+            self.metrics_lease.renew()
+
+    def _release_leases(self) -> None:
+        self.table_lease.release()
+        if self.metrics_lease is not None:
+            self.metrics_lease.release()
 
     # -- the loop -----------------------------------------------------------------------------------
 
@@ -196,7 +203,7 @@ class IngestQuery:
                     break
                 tick = time.monotonic()
                 self._status = {"message": "Processing new data", "isDataAvailable": True, "isTriggerActive": True}
-                self._lease("renew")
+                self._renew_leases()
                 progress = run_with_retries(self._batch, self._recover, self.options.batch_retries, self._stop)
                 if self.options.available_now and (progress is None or progress.caught_up):
                     break
@@ -217,7 +224,7 @@ class IngestQuery:
             self._exception = error
         finally:
             self.source.close()
-            self._lease("release")
+            self._release_leases()
             self._status = {"message": "Stopped", "isDataAvailable": False, "isTriggerActive": False}
 
     def _fault(self, phase: str, batch_id: int) -> None:
