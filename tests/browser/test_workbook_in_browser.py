@@ -23,9 +23,9 @@ import pytest
 from icestream.config import Settings, load_settings, project_home
 from icestream.operations.runner import notebook_paths
 from tests.helpers.lab import Lab, running_lab
+from tests.helpers.notebook_passes import FIRST_PASS
 from tests.helpers.streams import event_payload, put
 from tests.helpers.waiting import wait_until
-from tests.notebooks.test_run_notebooks import FIRST_PASS
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")

@@ -11,10 +11,8 @@ import pytest
 
 from icestream.config import Settings, project_home
 from icestream.operations.runner import notebook_paths, run_notebooks
+from tests.helpers.notebook_passes import FIRST_PASS, SMALL_06, SMALL_07
 
-# 06 and 07 on smaller tables, one read per measurement (make run takes the median of 3): the same cells and checks.
-SMALL_06 = {"mode_orders": 5000, "reads": 1, "demo_changes": 1000}
-SMALL_07 = {"metrics_records": 600, "metrics_parts": 2}
 # The second pass of the notebooks a re-run can trip (01 adds a backfill with new ids to a table that
 # holds the first one; 08 must score only its own run): small and bounded (3½ minutes measured on 2 busy cores).
 SECOND_PASS = (
@@ -26,14 +24,6 @@ SECOND_PASS = (
     ("08", {}),
     ("10", {}),  # Structured Streaming on the same lake: replays the second backfill, its tables made anew
 )
-# The first pass: every notebook at its defaults, except the live parts: 01's (45 s in make run) and 02's
-# own (20 s), 10 s each show the same cells; and 05's routed demo and 06's and 07's tables, smaller (below).
-FIRST_PASS = (
-    ("00", {}), ("01", {"live_seconds": 10.0}), ("02", {"live_seconds": 10.0}), ("03", {}), ("04", {}),
-    ("05", {"routed_records": 1000}),  # its routed demo on a third of the history (the stream's own cost)
-    ("06", SMALL_06), ("07", SMALL_07),
-    ("08", {}), ("09", {}), ("10", {}),
-)  # fmt: skip
 SCHEDULED_INGEST = ("run", "02", "--stamp", "--no-progress", "-p", "available_now", "true")
 
 
