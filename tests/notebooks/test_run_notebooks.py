@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from icestream.config import Settings, project_home
-from icestream.operations.runner import notebook_paths, run_notebooks
+from icestream.workbook.runner import notebook_paths, run_notebooks
 
 # 06 and 07 on smaller tables, one read per measurement (make run takes the median of 3): the same cells and checks.
 SMALL_06 = {"mode_orders": 5000, "reads": 1, "demo_changes": 1000}
@@ -154,7 +154,7 @@ def test_a_failing_notebook_is_named_with_its_cell(tmp_path: Path) -> None:
     import nbformat
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-    from icestream.operations.runner import NotebookFailedError
+    from icestream.workbook.runner import NotebookFailedError
 
     notebook = new_notebook(
         cells=[
@@ -162,7 +162,7 @@ def test_a_failing_notebook_is_named_with_its_cell(tmp_path: Path) -> None:
             new_code_cell(
                 "from ipykernel.kernelapp import IPKernelApp\n"
                 "assert IPKernelApp.instance().transport == 'ipc', 'kernels talk over IPC, not plain TCP'\n"
-                "from icestream.operations.runner import headless\n"
+                "from icestream.workbook.runner import headless\n"
                 "assert headless(), 'the kernel knows nobody watches it (the live dashboard draws its last frame only)'"
             ),
             new_code_cell("raise ValueError('bad input')"),
