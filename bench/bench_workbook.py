@@ -3,7 +3,7 @@
 Set-up (the venv, Java, the jars) is done already, as after a first ``make run``; every run starts
 its own emulator in a fresh private environment (warehouse, run and output folders under
 ``bench/results/tmp/workbook/``) and runs every notebook headless with papermill through
-``icestream.operations.runner.run_notebooks``, exactly as ``icestream run`` does (one kernel and
+``icestream.workbook.runner.run_notebooks``, exactly as ``icestream run`` does (one kernel and
 Spark driver for the run, reset between notebooks), with the notebooks' default parameters.
 The baseline, measured in the same invocation, is the same run with a kernel per notebook
 (``icestream run --kernel-per-notebook``, as every run was before the shared kernel).
@@ -74,7 +74,7 @@ def run_once(
 ) -> tuple[dict[str, float], dict[str, dict[str, int]], dict[str, Any]]:
     """One run of the notebooks in a fresh environment: seconds and reading figures per notebook, and
     what 02 saved of its batches (the backlog apart from the live ones)."""
-    from icestream.operations.runner import notebook_paths, run_notebooks
+    from icestream.workbook.runner import notebook_paths, run_notebooks
 
     with bench_session("workbook", spark=False, write_limits=True) as (settings, _spark):  # as make run's
         output = settings.path("output_dir") / "notebooks"

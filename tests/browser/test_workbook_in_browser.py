@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from icestream.config import Settings, load_settings, project_home
-from icestream.operations.runner import notebook_paths
+from icestream.workbook.runner import notebook_paths
 from tests.helpers.lab import Lab, running_lab
 from tests.helpers.notebook_passes import FIRST_PASS
 from tests.helpers.streams import event_payload, put
@@ -147,8 +147,8 @@ def prepared_lake(emulator: str, tmp_path_factory: pytest.TempPathFactory) -> It
 
     The notebooks make the stream and tables themselves (00), from the names in the environment.
     """
-    from icestream.operations.runner import run_notebooks
     from icestream.producer import stop_background_producer
+    from icestream.workbook.runner import run_notebooks
 
     suffix = uuid.uuid4().hex[:8]
     lake = load_settings(stream_name=f"browser-{suffix}", table=f"browser_{suffix}")

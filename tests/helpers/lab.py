@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from icestream.operations.lab import lab_command, write_overrides
 from icestream.stream.emulator import free_port
+from icestream.workbook.lab import lab_command, write_overrides
 from tests.helpers.waiting import wait_until
 
 TOKEN = "icestream-test-token"

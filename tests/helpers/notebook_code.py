@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import json
 
-from icestream.operations.runner import notebook_paths
+from icestream.workbook.runner import notebook_paths
 
 
 def code_cells(notebook: str) -> list[ast.Module]:

@@ -17,8 +17,8 @@ import pandas as pd
 import pytest
 import sqlglot
 
+from icestream.deploy import athena
 from icestream.lake import LakeTable
-from icestream.operations import athena
 from icestream.queries import duckdb_engine as duck
 from icestream.queries import realtime, report
 from icestream.synthetic.generator import backfill_config

@@ -34,11 +34,11 @@ from moto.cloudformation.parsing import get_model_map
 from moto.core.config import default_user_config
 
 from icestream.config import load_settings
-from icestream.operations import deploy
-from icestream.operations.security import duty_policy, iam_policy
-from icestream.operations.stack.common import sub
-from icestream.operations.stack.jobs import JOBS, api_names, starter_arns
-from icestream.operations.stack.roles import artifacts_statement, athena_statements
+from icestream.deploy import cloudformation
+from icestream.deploy.security import duty_policy, iam_policy
+from icestream.deploy.stack.common import sub
+from icestream.deploy.stack.jobs import JOBS, api_names, starter_arns
+from icestream.deploy.stack.roles import artifacts_statement, athena_statements
 from tests.helpers.cloudformation import NO_VALUE, resolve
 
 REGION = "us-east-1"
@@ -108,21 +108,21 @@ def _deploy(aws, **chosen: str) -> tuple[dict[str, str], dict[str, str], dict[st
     subnets = [ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.0.{i}.0/24")["Subnet"]["SubnetId"] for i in (1, 2)]
     route_table = ec2.create_route_table(VpcId=vpc)["RouteTable"]["RouteTableId"]
     given = {"VpcId": vpc, "PrivateSubnetIds": ",".join(subnets), "PrivateRouteTableIds": route_table, **chosen}
-    defaults = {name: str(spec.get("Default", "")) for name, spec in deploy.template()["Parameters"].items()}
-    cloudformation = aws("cloudformation")
-    cloudformation.create_stack(
+    defaults = {name: str(spec.get("Default", "")) for name, spec in cloudformation.template()["Parameters"].items()}
+    cloudformation_client = aws("cloudformation")
+    cloudformation_client.create_stack(
         StackName="icestream",
-        TemplateBody=deploy.render(),
+        TemplateBody=cloudformation.render(),
         Parameters=[{"ParameterKey": key, "ParameterValue": value} for key, value in given.items()],
         Capabilities=["CAPABILITY_IAM"],
     )
-    stack = cloudformation.describe_stacks(StackName="icestream")["Stacks"][0]
+    stack = cloudformation_client.describe_stacks(StackName="icestream")["Stacks"][0]
     assert stack["StackStatus"] == "CREATE_COMPLETE"
     outputs = {output["OutputKey"]: output["OutputValue"] for output in stack["Outputs"]}
     # moto lists a skipped resource too, without ids: each is applied through its API instead.
     physical = {
         resource["LogicalResourceId"]: resource["PhysicalResourceId"]
-        for resource in cloudformation.describe_stack_resources(StackName="icestream")["StackResources"]
+        for resource in cloudformation_client.describe_stack_resources(StackName="icestream")["StackResources"]
         if "LogicalResourceId" in resource and "PhysicalResourceId" in resource
     }
     return {**defaults, **given}, outputs, physical
@@ -171,7 +171,7 @@ def _computed_request(aws, monkeypatch: pytest.MonkeyPatch, machine: dict, sched
 
 
 def test_the_stack_deploys_on_moto(aws, monkeypatch: pytest.MonkeyPatch) -> None:
-    template = deploy.template()
+    template = cloudformation.template()
     types = {resource["Type"] for resource in template["Resources"].values()}
     assert types - set(get_model_map()) == set(MOTO_UNSUPPORTED), "update MOTO_UNSUPPORTED and docs/aws.md"
     application = aws("emr-serverless").create_application(name="existing", releaseLabel="emr-7.12.0", type="SPARK")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from icestream.config import project_home
-from icestream.operations.runner import KERNEL_NAME
+from icestream.workbook.runner import KERNEL_NAME
 from tests.helpers.lab import Lab, running_lab
 
 

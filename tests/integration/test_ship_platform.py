@@ -10,7 +10,7 @@ import pytest
 
 from icestream import cli
 from icestream.config import Settings
-from icestream.jobs.build import STAMP_LINE, build_id
+from icestream.runtime.build_stamp import STAMP_LINE, build_id
 
 TARGET_PYTHON = Path("/usr/bin/python3.11")  # where EMR 7.1+ images have Python 3.11, and Debian 12 too
 STACK_VALUES = {

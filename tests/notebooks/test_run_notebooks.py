@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from icestream.config import Settings, project_home
-from icestream.operations.runner import notebook_paths, run_notebooks
+from icestream.workbook.runner import notebook_paths, run_notebooks
 from tests.helpers.notebook_passes import FIRST_PASS, SMALL_06, SMALL_07
 
 # The second pass of the notebooks a re-run can trip (01 adds a backfill with new ids to a table that
@@ -144,7 +144,7 @@ def test_a_failing_notebook_is_named_with_its_cell(tmp_path: Path) -> None:
     import nbformat
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-    from icestream.operations.runner import NotebookFailedError
+    from icestream.workbook.runner import NotebookFailedError
 
     notebook = new_notebook(
         cells=[
@@ -152,7 +152,7 @@ def test_a_failing_notebook_is_named_with_its_cell(tmp_path: Path) -> None:
             new_code_cell(
                 "from ipykernel.kernelapp import IPKernelApp\n"
                 "assert IPKernelApp.instance().transport == 'ipc', 'kernels talk over IPC, not plain TCP'\n"
-                "from icestream.operations.runner import headless\n"
+                "from icestream.workbook.runner import headless\n"
                 "assert headless(), 'the kernel knows nobody watches it (the live dashboard draws its last frame only)'"
             ),
             new_code_cell("raise ValueError('bad input')"),

@@ -9,7 +9,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from icestream.operations.runner import NotebookLeftoverError, run_notebooks
+from icestream.workbook.runner import NotebookLeftoverError, run_notebooks
 
 KERNELSPEC = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
 # A small local session of its own in the kernel: this is about what one notebook leaves for the next.

@@ -1,7 +1,7 @@
 """Security: no credentials anywhere, validated identifiers only, KMS, loopback only.
 
 The checks that need no service are unit tests: the scanner's own check and the IAM policy in
-``tests/unit/operations/test_security.py``, names refused by settings in ``tests/unit/test_config.py``.
+``tests/unit/deploy/test_security.py``, names refused by settings in ``tests/unit/test_config.py``.
 """
 
 from __future__ import annotations

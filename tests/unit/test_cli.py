@@ -9,7 +9,7 @@ import pytest
 
 from icestream import cli
 from icestream.cli import local, notebooks
-from icestream.operations.runner import notebook_paths
+from icestream.workbook.runner import notebook_paths
 
 
 def test_bad_setting_is_one_line_not_a_traceback(
@@ -103,7 +103,7 @@ def test_produce_refuses_aggregation_in_the_background(capsys: pytest.CaptureFix
 def test_a_scheduled_runs_copies_are_named_by_its_start_and_never_overwrite(tmp_path: Path) -> None:
     from datetime import UTC, datetime, timedelta, timezone
 
-    from icestream.operations.runner import stamped_name
+    from icestream.workbook.runner import stamped_name
 
     notebook = Path("notebooks/02_stream_ingest.ipynb")
     started = datetime(2026, 11, 25, 9, 5, 7, 123456, tzinfo=timezone(timedelta(hours=1)))

@@ -2,8 +2,8 @@
 
 Every import of an ``icestream`` module, wherever it is written (module level or inside a function),
 must name a module of the same layer or a layer above; type-only imports (under ``TYPE_CHECKING``)
-are exempt, since they never run. The runtime import graph must have no cycle, and no module may
-grow past 450 lines.
+are exempt, since they never run. The runtime import graph must have no cycle, between files or
+between folders, and no module may grow past 450 lines.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ LAYERS = (
     ("load",),
     ("synthetic", "producer"),
     ("queries",),
-    ("plots", "operations"),
+    ("plots", "workbook", "deploy"),
     ("cli", "jobs"),
 )  # fmt: skip
 
@@ -82,23 +82,39 @@ def test_imports_come_from_the_same_layer_or_above(path: Path) -> None:
     assert not upward, f"{name} (layer {layer_of(name) + 1}) imports from a lower layer: {upward}"
 
 
-def test_the_import_graph_has_no_cycle() -> None:
+def assert_no_cycle(graph: dict[str, set[str]], what: str) -> None:
+    """Fails with the first cycle found in ``graph`` (name -> the names it imports)."""
     visiting: list[str] = []
     done: set[str] = set()
 
     def visit(name: str) -> None:
         if name in done:
             return
-        assert name not in visiting, "import cycle: " + " -> ".join([*visiting[visiting.index(name) :], name])
+        assert name not in visiting, f"{what} cycle: " + " -> ".join([*visiting[visiting.index(name) :], name])
         visiting.append(name)
-        for imported in GRAPH.get(name, ()):
-            if imported in GRAPH and not name.startswith(imported + "."):  # a package's own __init__ is not a cycle
+        for imported in graph.get(name, ()):
+            if imported in graph and not name.startswith(imported + "."):  # a package's own __init__ is not a cycle
                 visit(imported)
         visiting.pop()
         done.add(name)
 
-    for name in GRAPH:
+    for name in graph:
         visit(name)
+
+
+def test_the_import_graph_has_no_cycle() -> None:
+    assert_no_cycle(GRAPH, "import")
+
+
+def test_no_two_folders_import_each_other() -> None:
+    # Within one layer two folders may import each other file by file without a file cycle (cli/ship.py
+    # imported jobs/, jobs/ingest.py imported cli/); then neither folder is the one above.
+    folders: dict[str, set[str]] = {}
+    for name, imports in GRAPH.items():
+        if "." in name:
+            folder = name.split(".")[1]
+            folders.setdefault(folder, set()).update(imported.split(".")[1] for imported in imports)
+    assert_no_cycle({folder: imported - {folder} for folder, imported in folders.items()}, "folder import")
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=lambda path: str(path.relative_to(PACKAGE)))
@@ -108,9 +124,11 @@ def test_no_module_is_over_the_line_limit(path: Path) -> None:
 
 
 # What a scheduled job runs, and what only the workbook uses: a job's imports must never reach the
-# workbook's folders, so that a slim install for jobs can leave them (and their libraries) out.
+# workbook's folders, so that a slim install for jobs can leave them (and their libraries) out. Nor the
+# deployment: a person runs it to make the stack and upload the job; the job itself never needs it.
 JOB_ENTRY_POINTS = ("icestream.jobs.ingest", "icestream.cli.ingest", "icestream.cli.load", "icestream.cli.maintain")
-WORKBOOK_ONLY = ("synthetic", "producer", "queries", "plots", "operations")
+WORKBOOK_ONLY = ("synthetic", "producer", "queries", "plots", "workbook")
+DEPLOY_ONLY = ("deploy",)
 
 
 def reachable(start: str) -> set[str]:
@@ -128,8 +146,8 @@ def reachable(start: str) -> set[str]:
 @pytest.mark.parametrize("entry", JOB_ENTRY_POINTS)
 def test_a_scheduled_job_never_imports_the_workbook(entry: str) -> None:
     assert entry in GRAPH, f"{entry} is not a module of the package"
-    reached = sorted(name for name in reachable(entry) if name.split(".")[1] in WORKBOOK_ONLY)
-    assert not reached, f"{entry} reaches workbook-only modules: {reached}"
+    reached = sorted(name for name in reachable(entry) if name.split(".")[1] in WORKBOOK_ONLY + DEPLOY_ONLY)
+    assert not reached, f"{entry} reaches workbook-only or deployment modules: {reached}"
 
 
 def test_the_job_check_sees_a_workbook_import() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from icestream.operations.runner import KERNEL_NAME, notebook_paths
+from icestream.workbook.runner import KERNEL_NAME, notebook_paths
 
 NOTEBOOKS = notebook_paths()
 

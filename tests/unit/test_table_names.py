@@ -9,7 +9,7 @@ import pytest
 
 from icestream.config import COPY_SUFFIXES, load_settings
 from icestream.errors import ConfigError
-from icestream.operations.reset import workbook_tables
+from icestream.workbook.reset import workbook_tables
 
 PACKAGE = Path(__file__).resolve().parents[2] / "lib" / "icestream"
 

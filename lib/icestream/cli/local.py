@@ -179,7 +179,7 @@ def cmd_lab(args: argparse.Namespace) -> int:
     import os
 
     from icestream.config import project_home
-    from icestream.operations.lab import lab_command, write_overrides
+    from icestream.workbook.lab import lab_command, write_overrides
 
     write_overrides()
     command = lab_command(project_home(), port=args.port)

@@ -27,7 +27,7 @@ def _scalar(text: str) -> Any:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run notebooks headless with papermill."""
-    from icestream.operations.runner import NotebookFailedError, notebook_paths, run_notebooks
+    from icestream.workbook.runner import NotebookFailedError, notebook_paths, run_notebooks
 
     settings = settings_from(args)
     notebooks = notebook_paths(args.notebooks)

@@ -9,8 +9,8 @@ from icestream.cli.common import settings_from
 
 def cmd_reset(args: argparse.Namespace) -> int:
     """Show what a reset deletes; with ``--yes``, do it."""
-    from icestream.operations.reset import apply_reset, plan_reset
     from icestream.runtime.spark import get_spark
+    from icestream.workbook.reset import apply_reset, plan_reset
 
     settings = settings_from(args)
     spark = get_spark(settings, app_name="icestream-reset")

@@ -18,8 +18,8 @@ def ship_to_platform(args: argparse.Namespace) -> int:
     """``ship --target emr-serverless|glue``: the upload folder, then the upload and job lines."""
     import json
 
+    from icestream.deploy import upload
     from icestream.errors import ConfigError
-    from icestream.jobs import upload
     from icestream.runtime import shipping
 
     settings = settings_from(args)

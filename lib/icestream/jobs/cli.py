@@ -1,14 +1,14 @@
 """The ``icestream`` command line as a job's entry point (``icestream_cli.py maintain`` on EMR Serverless).
 
 The same as ``python -m icestream.cli``, but a copy stamped by ``icestream ship`` first checks that
-it and the job's icestream are one build (:mod:`icestream.jobs.build`).
+it and the job's icestream are one build (:mod:`icestream.runtime.build_stamp`).
 """
 
 from __future__ import annotations
 
 import sys
 
-from icestream.jobs.build import refuse_other_build
+from icestream.runtime.build_stamp import refuse_other_build
 
 SHIPPED_BUILD: str | None = None
 

@@ -14,7 +14,7 @@ As a Glue job it takes what Glue hands every script: Glue's own arguments (``--J
 ``getResolvedOptions`` does, and settings come as job arguments, ``--ICESTREAM_WAREHOUSE
 s3://...``, which set the ``ICESTREAM_*`` variables icestream reads (a job has no other way to set
 its environment). Any other unknown argument is still an error. The copy ``icestream ship --target ...``
-uploads refuses to start in one line when the job's icestream is another build (:mod:`icestream.jobs.build`).
+uploads refuses to start in one line when the job's icestream is another build (:mod:`icestream.runtime.build_stamp`).
 Under ``spark-submit`` the session keeps the master, jars and Java options given there and adds
 the Iceberg catalog and extensions (see :mod:`icestream.runtime.cluster`).
 """
@@ -28,7 +28,7 @@ import sys
 
 from icestream.cli.common import add_common_options, run_handler
 from icestream.cli.ingest import add_ingest_options, cmd_ingest
-from icestream.jobs.build import refuse_other_build
+from icestream.runtime.build_stamp import refuse_other_build
 
 # Set by `icestream ship --target ...` in the uploaded copy: the build it was shipped with.
 SHIPPED_BUILD: str | None = None

@@ -175,7 +175,7 @@ def live_dashboard(
         sleep: Waits between looks (tests pass a fake one).
         display: IPython's ``display`` (tests pass a fake one); it must return a handle with ``update``.
         headless: Draw the last frame only (default: in a kernel ``icestream run`` started,
-            :func:`icestream.operations.runner.headless`).
+            :func:`icestream.workbook.runner.headless`).
 
     Returns:
         The last frame.
@@ -183,7 +183,7 @@ def live_dashboard(
     if display is None:
         from IPython.display import display
     if headless is None:
-        from icestream.operations.runner import headless as run_headless
+        from icestream.workbook.runner import headless as run_headless
 
         headless = run_headless()
     start = clock()

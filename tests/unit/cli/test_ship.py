@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from icestream import cli
-from icestream.jobs.build import build_id
 from icestream.runtime import shipping
+from icestream.runtime.build_stamp import build_id
 
 STACK = {
     "Stacks": [{

@@ -17,7 +17,7 @@ import pytest
 from icestream.config import Settings, load_settings
 from icestream.lake.ddl import events_table_statement, rejects_table_statement
 from icestream.lake.statement import Statement
-from icestream.operations.runner import notebook_paths
+from icestream.workbook.runner import notebook_paths
 
 
 def spark_sql_texts(settings: Settings) -> list[str]:

@@ -13,10 +13,10 @@ import pandas as pd
 import pytest
 
 from icestream.lake import Statement
-from icestream.operations.runner import HEADLESS_ENV
 from icestream.plots import live as live_plots
 from icestream.plots import live_dashboard, live_figure
 from icestream.queries import LiveFrame
+from icestream.workbook.runner import HEADLESS_ENV
 
 START = datetime(2026, 11, 25, 10, 0, tzinfo=UTC)
 STATEMENTS = (Statement("REFRESH TABLE lake.ns.t"), Statement("SELECT 1 FROM lake.ns.t"))

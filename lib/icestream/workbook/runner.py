@@ -294,7 +294,7 @@ def _afresh(manager: Any, after: str) -> None:
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
-    cell = nbformat.v4.new_code_cell("from icestream.operations.runner import start_afresh\nstart_afresh()")
+    cell = nbformat.v4.new_code_cell("from icestream.workbook.runner import start_afresh\nstart_afresh()")
     client = NotebookClient(nbformat.v4.new_notebook(cells=[cell]), km=manager, timeout=KERNEL_START_SECONDS)
     try:
         client.execute()  # the kernel is the run's: nbclient leaves a kernel it was handed running

@@ -12,12 +12,12 @@ import pytest
 import yaml
 
 from icestream.config import load_settings
-from icestream.operations import deploy
-from icestream.operations.security import duty_policy, iam_policy
+from icestream.deploy import cloudformation
+from icestream.deploy.security import duty_policy, iam_policy
 from tests.helpers.cloudformation import NO_VALUE, resolve
 
 ROOT = Path(__file__).resolve().parents[3]
-COMMITTED = ROOT / deploy.TEMPLATE_PATH
+COMMITTED = ROOT / cloudformation.TEMPLATE_PATH
 ACCOUNT_ID, REGION = "123456789012", "eu-west-1"
 KEY_ARN = f"arn:aws:kms:{REGION}:{ACCOUNT_ID}:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 ROLE_ARN = f"arn:aws:iam::{ACCOUNT_ID}:role/jobs"
@@ -46,7 +46,7 @@ CONDITIONS = {"CreateApplication": False}  # the application given as a paramete
 
 
 def test_the_committed_template_is_the_generated_one() -> None:
-    assert COMMITTED.read_text() == deploy.render(), "run: .venv/bin/python -m icestream.operations.deploy"
+    assert COMMITTED.read_text() == cloudformation.render(), "run: .venv/bin/python -m icestream.deploy.cloudformation"
 
 
 def test_cfn_lint_passes() -> None:
@@ -86,7 +86,7 @@ def test_the_producer_and_operator_policies_are_the_library_policy() -> None:
 
 
 def test_everything_at_rest_is_encrypted_with_the_stack_key_and_private() -> None:
-    resources = deploy.template()["Resources"]
+    resources = cloudformation.template()["Resources"]
     key = {"Fn::GetAtt": ["DataKey", "Arn"]}
     assert resources["Stream"]["Properties"]["StreamEncryption"] == {"EncryptionType": "KMS", "KeyId": key}
     bucket = resources["WarehouseBucket"]["Properties"]
@@ -101,6 +101,6 @@ def test_everything_at_rest_is_encrypted_with_the_stack_key_and_private() -> Non
 
 def test_main_writes_the_template(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     target = tmp_path / "out" / "icestream.yaml"
-    assert deploy.main([str(target)]) == 0
-    assert target.read_text() == deploy.render()
+    assert cloudformation.main([str(target)]) == 0
+    assert target.read_text() == cloudformation.render()
     assert capsys.readouterr().out.strip() == str(target)

@@ -20,9 +20,9 @@ import botocore.session
 import pytest
 from botocore.validate import validate_parameters
 
-from icestream.operations import deploy
-from icestream.operations.stack import jobs
-from icestream.operations.stack.jobs import api_names
+from icestream.deploy import cloudformation
+from icestream.deploy.stack import jobs
+from icestream.deploy.stack.jobs import api_names
 from tests.helpers.cloudformation import NO_VALUE, resolve
 
 ACCOUNT_ID, REGION = "123456789012", "eu-west-1"
@@ -122,7 +122,7 @@ def parameters(node: Any, state_input: dict, context: dict) -> Any:
 
 @pytest.fixture(scope="module")
 def resources() -> dict:
-    return deploy.template()["Resources"]
+    return cloudformation.template()["Resources"]
 
 
 def _definition(resources: dict, schedule: str) -> dict:

@@ -1,6 +1,6 @@
 """What ``icestream ship --target emr-serverless|glue`` writes and prints for a deployed stack.
 
-The upload folder holds the stamped entry points (:mod:`icestream.jobs.build`) and, for EMR
+The upload folder holds the stamped entry points (:mod:`icestream.runtime.build_stamp`) and, for EMR
 Serverless, the packed environment with icestream inside (``icestream_env.tar.gz``, which the stack's
 job runs unpack through ``spark.archives``); for Glue, icestream's zip for ``--extra-py-files`` (Glue
 5.x runs Python 3.11 itself). The printed lines copy them under the stack's artifacts prefix and
@@ -14,9 +14,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from icestream.deploy.stack.jobs import ENV_ARCHIVE, JOB_ENVIRONMENT, VARIABLE, start_job_run_request
 from icestream.errors import ConfigError
-from icestream.jobs.build import PACKAGE, build_id, stamp
-from icestream.operations.stack.jobs import ENV_ARCHIVE, JOB_ENVIRONMENT, VARIABLE, start_job_run_request
+from icestream.runtime.build_stamp import PACKAGE, build_id, stamp
 
 TARGETS = ("emr-serverless", "glue")
 # By path, not by import: the command line that ships them must not import them (nor they it).

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from icestream.operations.stack.common import document, sub
-from icestream.operations.stack.jobs import starter_arns
-from icestream.operations.stack.parameters import application_id
+from icestream.deploy.stack.common import document, sub
+from icestream.deploy.stack.jobs import starter_arns
+from icestream.deploy.stack.parameters import application_id
 
 
 def alarms() -> dict[str, Any]:

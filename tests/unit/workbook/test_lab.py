@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from icestream.operations import lab
+from icestream.workbook import lab
 
 
 @pytest.mark.parametrize(("uid", "allowed"), [(0, True), (1000, False)])

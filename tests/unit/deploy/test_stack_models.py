@@ -19,7 +19,7 @@ import pytest
 from botocore.model import Shape
 from botocore.validate import validate_parameters
 
-from icestream.operations import deploy
+from icestream.deploy import cloudformation
 from tests.helpers.cloudformation import NO_VALUE, resolve
 
 Call = tuple[str, str, dict[str, Any]]  # service, operation, request
@@ -305,7 +305,7 @@ def check(service: str, operation: str, request: dict[str, Any]) -> None:
     assert enum_problems(request, shape, f"{service}:{operation}") == []
 
 
-TEMPLATE = deploy.template()
+TEMPLATE = cloudformation.template()
 VALUES = stack_values(TEMPLATE)
 CONDITIONS = {name: True for name in TEMPLATE.get("Conditions", {})}
 

@@ -1,4 +1,4 @@
-"""The parts of the CloudFormation stack :mod:`icestream.operations.deploy` assembles, one concern per module.
+"""The parts of the CloudFormation stack :mod:`icestream.deploy.cloudformation` assembles, one concern per module.
 
 ``common`` (template helpers), ``parameters`` (parameters and conditions), ``roles`` (IAM roles by
 duty), ``jobs`` (EMR Serverless job runs and their schedules), ``network`` (VPC endpoints, security

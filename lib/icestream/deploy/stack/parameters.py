@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from icestream.operations.stack.common import not_empty, parameter
+from icestream.deploy.stack.common import not_empty, parameter
 
 DEFAULT_RELEASE = "emr-7.12.0"  # the first EMR release with Iceberg 1.10.0 (remove_orphan_files prefix_listing)
 

@@ -15,10 +15,10 @@ import pytest
 from botocore.validate import validate_parameters
 
 from icestream.cli import build_parser
+from icestream.deploy import cloudformation
+from icestream.deploy.stack import jobs
+from icestream.deploy.stack.jobs import api_names
 from icestream.errors import ConfigError
-from icestream.operations import deploy
-from icestream.operations.stack import jobs
-from icestream.operations.stack.jobs import api_names
 from tests.helpers.cloudformation import NO_VALUE, resolve
 
 ACCOUNT_ID = "123456789012"
@@ -54,13 +54,13 @@ SCHEDULES = ("IngestSchedule", "StreamingIngestSchedule", "MaintenanceSchedule")
 
 @pytest.fixture(scope="module")
 def resources() -> dict:
-    return deploy.template()["Resources"]
+    return cloudformation.template()["Resources"]
 
 
 def test_no_arn_names_a_partition() -> None:
     """Every ARN is written with ${AWS::Partition} (aws-cn, aws-us-gov), the state machines' tasks too."""
-    assert re.findall(r"arn:aws[-a-z]*:", deploy.render()) == []
-    resources = deploy.template()["Resources"]
+    assert re.findall(r"arn:aws[-a-z]*:", cloudformation.render()) == []
+    resources = cloudformation.template()["Resources"]
     for job in jobs.JOBS:
         assert resolve(resources[job.logical_id]["Properties"]["Target"]["Arn"], STACK) == STACK[job.starter]
         definition = json.loads(resolve(resources[job.starter]["Properties"]["DefinitionString"], STACK, CONDITIONS))
@@ -87,7 +87,7 @@ def test_the_jobs_network(resources: dict) -> None:
     assert application["Condition"] == "CreateApplication"
     network = application["Properties"]["NetworkConfiguration"]
     assert network == {"SubnetIds": {"Ref": "PrivateSubnetIds"}, "SecurityGroupIds": [{"Ref": "JobSecurityGroup"}]}
-    assert deploy.template()["Parameters"]["ReleaseLabel"]["Default"] == "emr-7.12.0"  # Iceberg 1.10.0
+    assert cloudformation.template()["Parameters"]["ReleaseLabel"]["Default"] == "emr-7.12.0"  # Iceberg 1.10.0
     # The endpoint admits the jobs' group only.
     ingress = resources["EndpointSecurityGroup"]["Properties"]["SecurityGroupIngress"]
     assert [rule["SourceSecurityGroupId"] for rule in ingress] == [{"Ref": "JobSecurityGroup"}]
@@ -182,7 +182,7 @@ def test_the_printed_commands_are_valid_requests() -> None:
     """The outputs' start-job-run lines parse as the CLI would read them and validate against botocore."""
     values = {**STACK, "OperatorPolicy": "arn:p", "Stream.Arn": "arn:s", "DataKey": "k", "DeadLetterQueue": "q"}
     values |= {f"{role}.Arn": "arn:r" for role in ("ProducerRole", "ReaderRole")}
-    outputs = resolve(deploy.template()["Outputs"], values, CONDITIONS)
+    outputs = resolve(cloudformation.template()["Outputs"], values, CONDITIONS)
     model = botocore.session.get_session().get_service_model("emr-serverless").operation_model("StartJobRun")
     for name in ("StartIngestCommand", "StartMaintenanceCommand"):
         words = shlex.split(outputs[name]["Value"])
@@ -204,8 +204,8 @@ def test_the_printed_commands_are_valid_requests() -> None:
 
 def test_extra_resources_are_merged(monkeypatch: pytest.MonkeyPatch) -> None:
     """The place for optional parts (the Athena workgroup): a maker's resources join the template."""
-    monkeypatch.setattr(deploy, "EXTRA_RESOURCES", [lambda: {"Extra": {"Type": "AWS::SNS::Topic"}}])
-    assert deploy.template()["Resources"]["Extra"] == {"Type": "AWS::SNS::Topic"}
+    monkeypatch.setattr(cloudformation, "EXTRA_RESOURCES", [lambda: {"Extra": {"Type": "AWS::SNS::Topic"}}])
+    assert cloudformation.template()["Resources"]["Extra"] == {"Type": "AWS::SNS::Topic"}
 
 
 def test_a_deployed_stacks_run_request_is_ready_to_send() -> None:

@@ -4,7 +4,7 @@
 variables (``${AWS::Partition}``, ``${AWS::Region}``, ``${AWS::AccountId}``, ``${StreamName}``, ``${WarehouseBucket}``,
 ``${WarehousePrefix}``, ``${Namespace}``, ``${StreamKeyArn}``, ``${WarehouseKeyArn}``), so the same
 file becomes the policy :func:`iam_policy` prints for a settings object and the role policy of the
-CloudFormation template (:mod:`icestream.operations.deploy`). It grants the stream's own Kinesis actions, the
+CloudFormation template (:mod:`icestream.deploy.cloudformation`). It grants the stream's own Kinesis actions, the
 warehouse prefix in S3, the namespace's database and tables in Glue, and use of the KMS keys only
 through Kinesis and S3 (``kms:ViaService``).
 
@@ -13,7 +13,7 @@ and Kinesis call needs
 through Iceberg's ``GlueCatalog`` and ``S3FileIO`` (what their code calls: ``glue:GetTable`` to load
 a table, ``glue:UpdateTable`` to commit a new ``metadata_location``, ``glue:DeleteTable`` for
 ``DROP TABLE``, S3 object reads and writes of metadata and data files, ``ListObjectsV2`` for orphan
-removal). ``tests/unit/operations/test_security.py`` scans the package and the notebooks for what they run,
+removal). ``tests/unit/deploy/test_security.py`` scans the package and the notebooks for what they run,
 maps it through these tables and fails when the policy misses one action, or grants one nothing needs.
 """
 
@@ -34,7 +34,7 @@ PLACEHOLDER = re.compile(r"\$\{([A-Za-z:]+)\}")
 # Regions outside the ``aws`` partition, by prefix (AWS: "Identify AWS resources with Amazon Resource Names").
 PARTITIONS = {"cn-": "aws-cn", "us-gov-": "aws-us-gov", "us-iso-": "aws-iso", "us-isob-": "aws-iso-b"}
 
-# What an action acts on; tests/unit/operations/test_security.py turns each into the ARN the call names.
+# What an action acts on; tests/unit/deploy/test_security.py turns each into the ARN the call names.
 STREAM, ACCOUNT, BUCKET, OBJECTS = "stream", "account", "bucket", "objects"
 CATALOG_DATABASE, CATALOG_TABLE = "database", "table"  # Glue checks the catalog, database (and table) ARNs
 STREAM_KEY, WAREHOUSE_KEY = "stream-key", "warehouse-key"
@@ -164,7 +164,7 @@ def api_grants(service: str, operation: str, encrypted: bool) -> set[Grant]:
         return {(f"glue:{operation}", GLUE_TARGETS[operation])}
     if service == "s3" and operation in S3_ACTIONS:
         return {S3_ACTIONS[operation]}
-    raise ConfigError(f"{service}:{operation} is not mapped to IAM grants: add it to icestream.operations.security.")
+    raise ConfigError(f"{service}:{operation} is not mapped to IAM grants: add it to icestream.deploy.security.")
 
 
 def statement_kinds(sql: str) -> set[str]:
@@ -185,7 +185,7 @@ def kinesis_grants(operation: str, encrypted: bool) -> set[Grant]:
 
 def policy_template() -> dict[str, Any]:
     """The policy with its ``${...}`` placeholders, as shipped in the package."""
-    return json.loads(resources.files("icestream.operations").joinpath("policies", POLICY_FILE).read_text())
+    return json.loads(resources.files("icestream.deploy").joinpath("policies", POLICY_FILE).read_text())
 
 
 def partition(region: str) -> str:
@@ -196,7 +196,7 @@ def partition(region: str) -> str:
 
 def duties() -> dict[str, Any]:
     """Each duty (``ingest``, ``maintenance``, ``producer``, ``reader``): its code and its actions by statement."""
-    return json.loads(resources.files("icestream.operations").joinpath("policies", DUTIES_FILE).read_text())
+    return json.loads(resources.files("icestream.deploy").joinpath("policies", DUTIES_FILE).read_text())
 
 
 def duty_policy(policy: dict[str, Any], duty: str) -> dict[str, Any]:
@@ -235,7 +235,7 @@ def substitute(policy: dict[str, Any], values: dict[str, str]) -> dict[str, Any]
     def replace(match: re.Match[str]) -> str:
         if match.group(1) not in values:
             raise ConfigError(
-                f"IAM policy placeholder ${{{match.group(1)}}} has no value: update icestream.operations.security."
+                f"IAM policy placeholder ${{{match.group(1)}}} has no value: update icestream.deploy.security."
             )
         return values[match.group(1)]
 

@@ -2,7 +2,7 @@
 
 The scan reads every module of the package and every notebook's code cells (syntax trees, not text):
 SQL statement texts and their kinds, Iceberg procedures called, DataFrame writes, pyiceberg catalog
-calls, and the boto3 client calls on the services the code creates clients for. ``icestream.operations.security``
+calls, and the boto3 client calls on the services the code creates clients for. ``icestream.deploy.security``
 maps each to the IAM actions Iceberg's GlueCatalog and S3FileIO (or the Kinesis API) need; a small
 evaluator then asks the rendered policy whether it allows each action on the ARN the call would name, with the request's
 condition keys (``s3:prefix``, ``kms:ViaService``, the S3 encryption context).
@@ -26,9 +26,9 @@ import pytest
 from botocore import xform_name
 
 from icestream.config import load_settings
+from icestream.deploy import security
+from icestream.deploy.security import iam_policy
 from icestream.errors import ConfigError
-from icestream.operations import security
-from icestream.operations.security import iam_policy
 from tests.helpers.security import client_calls, client_factories, leaks, unit_of
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -194,7 +194,7 @@ def derived_needs(encrypted: bool = True) -> tuple[dict[security.Grant, set[str]
             needed = security.api_grants(family, name, encrypted)
             found["operations"].add(f"{family}:{name}")
         else:
-            raise AssertionError(f"{need} ({sorted(where)}): icestream.operations.security maps no {family} calls yet")
+            raise AssertionError(f"{need} ({sorted(where)}): icestream.deploy.security maps no {family} calls yet")
         for grant in needed:
             grants.setdefault(grant, set()).update(where)
     return grants, found

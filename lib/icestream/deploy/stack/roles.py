@@ -1,7 +1,7 @@
 """IAM roles by duty: the ingest job, the maintenance job, a producer, a reader (Athena), and a person's policy.
 
 Each role's policy is the share of ``policies/iam-policy.json`` its duty needs (``policies/duties.json``,
-:func:`icestream.operations.security.duty_policy`), bound to the stack. The jobs' roles trust EMR
+:func:`icestream.deploy.security.duty_policy`), bound to the stack. The jobs' roles trust EMR
 Serverless (and Glue) only from this account and its applications or jobs (``aws:SourceAccount``,
 ``aws:SourceArn``); the producer and reader roles trust the account, whose IAM decides who may
 assume them. The operator policy (the whole file) is a managed policy to attach to the people who
@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from icestream.operations.security import duty_policy, policy_template, substitute
-from icestream.operations.stack.common import ARN, document, sub
-from icestream.operations.stack.jobs import starter_arns
-from icestream.operations.stack.parameters import application_id
+from icestream.deploy.security import duty_policy, policy_template, substitute
+from icestream.deploy.stack.common import ARN, document, sub
+from icestream.deploy.stack.jobs import starter_arns
+from icestream.deploy.stack.parameters import application_id
 
 # The policy's placeholders as CloudFormation Fn::Sub variables of this template (one key for both uses).
 POLICY_BINDINGS = {

@@ -20,9 +20,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from icestream.deploy.stack.common import ARN
+from icestream.deploy.stack.parameters import application_id
 from icestream.errors import ConfigError
-from icestream.operations.stack.common import ARN
-from icestream.operations.stack.parameters import application_id
 
 ENV_ARCHIVE = "icestream_env.tar.gz"  # what `icestream ship` uploads under the artifacts folder
 ENV_ALIAS = "icestream_env"  # the folder Spark unpacks it to, in each container's working directory

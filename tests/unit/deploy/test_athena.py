@@ -14,8 +14,8 @@ from botocore.validate import validate_parameters
 from sqlglot import exp
 
 from icestream.config import load_settings
+from icestream.deploy import athena
 from icestream.lake.schema import DEVICE_FIELDS, REJECT_COLUMNS_DDL, table_columns
-from icestream.operations import athena
 from tests.helpers.cloudformation import resolve
 
 QUERIES = athena.named_queries()
