@@ -48,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import banner, command_line, write_results
 
+from icestream.demos import evaluate
 from icestream.queries import anomaly
 from icestream.queries.anomaly import MAD_TO_SIGMA, DetectorOptions
 from icestream.synthetic.generator import backfill_config, generate
@@ -95,7 +96,7 @@ def notebook_backfill(end: datetime, seed: int) -> tuple[pd.DataFrame, list, dat
 
 def sweep_row(detector: Callable[[pd.DataFrame], pd.DataFrame], counts: pd.DataFrame, truth: list) -> dict:
     scored = detector(counts)
-    evaluation = anomaly.evaluate(scored, truth)
+    evaluation = evaluate(scored, truth)
     peaks = {}
     for injected in truth:
         inside = scored[

@@ -8,6 +8,7 @@ The package's faces, each with ``__all__`` (docs/design.md draws them):
 - ``icestream.ingest``: the streaming ingest; ``icestream.load``: files into tables;
 - ``icestream.lake``: the Iceberg tables (DDL, layout, time travel, maintenance);
 - ``icestream.queries``: real-time, health, the ingest's report, anomalies, DuckDB and pyiceberg;
+- ``icestream.demos``: the workbook's scenarios, each checked against its ground truth;
 - ``icestream.plots``: the notebooks' charts.
 
 Notebooks, scripts and schedulers import from these faces only; the modules behind them may move.

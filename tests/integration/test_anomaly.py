@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from icestream.config import Settings, load_settings
+from icestream.demos import evaluate, label_windows, scoring_scope
 from icestream.lake import ddl
 from icestream.load.bulk import load_payloads
 from icestream.producer.run import RunSummary, run_summary_path, write_run_summary
@@ -51,10 +52,10 @@ def test_default_detector_finds_every_anomaly_with_few_false_alarms(spark, gener
     table, runs = generated
     config, truth = runs[index]
     scored = anomaly.score_windows(anomaly.window_counts(spark, table, config.start, config.end))
-    result = anomaly.evaluate(scored, truth)
+    result = evaluate(scored, truth)
     assert result.anomalies == len(DEFAULT_ANOMALIES)
-    assert result.recall == 1.0, anomaly.label_windows(scored, truth)
-    assert result.false_positives_per_hour <= 1.0, anomaly.label_windows(scored, truth)
+    assert result.recall == 1.0, label_windows(scored, truth)
+    assert result.false_positives_per_hour <= 1.0, label_windows(scored, truth)
     assert result.scored_hours > 2.0
 
 
@@ -113,22 +114,22 @@ def two_runs(spark, tmp_path_factory: pytest.TempPathFactory) -> tuple[Settings,
 
 def test_scoring_a_run_ignores_the_other_runs_in_the_table(spark, two_runs) -> None:
     settings, (_, burst, second) = two_runs
-    scope = anomaly.scoring_scope(settings)
+    scope = scoring_scope(settings)
     assert (scope.run_id, scope.start, scope.end) == (second.run_id, second.config.start, second.config.end)
     assert list(scope.truth) == second.ground_truth
     scored = anomaly.score_windows(
         anomaly.window_counts(spark, settings.table_name, scope.start, scope.end, run_id=scope.run_id)
     )
-    result = anomaly.evaluate(scored, scope.truth)
-    assert result.recall == 1.0, anomaly.label_windows(scored, scope.truth)
-    assert result.false_positives_per_hour <= 1.0, anomaly.label_windows(scored, scope.truth)
-    false_alarms = anomaly.label_windows(scored, scope.truth).query("matches == ''")
+    result = evaluate(scored, scope.truth)
+    assert result.recall == 1.0, label_windows(scored, scope.truth)
+    assert result.false_positives_per_hour <= 1.0, label_windows(scored, scope.truth)
+    false_alarms = label_windows(scored, scope.truth).query("matches == ''")
     burst_start, burst_end = pd.Timestamp(burst.config.start), pd.Timestamp(burst.config.end)
     assert not ((false_alarms["window_end"] > burst_start) & (false_alarms["window_start"] < burst_end)).any()
 
     # The same range without the run's id: the first run's history and its burst are counted too.
     everything = anomaly.score_windows(anomaly.window_counts(spark, settings.table_name, scope.start, scope.end))
-    mixed = anomaly.label_windows(everything, scope.truth).query("matches == ''")
+    mixed = label_windows(everything, scope.truth).query("matches == ''")
     in_burst = (mixed["window_end"] > burst_start) & (mixed["window_start"] < burst_end)
     assert (mixed.loc[in_burst, "flag"] == anomaly.HIGH).sum() > 10, "what a second `make run` tripped on"
 

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from icestream.config import load_settings
+from icestream.demos import this_run
 from icestream.errors import ConfigError
 from icestream.lake import LakeTable, ddl
 from icestream.load.bulk import load_payloads
@@ -127,7 +128,7 @@ def test_questions_count_only_the_runs_asked_for(spark, loaded, settings, tmp_pa
     newest = events["event_ts"].max().to_pydatetime()
     assert realtime.events_by_type(table, 15, newest, run_ids=["run-other"]).empty
     # No backfill summary in the run folder: every run is this run's.
-    scope = realtime.this_run(table, dataclasses.replace(settings, run_dir=str(tmp_path)))
+    scope = this_run(table, dataclasses.replace(settings, run_dir=str(tmp_path)))
     assert scope.run_ids is None
     assert scope.runs["this_run"].all()
     assert scope.runs.set_index("run_id").loc[run_id, "events"] == len(events)

@@ -19,7 +19,8 @@ MAX_LINES = 450
 # Foundation first, as in docs/design.md: a module imports from its own layer or an earlier one; a
 # package ("lake") covers every module inside it. The folders follow the data's way (stream -> ingest
 # and load -> lake -> queries), except that the lake sits below the ingest here: the ingest writes
-# tables through the lake, and the lake knows nothing of Kinesis.
+# tables through the lake, and the lake knows nothing of Kinesis. The workbook's scenarios (demos)
+# sit above everything they drive and check, so nothing below them can reach them.
 LAYERS = (
     ("errors", "limits", "timestamps", "validation", "config"),
     ("runtime",),
@@ -29,9 +30,13 @@ LAYERS = (
     ("load",),
     ("synthetic", "producer"),
     ("queries",),
+    ("demos",),
     ("plots", "workbook", "deploy"),
     ("cli", "jobs"),
 )  # fmt: skip
+# What a scheduled job is made of (maintenance is lake/routine and lake/maintenance): these rooms may
+# never import the workbook's scenarios, directly or through another module.
+JOB_CORE = ("errors", "limits", "timestamps", "validation", "config", "runtime", "stream", "ingest", "load", "lake")
 
 
 def layer_of(module: str) -> int:
@@ -82,6 +87,17 @@ def test_imports_come_from_the_same_layer_or_above(path: Path) -> None:
     assert not upward, f"{name} (layer {layer_of(name) + 1}) imports from a lower layer: {upward}"
 
 
+def test_the_job_core_never_imports_the_demos() -> None:
+    # LAYERS already forbids it (demos sits above every job-core room); said here by name, so that a
+    # reorder of LAYERS that let the core reach the demos fails on its own line.
+    assert all(layer_of(f"icestream.{room}") < layer_of("icestream.demos") for room in JOB_CORE)
+    core = [name for name in GRAPH if name != "icestream" and name.split(".")[1] in JOB_CORE]
+    assert len(core) > 50, "the job core's modules were not found"
+    reaching = sorted(f"{name} -> {reached}" for name in core for reached in reachable(name)
+                      if reached.startswith("icestream.demos"))  # fmt: skip
+    assert not reaching, f"the job core imports the workbook's scenarios: {reaching}"
+
+
 def assert_no_cycle(graph: dict[str, set[str]], what: str) -> None:
     """Fails with the first cycle found in ``graph`` (name -> the names it imports)."""
     visiting: list[str] = []
@@ -127,7 +143,7 @@ def test_no_module_is_over_the_line_limit(path: Path) -> None:
 # workbook's folders, so that a slim install for jobs can leave them (and their libraries) out. Nor the
 # deployment: a person runs it to make the stack and upload the job; the job itself never needs it.
 JOB_ENTRY_POINTS = ("icestream.jobs.ingest", "icestream.cli.ingest", "icestream.cli.load", "icestream.cli.maintain")
-WORKBOOK_ONLY = ("synthetic", "producer", "queries", "plots", "workbook")
+WORKBOOK_ONLY = ("synthetic", "producer", "queries", "demos", "plots", "workbook")
 DEPLOY_ONLY = ("deploy",)
 
 
@@ -152,3 +168,7 @@ def test_a_scheduled_job_never_imports_the_workbook(entry: str) -> None:
 
 def test_the_job_check_sees_a_workbook_import() -> None:
     assert any(name.startswith("icestream.producer") for name in reachable("icestream.cli.produce"))
+
+
+def test_the_demos_check_sees_an_import_of_the_demos() -> None:
+    assert any(name.startswith("icestream.demos") for name in reachable("icestream.cli.local"))

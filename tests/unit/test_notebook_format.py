@@ -116,6 +116,7 @@ FACES = (
     "icestream.load",
     "icestream.lake",
     "icestream.queries",
+    "icestream.demos",
     "icestream.plots",
 )
 

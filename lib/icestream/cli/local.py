@@ -33,11 +33,11 @@ def cmd_emulator(args: argparse.Namespace) -> int:
 
 def workbook_suffixes() -> tuple[str, ...]:
     """Every suffix the workbook appends to the table's name: its companions, the demos' tables and theirs."""
-    from icestream.producer.change_demo import DEMO_SUFFIX as CHANGE_DEMO
-    from icestream.producer.crash_demo import DEMO_SUFFIX as CRASH_DEMO
-    from icestream.producer.metrics_demo import DEMO_SUFFIX as METRICS_DEMO
-    from icestream.producer.routed_demo import DEMO_SUFFIX as ROUTED_DEMO
-    from icestream.producer.routed_demo import ORDERS_SUFFIX
+    from icestream.demos.change_demo import DEMO_SUFFIX as CHANGE_DEMO
+    from icestream.demos.crash_demo import DEMO_SUFFIX as CRASH_DEMO
+    from icestream.demos.metrics_demo import DEMO_SUFFIX as METRICS_DEMO
+    from icestream.demos.routed_demo import DEMO_SUFFIX as ROUTED_DEMO
+    from icestream.demos.routed_demo import ORDERS_SUFFIX
 
     demos = (CRASH_DEMO, ROUTED_DEMO, CHANGE_DEMO, METRICS_DEMO)
     theirs = (REJECTS_SUFFIX, ARCHIVE_SUFFIX, METRICS_SUFFIX)

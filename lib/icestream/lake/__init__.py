@@ -42,7 +42,7 @@ from icestream.lake.archive import expire_archive
 from icestream.lake.ddl import qualified_name, readable_property, setup_tables, show_create_table, table_properties
 from icestream.lake.evolution import Evolution, partition_transform, promoted_type
 from icestream.lake.keyed import LIVE_FILTER, KeyedSpec, create_keyed_table, merge_statement
-from icestream.lake.layout import create_layout_demo, table_layout
+from icestream.lake.layout import table_layout
 from icestream.lake.maintenance import sort_order_literal
 from icestream.lake.metrics import (
     METRICS_VIEW,
@@ -70,7 +70,6 @@ __all__ = [
     "Statement",
     "Window",
     "create_keyed_table",
-    "create_layout_demo",
     "create_metrics_table",
     "create_metrics_view",
     "event_time_slices",

@@ -12,9 +12,9 @@ An Iceberg table is a tree of files, read top down by every engine:
    column statistics (what lets a reader skip files without opening them);
 5. the **data files** (Parquet) hold the rows.
 
-:func:`table_layout` walks that tree for the current snapshot through Iceberg's own Java API (the
-same reads a query plans with), so the names and counts are the real ones. :func:`create_layout_demo`
-makes a tiny table to walk: two small commits, so the tree has every level and fits on a page.
+:func:`table_layout` walks that tree for the current snapshot of any table through Iceberg's own
+Java API (the same reads a query plans with), so the names and counts are the real ones. Notebook 00
+walks the tiny table that :func:`icestream.demos.create_layout_demo` makes.
 """
 
 from __future__ import annotations
@@ -22,16 +22,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from icestream.config import LAYOUT_DEMO_SUFFIX
 from icestream.lake.inspect import load_iceberg_table, name_of
-from icestream.lake.statement import Statement
 from icestream.lake.table import LakeTable
 
 if TYPE_CHECKING:
     import pandas as pd
-    from pyspark.sql import SparkSession
-
-    from icestream.config import Settings
 
 LEVELS = ("catalog", "metadata file", "manifest list", "manifest", "data file")
 LEVEL_MEANING = {
@@ -41,16 +36,6 @@ LEVEL_MEANING = {
     "manifest": "a list of data files with partition, row count and column statistics",
     "data file": "the rows, in Parquet",
 }
-
-# Two commits of fixed rows in two event-time hours: the second commit adds a second manifest to
-# the current snapshot's manifest list, and the hour partitioning gives one data file per hour.
-DEMO_COMMITS = (
-    "INSERT INTO {name} VALUES "
-    "('e-1', 'page_view', TIMESTAMP '2026-01-01 09:15:00'), "
-    "('e-2', 'click', TIMESTAMP '2026-01-01 09:40:00'), "
-    "('e-3', 'search', TIMESTAMP '2026-01-01 10:05:00')",
-    "INSERT INTO {name} VALUES ('e-4', 'purchase', TIMESTAMP '2026-01-01 10:20:00')",
-)
 
 
 @dataclass(frozen=True)
@@ -156,27 +141,3 @@ def table_layout(table: LakeTable, catalog_type: str = "") -> TableLayout:
         snapshots=int(metadata.snapshots().size()),
         nodes=frame,
     )
-
-
-def create_layout_demo(spark: SparkSession, settings: Settings) -> LakeTable:
-    """Drop and create ``<table>_layout_demo`` and commit :data:`DEMO_COMMITS` to it (two snapshots).
-
-    The statements are recorded in the returned table's ``statements``, so a notebook can show them.
-
-    Returns:
-        The demo table.
-    """
-    demo = settings.companion(LAYOUT_DEMO_SUFFIX)
-    table = LakeTable(spark, demo.table_name)
-    table.apply(Statement(f"CREATE NAMESPACE IF NOT EXISTS {demo.namespace_name}", writes=True))
-    table.apply(Statement(f"DROP TABLE IF EXISTS {table.name} PURGE", writes=True))
-    table.apply(
-        Statement(
-            f"CREATE TABLE {table.name} (event_id STRING, event_type STRING, event_ts TIMESTAMP) "
-            "USING iceberg PARTITIONED BY (hours(event_ts))",
-            writes=True,
-        )
-    )
-    for commit in DEMO_COMMITS:
-        table.apply(Statement(commit.format(name=table.name), writes=True))
-    return table

@@ -5,7 +5,7 @@ A run sends records, generated or read from a file; writes the ground truth of t
 injected (:func:`icestream.synthetic.ground_truth.ground_truth_path`); and writes one typed summary,
 :class:`RunSummary`, to ``<run_dir>/produce_<mode>_summary.json``, one file per mode (``backfill``,
 ``live``, ``file``). The backfill's summary is what the anomaly detector scores
-(:func:`icestream.queries.anomaly.scoring_scope`: the run's id, event-time range and ground truth), whichever
+(:func:`icestream.demos.scoring_scope`: the run's id, event-time range and ground truth), whichever
 of notebook 01 or ``icestream produce --backfill-hours`` sent it; the live one is what the background
 producer reports.
 """

@@ -15,11 +15,8 @@ from typing import TYPE_CHECKING, Any
 _MODULES = ("anomaly", "duckdb_engine", "health", "metrics", "pyiceberg_engine", "realtime", "streaming")
 _ANOMALY = (
     "DetectorOptions",
-    "evaluate",
     "flagged_intervals",
-    "label_windows",
     "score_windows",
-    "scoring_scope",
     "window_counts",
 )
 _LIVE = (
@@ -52,11 +49,9 @@ __all__ = [
     "committed_positions",
     "current_lag_s",
     "duckdb_engine",
-    "evaluate",
     "flagged_intervals",
     "freshness",
     "health",
-    "label_windows",
     "live_frame",
     "metrics",
     "percentiles",
@@ -67,7 +62,6 @@ __all__ = [
     "realtime",
     "rejects_by_reason",
     "score_windows",
-    "scoring_scope",
     "shard_lag_frame",
     "stream_lag_s",
     "stream_uncommitted",
@@ -82,11 +76,8 @@ if TYPE_CHECKING:
     from icestream.queries import anomaly, duckdb_engine, health, metrics, pyiceberg_engine, realtime, streaming
     from icestream.queries.anomaly import (
         DetectorOptions,
-        evaluate,
         flagged_intervals,
-        label_windows,
         score_windows,
-        scoring_scope,
         window_counts,
     )
     from icestream.queries.live import (

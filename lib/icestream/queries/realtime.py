@@ -10,7 +10,7 @@ shrink) a few minutes later. Anchoring at the newest event makes a result reprod
 that stopped growing; pass ``now=datetime.now(UTC)`` for a live dashboard.
 
 **Runs.** A lake that has seen several runs of the workbook holds each run's history and live
-events, over overlapping hours; :func:`icestream.queries.runs.this_run` says which are this run's.
+events, over overlapping hours; :func:`icestream.demos.this_run` says which are this run's.
 Every question takes ``run_ids``: only those runs' events are counted (bound values, never text).
 
 **Pruning.** Window bounds go into SQL as bound parameters wrapped in ``timestamp_micros(...)``,
@@ -30,12 +30,11 @@ from typing import TYPE_CHECKING, Any
 from icestream.errors import ConfigError
 from icestream.lake import Statement, Window
 from icestream.lake.window import WINDOW_SQL
-from icestream.queries.runs import RunScope, run_filter, this_run
+from icestream.queries.runs import run_filter
 from icestream.timestamps import as_utc, from_micros, to_micros
 
-__all__ = [  # this_run and RunScope are offered here too: "realtime.this_run(...)" reads as what it is
+__all__ = [
     "Dashboard",
-    "RunScope",
     "active_sessions",
     "dashboard_from_parts",
     "dashboard_sql",
@@ -47,7 +46,6 @@ __all__ = [  # this_run and RunScope are offered here too: "realtime.this_run(..
     "resolve_now",
     "run_filter",
     "scan_metrics",
-    "this_run",
     "window",
 ]
 

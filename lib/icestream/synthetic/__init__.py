@@ -18,7 +18,7 @@ from icestream.synthetic.entities import ORDER_COLUMNS, ORDER_KEY, ORDER_ORDER, 
 from icestream.synthetic.generator import RUN_ID_PROPERTY, EventGenerator, GeneratorConfig, backfill_config, generate
 from icestream.synthetic.ground_truth import parse_anomalies, read_ground_truth
 from icestream.synthetic.kinds import FLAG_DESCRIPTIONS
-from icestream.synthetic.malformed import BREAK_MARK, MALFORMED_DESCRIPTIONS, MALFORMED_KINDS, show_malformed
+from icestream.synthetic.malformed import MALFORMED_DESCRIPTIONS, MALFORMED_KINDS
 from icestream.synthetic.model import EVENT_TYPES, PROPERTY_FIELDS, expected_type_shares
 from icestream.synthetic.second_kind import (
     NEW_FIELD,
@@ -32,7 +32,6 @@ from icestream.synthetic.second_kind import (
 from icestream.synthetic.wire import decode_events
 
 __all__ = [
-    "BREAK_MARK",
     "EVENT_TYPES",
     "FLAG_DESCRIPTIONS",
     "MALFORMED_DESCRIPTIONS",
@@ -58,7 +57,6 @@ __all__ = [
     "parse_anomalies",
     "read_ground_truth",
     "read_tables_truth",
-    "show_malformed",
     "table_of",
     "tables_truth_path",
 ]

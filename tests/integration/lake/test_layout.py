@@ -6,7 +6,8 @@ import dataclasses
 
 import pytest
 
-from icestream.lake.layout import LEVELS, create_layout_demo, table_layout
+from icestream.demos import create_layout_demo
+from icestream.lake.layout import LEVELS, table_layout
 
 
 @pytest.fixture(scope="module")

@@ -38,7 +38,7 @@ NOT_SCANNED = {
     "reset.py": "`icestream reset` deletes the stream and the tables: a person runs it with their own "
     "credentials; the scheduled jobs' role must not be able to",
     "hot_shard.py": "notebook 01's hot-shard demo makes and deletes a stream of its own, only on an emulator "
-    "(local, localstack profiles; tests/unit/producer/test_hot_shard.py)",
+    "(local, localstack profiles; tests/unit/demos/test_hot_shard.py)",
     "routed_demo.py": "notebook 05's routed demo makes and deletes a stream of its own, only on an emulator "
     "(local, localstack profiles; tests/integration/test_routed_demo.py)",
     "change_demo.py": "notebook 06's change stream makes and deletes a stream of its own, only on an emulator "

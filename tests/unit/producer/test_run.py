@@ -10,9 +10,9 @@ import pytest
 
 from icestream import cli
 from icestream.config import Settings, load_settings
+from icestream.demos import scoring_scope
 from icestream.errors import ConfigError
 from icestream.producer.run import read_run_summary, run_production, run_summary_path
-from icestream.queries.anomaly import scoring_scope
 from icestream.synthetic.generator import EventGenerator, backfill_config
 from icestream.synthetic.ground_truth import DEFAULT_ANOMALIES, ground_truth_path, read_ground_truth
 from tests.helpers.fake_kinesis import AcceptingKinesis

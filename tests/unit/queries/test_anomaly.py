@@ -8,16 +8,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from icestream.demos import evaluate, label_windows
 from icestream.errors import ConfigError
 from icestream.queries.anomaly import (
     HIGH,
     LOW,
     DetectorOptions,
     complete_windows,
-    evaluate,
     event_window_counts,
     flagged_intervals,
-    label_windows,
     score_windows,
 )
 from icestream.synthetic.ground_truth import Anomaly

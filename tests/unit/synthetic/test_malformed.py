@@ -8,7 +8,7 @@ import pytest
 
 from icestream.errors import ConfigError
 from icestream.limits import MAX_RECORD_BYTES
-from icestream.synthetic.malformed import BREAK_MARK, MALFORMED_KINDS, malformed_payload, show_malformed
+from icestream.synthetic.malformed import MALFORMED_KINDS, malformed_payload
 from icestream.synthetic.wire import sample_event
 from tests.unit.synthetic.ingest_rules import reject_reason
 
@@ -38,28 +38,3 @@ def test_malformed_payloads_have_the_named_defect() -> None:
     assert reject_reason(json.dumps(sample_event()).encode()) is None
     with pytest.raises(ConfigError, match="choose one of"):
         malformed_payload("nonsense")
-
-
-@pytest.mark.parametrize(
-    ("kind", "before_mark"),
-    [
-        ("invalid_json", "{"),
-        ("wrong_type_string", '"user_id":48213'),
-        ("bad_timestamp", '"event_ts":"2026-13-45'),
-        ("non_utf8", "\\xe9"),
-    ],
-)
-def test_a_malformed_payload_is_shown_whole_with_its_break_marked(kind: str, before_mark: str) -> None:
-    verdict, text = show_malformed(malformed_payload(kind))
-    assert verdict.split(":")[0] != "accepted"
-    assert text.count(BREAK_MARK) == 1
-    assert text.split(BREAK_MARK)[1].startswith(before_mark) or text.split(BREAK_MARK)[0].endswith(before_mark)
-    assert text.replace(BREAK_MARK, "").endswith("}"), "nothing cut off"
-
-
-def test_an_oversized_payload_keeps_everything_but_its_padding() -> None:
-    verdict, text = show_malformed(malformed_payload("oversized"))
-    assert verdict.startswith("oversized:")
-    assert len(text) < 400
-    assert "more 'x')" in text
-    assert text.endswith("}}")

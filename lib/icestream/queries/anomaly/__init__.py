@@ -1,8 +1,7 @@
-"""Anomaly detection on per-type event rates, in sliding windows over event time, and its scoring.
+"""Anomaly detection on per-type event rates, in sliding windows over event time.
 
-:mod:`icestream.queries.anomaly.detector` counts and flags windows;
-:mod:`icestream.queries.anomaly.evaluation` picks the run to score and compares the flags with its
-ground truth. Everything a notebook needs is here.
+:mod:`icestream.queries.anomaly.detector` counts and flags windows. Scoring the flags against the
+anomalies a generated run injected is the workbook's lesson, :mod:`icestream.demos.anomaly_evaluation`.
 """
 
 from icestream.queries.anomaly.detector import (
@@ -19,31 +18,17 @@ from icestream.queries.anomaly.detector import (
     window_counts,
     window_counts_statement,
 )
-from icestream.queries.anomaly.evaluation import (
-    DIRECTION,
-    Evaluation,
-    ScoringScope,
-    evaluate,
-    label_windows,
-    scoring_scope,
-)
 
 __all__ = [
-    "DIRECTION",
     "HIGH",
     "LOW",
     "MAD_TO_SIGMA",
     "DetectorOptions",
-    "Evaluation",
-    "ScoringScope",
     "complete_windows",
-    "evaluate",
     "event_window_counts",
     "flag_windows",
     "flagged_intervals",
-    "label_windows",
     "score_windows",
-    "scoring_scope",
     "stabilised",
     "window_counts",
     "window_counts_statement",

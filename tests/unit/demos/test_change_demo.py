@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from icestream.demos.change_demo import batch_figures
 from icestream.lake.rowlevel import own_position_deletes
 from icestream.lake.summary import BATCH_KEY, POSITIONS_KEY
-from icestream.producer.change_demo import batch_figures
 
 
 def merge_commit(batch: int, added: int, deletes: int, carried: int, totals: tuple[int, int]) -> dict[str, str]:

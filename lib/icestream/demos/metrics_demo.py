@@ -16,10 +16,11 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from icestream.demos.routed_demo import start_afresh
+from icestream.ingest import start_ingest
 from icestream.lake import LakeTable, Statement
 from icestream.lake.ddl import setup_tables
 from icestream.producer.put import produce
-from icestream.producer.routed_demo import start_afresh
 from icestream.synthetic.generator import backfill_config, generate
 
 if TYPE_CHECKING:
@@ -67,8 +68,6 @@ def metrics_stream_demo(
     if not settings.is_local_endpoint:
         return None
     import pandas as pd
-
-    from icestream.ingest import start_ingest  # here: the live producer's process imports this package too
 
     demo = demo_settings(settings)
     client = start_afresh(spark, demo, others=(demo.metrics_table_name,))

@@ -14,12 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from icestream.demos.routed_demo import start_afresh
+from icestream.ingest import start_ingest
 from icestream.ingest.changes import ChangeSpec
 from icestream.lake import LIVE_FILTER, LakeTable, Statement
 from icestream.lake.rowlevel import own_position_deletes
 from icestream.lake.summary import BATCH_KEY, POSITIONS_KEY
 from icestream.producer.put import produce
-from icestream.producer.routed_demo import start_afresh
 from icestream.synthetic.entities import ORDER_COLUMNS, ORDER_KEY, ORDER_ORDER, EntityStream, order_changes
 from icestream.synthetic.wire import Record
 
@@ -141,8 +142,6 @@ def change_stream_demo(
     """
     if not settings.is_local_endpoint:
         return None
-    from icestream.ingest import start_ingest  # here: the live producer's process imports this package too
-
     demo = demo_settings(settings)
     client = start_afresh(spark, demo)
     stream = order_changes(orders=orders, changes=changes, seed=seed)

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from icestream.config import load_settings
-from icestream.producer import crash_demo_settings, processes_in_group
-from icestream.producer.crash_demo import _environment, _ingest_settings
+from icestream.demos import processes_in_group
+from icestream.demos.crash_demo import _environment, _ingest_settings, crash_demo_settings
 
 
 def test_the_demo_has_a_stream_and_tables_of_its_own() -> None:

@@ -24,11 +24,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from icestream.demos.routed_demo import start_afresh
 from icestream.errors import IngestError
 from icestream.lake import LakeTable, Statement
 from icestream.lake.ddl import setup_tables
 from icestream.producer.put import produce
-from icestream.producer.routed_demo import start_afresh
 from icestream.stream.clients import resolve_endpoint
 from icestream.synthetic.generator import backfill_config, generate
 from icestream.synthetic.kinds import VALID_KINDS

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from icestream.ingest import start_ingest
 from icestream.lake import LakeTable, Statement, setup_tables
 from icestream.producer.put import produce
 from icestream.stream.clients import ensure_stream, kinesis_client
@@ -124,8 +125,6 @@ def routed_stream_demo(
     """
     if not settings.is_local_endpoint:
         return None
-    from icestream.ingest import start_ingest  # here: the live producer's process imports this package too
-
     demo = replace(settings.companion(DEMO_SUFFIX), stream_name=f"{settings.stream_name}-{DEMO_SUFFIX}")
     client = start_afresh(spark, demo, (demo.companion_table_name(ORDERS_SUFFIX),))
     setup_tables(spark, demo)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from icestream.config import load_settings
-from icestream.producer import hot_shard
+from icestream.demos import hot_shard
 
 
 def test_the_demo_touches_no_real_account(monkeypatch: pytest.MonkeyPatch) -> None:
