@@ -116,7 +116,7 @@ def main() -> int:
     os.environ["ICESTREAM_WAREHOUSE"] = str(WAREHOUSE)
     from icestream.config import load_settings
     from icestream.lake import LakeTable
-    from icestream.lake.metrics import create_metrics_table, refresh_metrics
+    from icestream.lake.metrics_table import create_metrics_table, refresh_metrics
     from icestream.lake.routine import MaintenancePlan, run_maintenance
     from icestream.queries import duckdb_engine as duck
     from icestream.runtime.spark import get_spark

@@ -1,4 +1,4 @@
-"""real_time_metrics kept by the ingest (lake.metrics) against the emulator: equal to the truth computed in Python
+"""real_time_metrics kept by the ingest (lake.metrics_table) against the emulator: equal to the truth computed in Python
 and to the full query, read by DuckDB, across crashes, compaction, a delete and a second refresher."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from icestream.errors import IngestError
 from icestream.ingest.lease import Lease
 from icestream.lake import LakeTable
 from icestream.lake.ddl import setup_tables
-from icestream.lake.metrics import (
+from icestream.lake.metrics_table import (
     METRICS_HOLDER,
     SOURCE_SNAPSHOT_KEY,
     create_metrics_view,

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from icestream.ingest.options import PHASES
 from icestream.lake import LakeTable
-from icestream.lake.metrics import create_metrics_table
+from icestream.lake.metrics_table import create_metrics_table
 from icestream.synthetic.generator import backfill_config, generate
 from tests.helpers.ingest import drain, refresh_tables
 from tests.helpers.metrics import duckdb_full_query, duckdb_metrics, truth

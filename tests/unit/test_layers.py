@@ -142,7 +142,12 @@ def test_no_module_is_over_the_line_limit(path: Path) -> None:
 # What a scheduled job runs, and what only the workbook uses: a job's imports must never reach the
 # workbook's folders, so that a slim install for jobs can leave them (and their libraries) out. Nor the
 # deployment: a person runs it to make the stack and upload the job; the job itself never needs it.
-JOB_ENTRY_POINTS = ("icestream.jobs.ingest", "icestream.cli.ingest", "icestream.cli.load", "icestream.cli.maintain")
+JOB_ENTRY_POINTS = (
+    "icestream.jobs.ingest",
+    "icestream.cli.ingest_command",
+    "icestream.cli.load",
+    "icestream.cli.maintain",
+)
 WORKBOOK_ONLY = ("synthetic", "producer", "queries", "demos", "plots", "workbook")
 DEPLOY_ONLY = ("deploy",)
 

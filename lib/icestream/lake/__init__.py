@@ -44,7 +44,7 @@ from icestream.lake.evolution import Evolution, partition_transform, promoted_ty
 from icestream.lake.keyed import LIVE_FILTER, KeyedSpec, create_keyed_table, merge_statement
 from icestream.lake.layout import table_layout
 from icestream.lake.maintenance import sort_order_literal
-from icestream.lake.metrics import (
+from icestream.lake.metrics_table import (
     METRICS_VIEW,
     create_metrics_table,
     create_metrics_view,

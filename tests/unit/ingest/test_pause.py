@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from icestream import cli
-from icestream.cli.ingest import ingest_options_from
+from icestream.cli.ingest_command import ingest_options_from
 from icestream.errors import ConfigError
 from icestream.ingest import PAUSE_MARK, parse_pause, pause_hook
 
