@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from icestream.config import Settings, load_settings
-from icestream.demos import evaluate, label_windows, scoring_scope
+from icestream.demos.anomaly_evaluation import evaluate, label_windows, scoring_scope
 from icestream.lake import ddl
 from icestream.load.bulk import load_payloads
 from icestream.producer.run import RunSummary, run_summary_path, write_run_summary

@@ -7,11 +7,11 @@ import pytest
 
 from icestream.config import load_settings
 from icestream.errors import ConfigError, IngestError
-from icestream.ingest import start_ingest
 from icestream.ingest.changes import ChangeSpec
-from icestream.lake import LakeTable
+from icestream.ingest.query import start_ingest
 from icestream.lake.routine import MaintenancePlan, run_maintenance
 from icestream.lake.summary import POSITIONS_KEY
+from icestream.lake.table import LakeTable
 from icestream.queries import pyiceberg_engine as ice
 from icestream.queries.health import collect_stats
 from icestream.synthetic.entities import ORDER_COLUMNS, ORDER_KEY, ORDER_ORDER, order_changes

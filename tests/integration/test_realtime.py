@@ -11,9 +11,10 @@ import pandas as pd
 import pytest
 
 from icestream.config import load_settings
-from icestream.demos import this_run
+from icestream.demos.run_scope import this_run
 from icestream.errors import ConfigError
-from icestream.lake import LakeTable, ddl
+from icestream.lake import ddl
+from icestream.lake.table import LakeTable
 from icestream.load.bulk import load_payloads
 from icestream.queries import realtime
 from icestream.synthetic.generator import backfill_config, generate

@@ -21,9 +21,9 @@ from pathlib import Path
 
 from icestream.ingest.changes import ChangeSpec
 from icestream.ingest.options import PHASES
-from icestream.lake import LakeTable
 from icestream.lake.ddl import create_rejects_table
 from icestream.lake.keyed import create_keyed_table
+from icestream.lake.table import LakeTable
 from icestream.synthetic.entities import ORDER_COLUMNS, ORDER_KEY, ORDER_ORDER, order_changes
 from tests.helpers.changes import change_settings, drain_changes, duckdb_rows, expected_rows
 from tests.helpers.streams import PacedProducer

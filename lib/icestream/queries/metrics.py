@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     import duckdb
     import pandas as pd
 
-    from icestream.lake import LakeTable
+    from icestream.lake.table import LakeTable
 
 RECENT_COLUMNS = ("minute_us", "event_type", "device_type", "events", "unique_users", "avg_duration_ms")
 ROLLUP_COLUMNS = ("event_type", "device_type", "events", "avg_duration_ms")

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from icestream.demos import create_layout_demo
+from icestream.demos.layout_demo import create_layout_demo
 from icestream.lake.layout import LEVELS, table_layout
 
 

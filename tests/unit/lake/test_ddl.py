@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from icestream.config import load_settings
-from icestream.lake import LakeTable, Statement, setup_lake_tables
 from icestream.lake.ddl import readable_property, setup_tables
+from icestream.lake.statement import Statement
+from icestream.lake.table import LakeTable, setup_lake_tables
 
 
 class _Rows:
