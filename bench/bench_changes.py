@@ -57,7 +57,8 @@ def appending(spark: Any, table: str, rows: Any, spec: Any, properties: dict[str
 
 def drain(spark: Any, stream_name: str, mode: str, spec: Any, per_shard: int) -> dict[str, Any]:
     """Drain the stream into a fresh table as ``mode``; wall and CPU seconds, changes and batches."""
-    from icestream.ingest import changes, sink, start_ingest
+    from icestream import start_ingest
+    from icestream.ingest import changes, sink
 
     settings = new_table_settings(stream_name, prefix="cdc")
     if mode != "append":

@@ -267,7 +267,7 @@ def run_ingest(spark: Any, target: Any, **options: Any) -> dict[str, Any]:
         ``seconds``, ``read``, ``batches``, ``rate`` (records read per second), ``progress`` and
         ``phases`` (per batch, see :func:`batch_phases`).
     """
-    from icestream.ingest import start_ingest
+    from icestream import start_ingest
     from icestream.lake.ddl import setup_tables
 
     setup_tables(spark, target)

@@ -38,57 +38,35 @@ hand are :class:`icestream.lake.evolution.Evolution` (notebook 04).
 
 from __future__ import annotations
 
-from icestream.lake.archive import expire_archive
-from icestream.lake.ddl import qualified_name, readable_property, setup_tables, show_create_table, table_properties
-from icestream.lake.evolution import Evolution, partition_transform, promoted_type
-from icestream.lake.keyed import LIVE_FILTER, KeyedSpec, create_keyed_table, merge_statement
-from icestream.lake.layout import table_layout
-from icestream.lake.maintenance import sort_order_literal
-from icestream.lake.metrics_table import (
-    METRICS_VIEW,
-    create_metrics_table,
-    create_metrics_view,
-    fold_statement,
-    refresh_metrics,
-)
-from icestream.lake.routine import MaintenancePlan, results_frame, run_maintenance
-from icestream.lake.statement import DataFrameCall, Outcome, Statement, show_statements
-from icestream.lake.summary import METRICS_SOURCE_KEY
-from icestream.lake.table import LakeTable, recreate_events_copy, setup_lake_tables
-from icestream.lake.window import Window, event_time_slices
+from icestream.face import Face
 
-__all__ = [
-    "LIVE_FILTER",
-    "METRICS_SOURCE_KEY",
-    "METRICS_VIEW",
-    "DataFrameCall",
-    "Evolution",
-    "KeyedSpec",
-    "LakeTable",
-    "MaintenancePlan",
-    "Outcome",
-    "Statement",
-    "Window",
-    "create_keyed_table",
-    "create_metrics_table",
-    "create_metrics_view",
-    "event_time_slices",
-    "expire_archive",
-    "fold_statement",
-    "merge_statement",
-    "partition_transform",
-    "promoted_type",
-    "qualified_name",
-    "readable_property",
-    "recreate_events_copy",
-    "refresh_metrics",
-    "results_frame",
-    "run_maintenance",
-    "setup_lake_tables",
-    "setup_tables",
-    "show_create_table",
-    "show_statements",
-    "sort_order_literal",
-    "table_layout",
-    "table_properties",
-]
+_FACE = Face(
+    __name__,
+    {
+        "Evolution": "icestream.lake.evolution",
+        "KeyedSpec": "icestream.lake.keyed",
+        "LIVE_FILTER": "icestream.lake.keyed",
+        "LakeTable": "icestream.lake.table",
+        "METRICS_SOURCE_KEY": "icestream.lake.summary",
+        "METRICS_VIEW": "icestream.lake.metrics_table",
+        "Statement": "icestream.lake.statement",
+        "Window": "icestream.lake.window",
+        "create_keyed_table": "icestream.lake.keyed",
+        "create_metrics_table": "icestream.lake.metrics_table",
+        "create_metrics_view": "icestream.lake.metrics_table",
+        "event_time_slices": "icestream.lake.window",
+        "merge_statement": "icestream.lake.keyed",
+        "qualified_name": "icestream.lake.ddl",
+        "readable_property": "icestream.lake.ddl",
+        "recreate_events_copy": "icestream.lake.table",
+        "refresh_metrics": "icestream.lake.metrics_table",
+        "setup_lake_tables": "icestream.lake.table",
+        "show_create_table": "icestream.lake.ddl",
+        "show_statements": "icestream.lake.statement",
+        "sort_order_literal": "icestream.lake.maintenance",
+        "table_layout": "icestream.lake.layout",
+    },
+)
+__all__ = _FACE.names
+__getattr__ = _FACE.get
+__dir__ = _FACE.dir
