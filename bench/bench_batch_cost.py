@@ -89,7 +89,7 @@ def icestream_query(spark: Any, rate: float, warmup: float, seconds: float, **op
     """The ingest at a stream's tip: fed at ``rate`` events/s by a background producer (0: nobody writes)."""
     from icestream import start_ingest
     from icestream.config import load_settings
-    from icestream.lake.ddl import setup_tables
+    from icestream.lake import setup_tables
     from icestream.producer.background import start_background_producer, stop_background_producer
     from icestream.stream.clients import ensure_stream
 

@@ -61,7 +61,7 @@ def dashboard_ways(connection, events_table, metrics_table, since) -> dict:
 def drain(spark, stream_name: str, metrics: bool) -> dict:
     """Drain the stream into a fresh table, with or without the metrics; wall and CPU seconds, per batch phases."""
     from icestream import start_ingest
-    from icestream.lake.ddl import setup_tables
+    from icestream.lake import setup_tables
 
     settings = new_table_settings(stream_name, prefix="mx")
     setup_tables(spark, settings)

@@ -268,7 +268,7 @@ def run_ingest(spark: Any, target: Any, **options: Any) -> dict[str, Any]:
         ``phases`` (per batch, see :func:`batch_phases`).
     """
     from icestream import start_ingest
-    from icestream.lake.ddl import setup_tables
+    from icestream.lake import setup_tables
 
     setup_tables(spark, target)
     options.setdefault("available_now", "max_batches" not in options and "duration_seconds" not in options)

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from icestream.config import Settings, load_settings
-from icestream.lake import ddl
 from icestream.lake.summary import BATCH_KEY, FIRST_ARRIVAL_KEY, LAST_ARRIVAL_KEY, QUERY_KEY
+from icestream.lake.table import setup_tables
 from icestream.plots.live import live_dashboard
 from icestream.queries.live import live_frame
 from icestream.timestamps import as_utc
@@ -28,7 +28,7 @@ def tables(spark, emulator: str) -> Iterator[Settings]:
     suffix = uuid.uuid4().hex[:10]
     local = load_settings(table=f"live_{suffix}", stream_name=f"live-{suffix}")
     ensure_stream(local, shard_count=1)
-    ddl.setup_tables(spark, local)
+    setup_tables(spark, local)
     yield local
     for name in (local.table_name, local.rejects_table_name):
         spark.sql(f"DROP TABLE IF EXISTS {name} PURGE")

@@ -12,7 +12,6 @@ from icestream.cli import main as cli_main
 from icestream.config import Settings, load_settings
 from icestream.errors import IngestError
 from icestream.ingest.lease import Lease
-from icestream.lake.ddl import setup_tables
 from icestream.lake.metrics_table import (
     METRICS_HOLDER,
     SOURCE_SNAPSHOT_KEY,
@@ -20,7 +19,7 @@ from icestream.lake.metrics_table import (
     read_mark,
     refresh_metrics,
 )
-from icestream.lake.table import LakeTable
+from icestream.lake.table import LakeTable, setup_tables
 from icestream.stream.clients import ensure_stream
 from icestream.synthetic.generator import backfill_config, generate
 from tests.helpers.crash import crash_at

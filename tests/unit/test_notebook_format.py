@@ -79,7 +79,7 @@ def test_no_magics_that_hide_code(path: Path) -> None:
 # Every statement that reads or changes a table prints as it runs (icestream.lake.show_statements):
 # a notebook that touches tables turns it on in its first cell after the imports, and no cell prints a
 # recorded statement again by hand (it would show twice, or show the last of several reads only).
-TOUCHES_TABLES = re.compile(r"\b(?:LakeTable|setup_lake_tables|load_committed|duckdb_engine|pyiceberg_engine)\b")
+TOUCHES_TABLES = re.compile(r"\b(?:LakeTable|setup_tables|load_committed|duckdb_engine|pyiceberg_engine)\b")
 PRINTS_AGAIN = re.compile(
     r"\.last_statement\b|for \w+ in (?:list\()?\w+\.statements\b|\.statements\)?\[|attrs\[\"scan\"\]"
 )

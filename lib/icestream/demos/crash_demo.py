@@ -26,9 +26,8 @@ from typing import IO, TYPE_CHECKING, Any
 
 from icestream.demos.routed_demo import start_afresh
 from icestream.errors import IngestError
-from icestream.lake.ddl import setup_tables
 from icestream.lake.statement import Statement
-from icestream.lake.table import LakeTable
+from icestream.lake.table import LakeTable, setup_tables
 from icestream.producer.put import produce
 from icestream.stream.clients import resolve_endpoint
 from icestream.synthetic.generator import backfill_config, generate

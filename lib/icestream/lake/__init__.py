@@ -12,6 +12,11 @@
 - ``table.versions``: ``VERSION AS OF`` / ``TIMESTAMP AS OF`` reads, counts at a version,
   incremental reads, tags, branches, write-audit-publish, rollback, adding a column, and
   ``append_window``.
+- ``table.show_create()`` (its DDL as Iceberg reports it) and ``table.layout()`` (its current
+  snapshot's files, walked from the catalog down, :mod:`icestream.lake.layout`).
+
+:func:`setup_tables` is the one way the workbook's tables are made (namespace, events, rejects, the
+raw archive when on; idempotent): it returns each as a ``LakeTable`` that recorded its set-up.
 
 **Statements.** Every operation that runs SQL builds a :class:`Statement`: the SQL text (names in
 it validated, values bound as ``:name`` markers wherever Spark can bind them) and its arguments.
@@ -57,14 +62,11 @@ _FACE = Face(
         "event_time_slices": "icestream.lake.window",
         "merge_statement": "icestream.lake.keyed",
         "qualified_name": "icestream.lake.ddl",
-        "readable_property": "icestream.lake.ddl",
         "recreate_events_copy": "icestream.lake.table",
         "refresh_metrics": "icestream.lake.metrics_table",
-        "setup_lake_tables": "icestream.lake.table",
-        "show_create_table": "icestream.lake.ddl",
+        "setup_tables": "icestream.lake.table",
         "show_statements": "icestream.lake.statement",
         "sort_order_literal": "icestream.lake.maintenance",
-        "table_layout": "icestream.lake.layout",
     },
 )
 __all__ = _FACE.names
