@@ -180,7 +180,7 @@ def test_no_module_is_over_the_line_limit(path: Path) -> None:
 JOB_ENTRY_POINTS = (
     "icestream.jobs.ingest",
     "icestream.cli.ingest_command",
-    "icestream.cli.load",
+    "icestream.cli.load_command",
     "icestream.cli.maintain",
 )
 WORKBOOK_ONLY = ("synthetic", "producer", "queries", "demos", "plots", "workbook")
