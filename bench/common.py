@@ -261,7 +261,7 @@ def run_ingest(spark: Any, target: Any, **options: Any) -> dict[str, Any]:
     Args:
         spark: The session.
         target: Settings naming the stream and the tables (created here if missing).
-        **options: :class:`icestream.ingest.IngestOptions` fields (default ``available_now``).
+        **options: :class:`icestream.ingest.options.IngestOptions` fields (default ``available_now``).
 
     Returns:
         ``seconds``, ``read``, ``batches``, ``rate`` (records read per second), ``progress`` and

@@ -1,6 +1,6 @@
 """SIGKILL campaign on a change stream, with compaction committing from another process.
 
-A live producer sends an entity stream of orders (:func:`icestream.synthetic.order_changes`:
+A live producer sends an entity stream of orders (:func:`icestream.synthetic.entities.order_changes`:
 creates, updates, deletes, re-creates, late and replayed changes, malformed records) to a 2-shard
 stream. The change ingest (merge-on-read, one ``MERGE`` per batch) runs as its own process and is
 SIGKILLed at every phase of a batch, and at random moments that land inside a ``MERGE``'s planning,

@@ -1,7 +1,7 @@
 """A change stream sent and ingested into a keyed table, with its truth (notebook 06).
 
 :func:`change_stream_demo` sends a generated entity stream of orders
-(:func:`icestream.synthetic.order_changes`: creates, updates, deletes, re-creates, late and replayed
+(:func:`icestream.synthetic.entities.order_changes`: creates, updates, deletes, re-creates, late and replayed
 changes, a few malformed records) to a stream of its own, ``<stream>-orders``, then runs the change
 ingest over it once: the keyed table ``<table>_orders`` (merge-on-read) with its rejects table
 ``<table>_orders_rejects``, one ``MERGE`` per batch. The tables are dropped and made again on every

@@ -2,7 +2,7 @@
 
 Each procedure is one ``CALL <catalog>.system.<procedure>(...)`` :class:`~icestream.lake.Statement`
 (procedure arguments must be literals, so every value in it is validated first). A method returns
-an :class:`~icestream.lake.Outcome` carrying the statement and the procedure's output; on a table
+an :class:`~icestream.lake.statement.Outcome` carrying the statement and the procedure's output; on a table
 opened with ``dry_run=True`` it returns the statement without running it.
 
 Maintenance never disturbs the ingest's committed position (:mod:`icestream.ingest.positions`):
