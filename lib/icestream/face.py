@@ -12,8 +12,10 @@ beside the module that defines it; ``__all__`` is read from the table::
     __dir__ = _FACE.dir
 
 A face may also offer some of its own modules as they are (``Face(__name__, {...}, modules=("realtime",))``
-for ``from icestream.queries import realtime``). The package's own code, the command line and the
-tests import from the modules; faces are for what a learner copies into their code.
+for ``from icestream.queries import realtime``). No other name a face offers may be the name of one of
+the package's modules: importing that module binds its name on the package, over the lazy lookup
+(``tests/unit/test_faces.py`` checks). The package's own code, the command line and the tests import
+from the modules; faces are for what a learner copies into their code.
 """
 
 from __future__ import annotations

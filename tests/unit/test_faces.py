@@ -109,6 +109,18 @@ def test_importing_every_face_loads_no_heavy_library() -> None:
 
 
 @pytest.mark.parametrize("face", FACES)
+def test_importing_a_name_from_a_face_gives_what_its_module_defines(face: str) -> None:
+    # Importing a module binds its name on its package: a function the face offers under the name of
+    # one of the package's modules (crash_demo from a module crash_demo) becomes that module once either is imported.
+    table = importlib.import_module(face)._FACE
+    for name, module in table.defined_in.items():
+        importlib.import_module(module)
+        imported: dict[str, object] = {}
+        exec(f"from {face} import {name}", imported)  # noqa: S102 (a name from the face's own table)
+        assert imported[name] is getattr(importlib.import_module(module), name), f"{face}.{name} is not {module}.{name}"
+
+
+@pytest.mark.parametrize("face", FACES)
 def test_a_face_names_what_it_offers_in_dir(face: str) -> None:
     module = importlib.import_module(face)
     assert set(module.__all__) <= set(dir(module))

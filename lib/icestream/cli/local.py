@@ -34,7 +34,7 @@ def cmd_emulator(args: argparse.Namespace) -> int:
 def workbook_suffixes() -> tuple[str, ...]:
     """Every suffix the workbook appends to the table's name: its companions, the demos' tables and theirs."""
     from icestream.demos.change_demo import DEMO_SUFFIX as CHANGE_DEMO
-    from icestream.demos.crash_demo import DEMO_SUFFIX as CRASH_DEMO
+    from icestream.demos.crash import DEMO_SUFFIX as CRASH_DEMO
     from icestream.demos.metrics_demo import DEMO_SUFFIX as METRICS_DEMO
     from icestream.demos.routed_demo import DEMO_SUFFIX as ROUTED_DEMO
     from icestream.demos.routed_demo import ORDERS_SUFFIX

@@ -13,7 +13,7 @@ with its ground truth; none of it is part of a scheduled job, which imports noth
 - :mod:`~icestream.demos.hot_shard`: a shard's write limit shown on a stream of its own (notebook 01).
 - :mod:`~icestream.demos.malformed_showcase`: a malformed payload with the ingest's verdict and the
   point where it breaks (notebook 01).
-- :mod:`~icestream.demos.crash_demo`: the ingest as its own process, SIGKILLed inside a batch and
+- :mod:`~icestream.demos.crash`: the ingest as its own process, SIGKILLed inside a batch and
   restarted: nothing lost, nothing twice (notebook 02).
 - :mod:`~icestream.demos.run_scope`: which production runs a table holds, and which are this run's
   (notebook 03).
@@ -44,7 +44,7 @@ _FACE = Face(
         "backfill_config": "icestream.synthetic.generator",
         "background_producer_status": "icestream.producer.background",
         "change_stream_demo": "icestream.demos.change_demo",
-        "crash_demo": "icestream.demos.crash_demo",
+        "crash_demo": "icestream.demos.crash",
         "create_layout_demo": "icestream.demos.layout_demo",
         "decode_events": "icestream.synthetic.wire",
         "evaluate": "icestream.demos.anomaly_evaluation",
@@ -53,7 +53,7 @@ _FACE = Face(
         "label_windows": "icestream.demos.anomaly_evaluation",
         "metrics_stream_demo": "icestream.demos.metrics_demo",
         "parse_anomalies": "icestream.synthetic.ground_truth",
-        "processes_in_group": "icestream.demos.crash_demo",
+        "processes_in_group": "icestream.demos.crash",
         "read_ground_truth": "icestream.synthetic.ground_truth",
         "read_run_summary": "icestream.producer.run",
         "routed_stream_demo": "icestream.demos.routed_demo",
@@ -64,7 +64,7 @@ _FACE = Face(
         "start_background_producer": "icestream.producer.background",
         "start_live_window": "icestream.producer.background",
         "this_run": "icestream.demos.run_scope",
-        "wait_for_pause": "icestream.demos.crash_demo",
+        "wait_for_pause": "icestream.demos.crash",
     },
 )
 __all__ = _FACE.names
