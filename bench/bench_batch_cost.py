@@ -87,9 +87,9 @@ def spark_own(spark: Any, rate: float, warmup: float, seconds: float) -> dict:
 
 def icestream_query(spark: Any, rate: float, warmup: float, seconds: float, **options: Any) -> dict:
     """The ingest at a stream's tip: fed at ``rate`` events/s by a background producer (0: nobody writes)."""
+    from icestream import start_ingest
     from icestream.config import load_settings
-    from icestream.ingest import start_ingest
-    from icestream.lake.ddl import setup_tables
+    from icestream.lake import setup_tables
     from icestream.producer.background import start_background_producer, stop_background_producer
     from icestream.stream.clients import ensure_stream
 

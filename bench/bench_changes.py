@@ -2,7 +2,7 @@
 before and after compaction. All in one run.
 
 One 2-shard stream is filled once with an entity stream of order changes
-(:func:`icestream.synthetic.order_changes`: creates, updates, deletes, late and replayed changes,
+(:func:`icestream.synthetic.entities.order_changes`: creates, updates, deletes, late and replayed changes,
 a few malformed). The whole stream is then drained by the change ingest into a fresh table per
 drain, in batches of about ``--batch-records`` changes, in the order warm-up (not counted), then
 ``append``, ``merge-on-read``, ``copy-on-write``, ``copy-on-write``, ``merge-on-read``, ``append``:
@@ -57,7 +57,8 @@ def appending(spark: Any, table: str, rows: Any, spec: Any, properties: dict[str
 
 def drain(spark: Any, stream_name: str, mode: str, spec: Any, per_shard: int) -> dict[str, Any]:
     """Drain the stream into a fresh table as ``mode``; wall and CPU seconds, changes and batches."""
-    from icestream.ingest import changes, sink, start_ingest
+    from icestream import start_ingest
+    from icestream.ingest import changes, sink
 
     settings = new_table_settings(stream_name, prefix="cdc")
     if mode != "append":

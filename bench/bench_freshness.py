@@ -54,9 +54,9 @@ TARGET_POINT = (500.0, 0.5)
 
 def freshness_point(spark: Any, rate: float, trigger: float, seconds: float, drain: float) -> dict[str, Any]:
     """One live run at ``rate`` events/s with a ``trigger``-second trigger."""
+    from icestream import start_ingest
     from icestream.config import load_settings
-    from icestream.ingest import start_ingest
-    from icestream.lake.ddl import setup_tables
+    from icestream.lake import setup_tables
     from icestream.producer.background import (
         background_producer_status,
         start_background_producer,

@@ -75,8 +75,7 @@ def main() -> None:
 
     facts = banner("small files and maintenance", command_line())
     from icestream.config import load_settings
-    from icestream.lake import LakeTable
-    from icestream.lake.ddl import setup_tables
+    from icestream.lake import LakeTable, setup_tables
     from icestream.lake.maintenance import default_rewrite_options
     from icestream.load.bulk import load_payloads
     from icestream.synthetic.generator import backfill_config, generate

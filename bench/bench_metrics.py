@@ -60,8 +60,8 @@ def dashboard_ways(connection, events_table, metrics_table, since) -> dict:
 
 def drain(spark, stream_name: str, metrics: bool) -> dict:
     """Drain the stream into a fresh table, with or without the metrics; wall and CPU seconds, per batch phases."""
-    from icestream.ingest import start_ingest
-    from icestream.lake.ddl import setup_tables
+    from icestream import start_ingest
+    from icestream.lake import setup_tables
 
     settings = new_table_settings(stream_name, prefix="mx")
     setup_tables(spark, settings)
@@ -116,7 +116,7 @@ def main() -> int:
     os.environ["ICESTREAM_WAREHOUSE"] = str(WAREHOUSE)
     from icestream.config import load_settings
     from icestream.lake import LakeTable
-    from icestream.lake.metrics import create_metrics_table, refresh_metrics
+    from icestream.lake.metrics_table import create_metrics_table, refresh_metrics
     from icestream.lake.routine import MaintenancePlan, run_maintenance
     from icestream.queries import duckdb_engine as duck
     from icestream.runtime.spark import get_spark

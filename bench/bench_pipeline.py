@@ -192,7 +192,7 @@ def native_load(spark: Any, settings: Any, payload_file: Path) -> int:
     """Spark's own path: JSON lines with the explicit wire schema → a fresh events table."""
     from pyspark.sql import functions as F  # noqa: N812
 
-    from icestream.lake.ddl import setup_tables
+    from icestream.lake import setup_tables
     from icestream.lake.schema import METADATA_COLUMNS, wire_schema
 
     target = new_table_settings(settings.stream_name, prefix="native")

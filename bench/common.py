@@ -261,14 +261,14 @@ def run_ingest(spark: Any, target: Any, **options: Any) -> dict[str, Any]:
     Args:
         spark: The session.
         target: Settings naming the stream and the tables (created here if missing).
-        **options: :class:`icestream.ingest.IngestOptions` fields (default ``available_now``).
+        **options: :class:`icestream.ingest.options.IngestOptions` fields (default ``available_now``).
 
     Returns:
         ``seconds``, ``read``, ``batches``, ``rate`` (records read per second), ``progress`` and
         ``phases`` (per batch, see :func:`batch_phases`).
     """
-    from icestream.ingest import start_ingest
-    from icestream.lake.ddl import setup_tables
+    from icestream import start_ingest
+    from icestream.lake import setup_tables
 
     setup_tables(spark, target)
     options.setdefault("available_now", "max_batches" not in options and "duration_seconds" not in options)

@@ -186,7 +186,7 @@ def fresh(spark, emulator: str) -> Callable[..., Settings]:
     ``fresh(shards=2, prefix="test", **settings)`` names the stream ``<prefix>-<random>`` and the
     tables ``<prefix>_<random>`` (plus ``_rejects``); other keyword arguments override settings.
     """
-    from icestream.lake.ddl import setup_tables
+    from icestream.lake.table import setup_tables
     from icestream.stream.clients import ensure_stream
 
     def make(shards: int = 2, prefix: str = "test", **overrides: object) -> Settings:
@@ -206,12 +206,12 @@ def generated_table(spark, prefix: str, config, chunk_rows: int = 50_000) -> Ite
     Yields:
         ``(settings naming the table, its qualified name, the generated records, load counts)``.
     """
-    from icestream.lake.ddl import setup_tables
+    from icestream.lake.table import setup_tables
     from icestream.load.bulk import load_payloads
     from icestream.synthetic.generator import generate
 
     local = load_settings(table=f"{prefix}_{uuid.uuid4().hex[:10]}")
-    name = setup_tables(spark, local)[0]
+    name = setup_tables(spark, local)[0].name
     records, _ = generate(config)
     counts = load_payloads(spark, name, ((r.data, r.partition_key) for r in records), chunk_rows=chunk_rows)
     try:

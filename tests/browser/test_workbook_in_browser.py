@@ -148,7 +148,7 @@ def prepared_lake(emulator: str, tmp_path_factory: pytest.TempPathFactory) -> It
 
     The notebooks make the stream and tables themselves (00), from the names in the environment.
     """
-    from icestream.producer import stop_background_producer
+    from icestream.producer.background import stop_background_producer
     from icestream.workbook.runner import run_notebooks
 
     suffix = uuid.uuid4().hex[:8]

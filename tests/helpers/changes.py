@@ -8,10 +8,10 @@ from collections import Counter
 from typing import Any
 
 from icestream.config import Settings, load_settings
-from icestream.ingest import start_ingest
 from icestream.ingest.changes import ChangeSpec
-from icestream.lake import LakeTable
+from icestream.ingest.query import start_ingest
 from icestream.lake.keyed import LIVE_FILTER
+from icestream.lake.table import LakeTable
 from icestream.queries import duckdb_engine as duck
 from icestream.stream.clients import ensure_stream
 from icestream.synthetic.entities import EntityStream

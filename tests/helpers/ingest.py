@@ -6,7 +6,7 @@ from collections import Counter
 from typing import Any
 
 from icestream.config import Settings
-from icestream.ingest import start_ingest
+from icestream.ingest.query import start_ingest
 
 
 def drain(spark: Any, settings: Settings, timeout: float = 300, **options: Any):

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from icestream.lake import LakeTable
+from icestream.lake.table import LakeTable
 from icestream.queries import duckdb_engine as duck
 
 Group = tuple[int, str | None, str | None]  # minute (epoch microseconds), event_type, device_type

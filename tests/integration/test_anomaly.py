@@ -16,8 +16,8 @@ import pandas as pd
 import pytest
 
 from icestream.config import Settings, load_settings
-from icestream.demos import evaluate, label_windows, scoring_scope
-from icestream.lake import ddl
+from icestream.demos.anomaly_evaluation import evaluate, label_windows, scoring_scope
+from icestream.lake.table import setup_tables
 from icestream.load.bulk import load_payloads
 from icestream.producer.run import RunSummary, run_summary_path, write_run_summary
 from icestream.producer.summary import ProduceSummary
@@ -33,7 +33,7 @@ LAST_END = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 def generated(spark, settings: Settings) -> tuple[str, list]:
     """A table holding three seeds' backfills; yields its name and (config, ground truth) per seed."""
     table_settings = load_settings(table=f"a_{uuid.uuid4().hex[:10]}")
-    ddl.setup_tables(spark, table_settings)
+    setup_tables(spark, table_settings)
     runs = []
     for day, seed in enumerate(SEEDS):
         config = backfill_config(
@@ -96,7 +96,7 @@ def backfill_summary(generator: EventGenerator, settings: Settings) -> RunSummar
 def two_runs(spark, tmp_path_factory: pytest.TempPathFactory) -> tuple[Settings, list[EventGenerator]]:
     """One table after two runs of the workbook: backfill, live burst, then a backfill over the same hours."""
     settings = load_settings(table=f"r_{uuid.uuid4().hex[:10]}", run_dir=str(tmp_path_factory.mktemp("runs")))
-    ddl.setup_tables(spark, settings)
+    setup_tables(spark, settings)
     configs = [
         backfill_config(hours=3.0, records=30_000, end=FIRST_END, seed=7, anomalies=DEFAULT_ANOMALIES),
         live_config(100.0, seconds=300.0, start=FIRST_END, seed=8),

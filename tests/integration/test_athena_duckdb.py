@@ -18,7 +18,7 @@ import pytest
 import sqlglot
 
 from icestream.deploy import athena
-from icestream.lake import LakeTable
+from icestream.lake.table import LakeTable
 from icestream.queries import duckdb_engine as duck
 from icestream.queries import realtime, report
 from icestream.synthetic.generator import backfill_config

@@ -7,11 +7,11 @@ import pytest
 
 from icestream.config import load_settings
 from icestream.errors import ConfigError, IngestError
-from icestream.ingest import start_ingest
 from icestream.ingest.changes import ChangeSpec
-from icestream.lake import LakeTable
+from icestream.ingest.query import start_ingest
 from icestream.lake.routine import MaintenancePlan, run_maintenance
 from icestream.lake.summary import POSITIONS_KEY
+from icestream.lake.table import LakeTable
 from icestream.queries import pyiceberg_engine as ice
 from icestream.queries.health import collect_stats
 from icestream.synthetic.entities import ORDER_COLUMNS, ORDER_KEY, ORDER_ORDER, order_changes
@@ -134,7 +134,7 @@ def test_a_table_declared_another_way_is_refused_before_anything_is_read(spark, 
     with pytest.raises(ConfigError, match="exists with another declaration"):
         start_ingest(spark, settings, available_now=True, changes=other)
     events_settings = load_settings(stream_name=settings.stream_name, table="user_events_not_keyed_" + settings.table)
-    from icestream.lake.ddl import setup_tables
+    from icestream.lake.table import setup_tables
 
     setup_tables(spark, events_settings)
     with pytest.raises(ConfigError, match="not a keyed table"):

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from icestream.ingest import start_ingest
+from icestream.ingest.query import start_ingest
 from icestream.timestamps import to_micros
 from tests.helpers.ingest import drain, table_state
 from tests.helpers.streams import event_payload, put

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pandas as pd
 import pytest
 
-from icestream.lake import LakeTable
+from icestream.lake.table import LakeTable
 from icestream.queries import duckdb_engine as duck
 from icestream.queries import realtime
 from icestream.runtime.catalog import current_metadata_location

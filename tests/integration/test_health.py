@@ -15,10 +15,10 @@ import pytest
 from icestream.config import Settings, load_settings
 from icestream.errors import ConfigError
 from icestream.ingest import positions
-from icestream.lake import LakeTable, ddl
 from icestream.lake.inspect import DATA_CONTENT
 from icestream.lake.maintenance import default_rewrite_options
 from icestream.lake.summary import BATCH_KEY, POSITIONS_KEY, QUERY_KEY, STREAM_KEY
+from icestream.lake.table import LakeTable, setup_tables
 from icestream.load.bulk import load_payloads
 from icestream.queries import health
 from icestream.synthetic.generator import backfill_config, generate
@@ -35,7 +35,7 @@ def small_files_table(spark, settings: Settings) -> Settings:
 
 def _small_files(spark) -> Settings:
     table_settings = load_settings(table=f"h_{uuid.uuid4().hex[:10]}", stream_name=STREAM)
-    ddl.setup_tables(spark, table_settings)
+    setup_tables(spark, table_settings)
     name = table_settings.table_name
     positions.mark_source_stream(spark, name, STREAM)
     config = backfill_config(hours=2.0, count=1200, end=datetime(2026, 11, 19, 12, 0, tzinfo=UTC), seed=11)
@@ -197,7 +197,7 @@ def test_remove_orphan_files_only_touches_old_unreferenced_files(spark, small_fi
 def test_a_sort_rewrite_of_an_hours_copy_narrows_the_bounds_a_type_filter_reads(spark) -> None:
     # Files roll over at the target size only every thousand rows or so: the hour needs a few thousand.
     source_settings = load_settings(table=f"h_{uuid.uuid4().hex[:10]}", stream_name=STREAM)
-    ddl.setup_tables(spark, source_settings)
+    setup_tables(spark, source_settings)
     config = backfill_config(hours=1.0, count=4000, end=datetime(2026, 11, 19, 12, 0, tzinfo=UTC), seed=5)
     records, _ = generate(config)
     load_payloads(spark, source_settings.table_name, ((r.data, r.partition_key) for r in records if r.kind == "event"))

@@ -4,7 +4,7 @@ ingest used to run a read job every trigger, most of a core of this machine)."""
 from __future__ import annotations
 
 from icestream.config import load_settings
-from icestream.ingest import start_ingest
+from icestream.ingest.query import start_ingest
 from tests.helpers.spark_jobs import last_job_id
 from tests.helpers.waiting import wait_until
 from tests.reliability.faultproxy import FaultProxy

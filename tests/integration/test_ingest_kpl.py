@@ -10,7 +10,7 @@ import pytest
 
 from icestream.config import Settings
 from icestream.errors import IngestError
-from icestream.ingest import start_ingest
+from icestream.ingest.query import start_ingest
 from icestream.stream.kpl import encode_aggregate
 from tests.helpers.crash import crash_at
 from tests.helpers.ingest import assert_accounted, drain

@@ -16,13 +16,14 @@ from icestream.config import load_settings
 from icestream.errors import IngestError
 from icestream.ingest.lease import LEASE_PROPERTY, Identity, Lease, lease_holder
 from icestream.lake import ddl
+from icestream.lake.table import setup_tables
 
 
 @pytest.fixture
 def table(spark, settings):
     """A fresh events table per test, so each starts with no lease."""
     local = load_settings(table=f"lease_{uuid.uuid4().hex[:10]}")
-    names = ddl.setup_tables(spark, local)
+    names = [table.name for table in setup_tables(spark, local)]
     yield names[0]
     for name in names:
         spark.sql(f"DROP TABLE IF EXISTS {name} PURGE")

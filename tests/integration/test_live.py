@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 
 from icestream.config import Settings, load_settings
-from icestream.lake import ddl
 from icestream.lake.summary import BATCH_KEY, FIRST_ARRIVAL_KEY, LAST_ARRIVAL_KEY, QUERY_KEY
-from icestream.plots import live_dashboard
-from icestream.queries import live_frame
+from icestream.lake.table import setup_tables
+from icestream.plots.live import live_dashboard
+from icestream.queries.live import live_frame
 from icestream.timestamps import as_utc
 
 MINUTE = datetime(2026, 11, 25, 10, 0, tzinfo=UTC)  # arrival times of the rows (any fixed minute)
@@ -23,12 +23,12 @@ MINUTE = datetime(2026, 11, 25, 10, 0, tzinfo=UTC)  # arrival times of the rows 
 @pytest.fixture
 def tables(spark, emulator: str) -> Iterator[Settings]:
     """Tables of their own, and a stream of their own: a look also asks the stream for its lag (empty: 0)."""
-    from icestream.stream import ensure_stream, kinesis_client
+    from icestream.stream.clients import ensure_stream, kinesis_client
 
     suffix = uuid.uuid4().hex[:10]
     local = load_settings(table=f"live_{suffix}", stream_name=f"live-{suffix}")
     ensure_stream(local, shard_count=1)
-    ddl.setup_tables(spark, local)
+    setup_tables(spark, local)
     yield local
     for name in (local.table_name, local.rejects_table_name):
         spark.sql(f"DROP TABLE IF EXISTS {name} PURGE")

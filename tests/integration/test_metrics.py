@@ -1,4 +1,4 @@
-"""real_time_metrics kept by the ingest (lake.metrics) against the emulator: equal to the truth computed in Python
+"""real_time_metrics kept by the ingest (lake.metrics_table) against the emulator: equal to the truth computed in Python
 and to the full query, read by DuckDB, across crashes, compaction, a delete and a second refresher."""
 
 from __future__ import annotations
@@ -12,15 +12,14 @@ from icestream.cli import main as cli_main
 from icestream.config import Settings, load_settings
 from icestream.errors import IngestError
 from icestream.ingest.lease import Lease
-from icestream.lake import LakeTable
-from icestream.lake.ddl import setup_tables
-from icestream.lake.metrics import (
+from icestream.lake.metrics_table import (
     METRICS_HOLDER,
     SOURCE_SNAPSHOT_KEY,
     create_metrics_view,
     read_mark,
     refresh_metrics,
 )
+from icestream.lake.table import LakeTable, setup_tables
 from icestream.stream.clients import ensure_stream
 from icestream.synthetic.generator import backfill_config, generate
 from tests.helpers.crash import crash_at

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from icestream.errors import ConfigError
-from icestream.lake import LakeTable
+from icestream.lake.table import LakeTable
 from icestream.lake.window import event_time_range
 from icestream.queries import duckdb_engine as duck
 from icestream.queries import pyiceberg_engine as ice

@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 
 from icestream.config import load_settings
-from icestream.demos import this_run
+from icestream.demos.run_scope import this_run
 from icestream.errors import ConfigError
-from icestream.lake import LakeTable, ddl
+from icestream.lake.table import LakeTable, setup_tables
 from icestream.load.bulk import load_payloads
 from icestream.queries import realtime
 from icestream.synthetic.generator import backfill_config, generate
@@ -26,7 +26,7 @@ END = datetime(2026, 11, 21, 6, 0, tzinfo=UTC)
 def loaded(spark, settings):
     """A 3-hour table of about 8,000 clean events in several files, and the same events in pandas."""
     local = load_settings(table=f"q_{uuid.uuid4().hex[:10]}")
-    name = ddl.setup_tables(spark, local)[0]
+    name = setup_tables(spark, local)[0].name
     records, _ = generate(backfill_config(hours=3, count=8000, end=END, seed=11, bad_rate=0.0, duplicate_rate=0.0))
     before = datetime.now(UTC)
     counts = load_payloads(spark, name, ((r.data, r.partition_key) for r in records), chunk_rows=3000)

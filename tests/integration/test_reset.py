@@ -10,8 +10,8 @@ import pytest
 
 from icestream.cli import main
 from icestream.config import load_settings
-from icestream.demos import create_layout_demo
-from icestream.lake.ddl import setup_tables
+from icestream.demos.layout_demo import create_layout_demo
+from icestream.lake.table import setup_tables
 from icestream.stream.clients import ensure_stream, kinesis_client, list_shards
 from icestream.workbook.reset import apply_reset, plan_reset, workbook_tables
 

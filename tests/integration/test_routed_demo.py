@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from icestream.demos import routed_stream_demo
+from icestream.demos.routed_demo import routed_stream_demo
 from icestream.synthetic.second_kind import NEW_FIELD
 
 

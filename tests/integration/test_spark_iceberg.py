@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 import pytest
 
 from icestream.config import Settings, load_settings
-from icestream.lake.ddl import setup_tables, show_create_table
 from icestream.lake.schema import table_columns
+from icestream.lake.table import LakeTable, setup_tables
 from icestream.runtime.catalog import several_writers_safe
 from icestream.runtime.spark import get_spark
 from icestream.stream.clients import ensure_stream
@@ -72,9 +72,9 @@ def own_table(stream_settings: Settings) -> Settings:
 def test_stream_table_append_time_travel_and_metadata(spark, own_table: Settings) -> None:
     stream_settings = own_table
     ensure_stream(stream_settings, shard_count=1)
-    events, rejects = setup_tables(spark, stream_settings)
-    assert setup_tables(spark, stream_settings) == [events, rejects]  # idempotent
-    assert "hours(event_ts)" in show_create_table(spark, events)
+    events, rejects = (table.name for table in setup_tables(spark, stream_settings))
+    assert [table.name for table in setup_tables(spark, stream_settings)] == [events, rejects]  # idempotent
+    assert "hours(event_ts)" in LakeTable(spark, events).show_create()
     table = spark.table(events)
     assert tuple(table.columns) == table_columns()
 
@@ -101,7 +101,7 @@ def test_commits_from_two_processes_are_never_lost(spark, own_table: Settings) -
     """Two processes append to one table at the same time: with the JDBC (or Glue) catalog none is lost."""
     if not several_writers_safe(stream_settings):
         pytest.skip("the Hadoop catalog is safe for one writing process only")
-    events, _ = setup_tables(spark, stream_settings)
+    events = setup_tables(spark, stream_settings)[0].name
     schema = spark.table(events).schema
     spark.createDataFrame(sample_rows(1), schema).writeTo(events).append()
     before = spark.table(events).count()

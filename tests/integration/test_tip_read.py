@@ -11,9 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
-from icestream.ingest import start_ingest
 from icestream.ingest.positions import TRIM_HORIZON, ShardPlan
-from icestream.ingest.query import job_group, stop_job_group
+from icestream.ingest.query import job_group, start_ingest, stop_job_group
 from icestream.ingest.reader import ReadOptions, read_arrow, row_schema
 from icestream.ingest.tip_read import read_on_driver
 from icestream.stream.clients import kinesis_client, kinesis_connection, list_shards

@@ -8,8 +8,8 @@ make one batch commit all of them, and a stop while records are held back loses 
 from __future__ import annotations
 
 from icestream.config import load_settings
-from icestream.ingest import start_ingest
-from icestream.lake import LakeTable
+from icestream.ingest.query import start_ingest
+from icestream.lake.table import LakeTable
 from icestream.queries import health
 from tests.helpers.spark_jobs import last_job_id
 from tests.helpers.waiting import wait_until

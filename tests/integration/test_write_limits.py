@@ -55,7 +55,7 @@ def test_the_producer_delivers_every_record_through_the_limits(limited: Settings
 
 
 def test_notebook_01s_hot_shard_is_throttled_and_delivered_on_a_stream_of_its_own(limited: Settings) -> None:
-    from icestream.demos import hot_shard_demo
+    from icestream.demos.hot_shard import hot_shard_demo
 
     summary = hot_shard_demo(limited)  # 1,000 records of 4,000 bytes: twice a shard's MiB in the first call alone
     assert (summary.sent, summary.failed) == (1000, 0)

@@ -34,7 +34,7 @@ SCHEDULED_INGEST = ("run", "02", "--stamp", "--no-progress", "-p", "available_no
 def no_producer_left(settings: Settings):
     """Notebook 01 leaves live production running in the background: stop it when a test ends, so
     the tests that run next in this session (in any order) start with none."""
-    from icestream.producer import stop_background_producer
+    from icestream.producer.background import stop_background_producer
 
     yield
     stop_background_producer(settings)
@@ -52,8 +52,8 @@ def test_every_notebook_then_a_second_run_on_the_same_lake(
     shared by all these checks; a failing cell raises NotebookFailedError, naming it."""
     import json
 
-    from icestream.producer import read_run_summary, run_summary_path
-    from icestream.stream import kinesis_client
+    from icestream.producer.run import read_run_summary, run_summary_path
+    from icestream.stream.clients import kinesis_client
     from tests.helpers.notebook_text import output_defects
 
     first_pass = test_home / "output-first-pass"

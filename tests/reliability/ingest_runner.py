@@ -80,7 +80,7 @@ def sigkill_trial(
 def main() -> int:
     """Run the ingest until it is killed or stops."""
     from icestream.config import load_settings
-    from icestream.ingest import start_ingest
+    from icestream.ingest.query import start_ingest
 
     log_path = Path(os.environ["RELIABILITY_PHASE_LOG"])
     kill_phase = os.environ.get("RELIABILITY_KILL_PHASE")

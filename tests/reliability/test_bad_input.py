@@ -25,8 +25,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from icestream.ingest import start_ingest
 from icestream.ingest.parse import ParsedEvent, parse_payload
+from icestream.ingest.query import start_ingest
 from icestream.stream.clients import kinesis_client
 from icestream.stream.emulator import free_port
 from icestream.synthetic.malformed import MALFORMED_KINDS, malformed_payload

@@ -1,6 +1,6 @@
 """SIGKILL campaign on a change stream, with compaction committing from another process.
 
-A live producer sends an entity stream of orders (:func:`icestream.synthetic.order_changes`:
+A live producer sends an entity stream of orders (:func:`icestream.synthetic.entities.order_changes`:
 creates, updates, deletes, re-creates, late and replayed changes, malformed records) to a 2-shard
 stream. The change ingest (merge-on-read, one ``MERGE`` per batch) runs as its own process and is
 SIGKILLed at every phase of a batch, and at random moments that land inside a ``MERGE``'s planning,
@@ -21,9 +21,9 @@ from pathlib import Path
 
 from icestream.ingest.changes import ChangeSpec
 from icestream.ingest.options import PHASES
-from icestream.lake import LakeTable
 from icestream.lake.ddl import create_rejects_table
 from icestream.lake.keyed import create_keyed_table
+from icestream.lake.table import LakeTable
 from icestream.synthetic.entities import ORDER_COLUMNS, ORDER_KEY, ORDER_ORDER, order_changes
 from tests.helpers.changes import change_settings, drain_changes, duckdb_rows, expected_rows
 from tests.helpers.streams import PacedProducer

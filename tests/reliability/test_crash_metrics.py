@@ -22,8 +22,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from icestream.ingest.options import PHASES
-from icestream.lake import LakeTable
-from icestream.lake.metrics import create_metrics_table
+from icestream.lake.metrics_table import create_metrics_table
+from icestream.lake.table import LakeTable
 from icestream.synthetic.generator import backfill_config, generate
 from tests.helpers.ingest import drain, refresh_tables
 from tests.helpers.metrics import duckdb_full_query, duckdb_metrics, truth

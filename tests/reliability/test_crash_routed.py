@@ -23,7 +23,7 @@ from typing import Any
 
 from icestream.ingest.evolve import CONFLICT
 from icestream.ingest.options import PHASES
-from icestream.lake import LakeTable
+from icestream.lake.table import LakeTable
 from icestream.queries import duckdb_engine as duck
 from tests.helpers.ingest import drain, refresh_tables
 from tests.reliability import figures

@@ -17,10 +17,10 @@ import pytest
 
 from icestream.config import load_settings
 from icestream.errors import IcestreamError
-from icestream.ingest import start_ingest
 from icestream.ingest.positions import TRIM_HORIZON, ShardPlan
+from icestream.ingest.query import start_ingest
 from icestream.ingest.reader import ReadOptions, read_shard
-from icestream.lake.ddl import setup_tables
+from icestream.lake.table import setup_tables
 from icestream.stream.clients import KinesisConnection, ensure_stream
 from icestream.stream.emulator import Emulator, free_port
 from tests.helpers.waiting import wait_until

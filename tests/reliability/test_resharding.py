@@ -12,7 +12,7 @@ import random
 import time
 from pathlib import Path
 
-from icestream.ingest import start_ingest
+from icestream.ingest.query import start_ingest
 from icestream.stream.clients import kinesis_client, list_shards
 from tests.reliability import figures
 from tests.reliability.figures import size

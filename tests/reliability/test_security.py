@@ -47,7 +47,7 @@ def test_no_credentials_in_repository_notebooks_or_outputs(settings) -> None:
 def test_names_that_bypass_settings_still_never_reach_sql(spark, settings) -> None:
     """Even a Settings object built around validation is stopped by the one identifier gate."""
     from icestream.ingest.positions import load_committed, mark_source_stream
-    from icestream.lake.ddl import setup_tables
+    from icestream.lake.table import setup_tables
 
     warehouse = settings.path("warehouse")
     before = sorted(warehouse.rglob("*")) if warehouse.exists() else []

@@ -40,7 +40,7 @@ def conflict_name(error: BaseException) -> str:
 
 
 def maintain(spark: Any, settings: Any, seconds: float) -> dict[str, Any]:
-    from icestream.lake import LakeTable
+    from icestream.lake.table import LakeTable
 
     # The events table, or the bare names in WRITER_TABLES (e.g. the events table and its metrics table).
     names = [name for name in os.environ.get("WRITER_TABLES", "").split(",") if name] or [settings.table]

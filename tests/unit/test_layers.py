@@ -9,9 +9,12 @@ between folders, and no module may grow past 450 lines.
 from __future__ import annotations
 
 import ast
+import importlib
 from pathlib import Path
 
 import pytest
+
+from icestream.face import Face
 
 PACKAGE = Path(__file__).resolve().parents[2] / "lib" / "icestream"
 MAX_LINES = 450
@@ -22,7 +25,7 @@ MAX_LINES = 450
 # tables through the lake, and the lake knows nothing of Kinesis. The workbook's scenarios (demos)
 # sit above everything they drive and check, so nothing below them can reach them.
 LAYERS = (
-    ("errors", "limits", "timestamps", "validation", "config"),
+    ("errors", "limits", "timestamps", "validation", "config", "face"),
     ("runtime",),
     ("stream",),
     ("lake",),
@@ -36,7 +39,8 @@ LAYERS = (
 )  # fmt: skip
 # What a scheduled job is made of (maintenance is lake/routine and lake/maintenance): these rooms may
 # never import the workbook's scenarios, directly or through another module.
-JOB_CORE = ("errors", "limits", "timestamps", "validation", "config", "runtime", "stream", "ingest", "load", "lake")
+JOB_CORE = ("errors", "limits", "timestamps", "validation", "config", "face", "runtime", "stream", "ingest", "load",
+            "lake")  # fmt: skip
 
 
 def layer_of(module: str) -> int:
@@ -85,6 +89,37 @@ def test_imports_come_from_the_same_layer_or_above(path: Path) -> None:
         return
     upward = [imported for imported in GRAPH[name] if layer_of(imported) > layer_of(name)]
     assert not upward, f"{name} (layer {layer_of(name) + 1}) imports from a lower layer: {upward}"
+
+
+FACES = [module_name(path) for path in SOURCES if path.name == "__init__.py" and "_FACE = Face(" in path.read_text()]
+
+
+def face_problems(face: str, table: Face) -> list[str]:
+    """What in a face's table names a module of a lower layer, or no module at all."""
+    named = [*table.defined_in.values(), *(f"{face}.{module}" for module in table.modules)]
+    problems = [f"{module}: no such module" for module in named if module not in GRAPH]
+    if face != "icestream":  # the package's own face offers the job, from every layer it needs
+        problems += [
+            f"{module}: a lower layer" for module in named if module in GRAPH and layer_of(module) > layer_of(face)
+        ]
+    return problems
+
+
+@pytest.mark.parametrize("face", FACES)
+def test_a_face_offers_names_from_its_layer_or_above(face: str) -> None:
+    # A face names its modules as text (icestream.face): the import check above cannot see them.
+    table = importlib.import_module(face)._FACE
+    assert table.names, f"{face} offers nothing"
+    assert not face_problems(face, table), f"{face}: {face_problems(face, table)}"
+
+
+def test_the_face_check_sees_a_name_from_a_lower_layer() -> None:
+    table = Face("icestream.lake", {"LakeTable": "icestream.lake.table", "this_run": "icestream.demos.run_scope"},
+                 modules=("no_such_module",))  # fmt: skip
+    assert face_problems("icestream.lake", table) == [
+        "icestream.lake.no_such_module: no such module",
+        "icestream.demos.run_scope: a lower layer",
+    ]
 
 
 def test_the_job_core_never_imports_the_demos() -> None:
@@ -142,7 +177,12 @@ def test_no_module_is_over_the_line_limit(path: Path) -> None:
 # What a scheduled job runs, and what only the workbook uses: a job's imports must never reach the
 # workbook's folders, so that a slim install for jobs can leave them (and their libraries) out. Nor the
 # deployment: a person runs it to make the stack and upload the job; the job itself never needs it.
-JOB_ENTRY_POINTS = ("icestream.jobs.ingest", "icestream.cli.ingest", "icestream.cli.load", "icestream.cli.maintain")
+JOB_ENTRY_POINTS = (
+    "icestream.jobs.ingest",
+    "icestream.cli.ingest_command",
+    "icestream.cli.load_command",
+    "icestream.cli.maintain",
+)
 WORKBOOK_ONLY = ("synthetic", "producer", "queries", "demos", "plots", "workbook")
 DEPLOY_ONLY = ("deploy",)
 

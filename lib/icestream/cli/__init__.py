@@ -10,10 +10,30 @@ from __future__ import annotations
 
 import argparse
 
-from icestream.cli import ingest, load, local, maintain, metrics, notebooks, produce, reset, ship
+from icestream.cli import (
+    ingest_command,
+    load_command,
+    local,
+    maintain,
+    metrics_command,
+    notebooks,
+    produce,
+    reset_command,
+    ship,
+)
 from icestream.cli.common import add_common_options, run_handler
 
-COMMAND_MODULES = (local, notebooks, produce, ingest, ship, load, maintain, metrics, reset)
+COMMAND_MODULES = (
+    local,
+    notebooks,
+    produce,
+    ingest_command,
+    ship,
+    load_command,
+    maintain,
+    metrics_command,
+    reset_command,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

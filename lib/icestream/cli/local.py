@@ -34,7 +34,7 @@ def cmd_emulator(args: argparse.Namespace) -> int:
 def workbook_suffixes() -> tuple[str, ...]:
     """Every suffix the workbook appends to the table's name: its companions, the demos' tables and theirs."""
     from icestream.demos.change_demo import DEMO_SUFFIX as CHANGE_DEMO
-    from icestream.demos.crash_demo import DEMO_SUFFIX as CRASH_DEMO
+    from icestream.demos.crash import DEMO_SUFFIX as CRASH_DEMO
     from icestream.demos.metrics_demo import DEMO_SUFFIX as METRICS_DEMO
     from icestream.demos.routed_demo import DEMO_SUFFIX as ROUTED_DEMO
     from icestream.demos.routed_demo import ORDERS_SUFFIX
@@ -47,7 +47,7 @@ def workbook_suffixes() -> tuple[str, ...]:
 
 def cmd_setup(args: argparse.Namespace) -> int:
     """Create the stream, the namespace and the tables (idempotent), once the names and shards are checked."""
-    from icestream.lake.ddl import setup_tables
+    from icestream.lake.table import setup_tables
     from icestream.runtime.spark import get_spark
     from icestream.stream.clients import check_shard_count, ensure_stream
 
@@ -59,8 +59,8 @@ def cmd_setup(args: argparse.Namespace) -> int:
     check_writable_folders(settings)
     summary = ensure_stream(settings, shard_count=args.shards)
     print(f"stream {settings.stream_name}: {summary['StreamStatus']}, {summary['OpenShardCount']} open shards")
-    for name in setup_tables(get_spark(settings), settings):
-        print(f"table {name}: ready")
+    for table in setup_tables(get_spark(settings), settings):
+        print(f"table {table.name}: ready")
     return 0
 
 

@@ -35,8 +35,8 @@ def _days(age: timedelta) -> str:
 def cmd_maintain(args: argparse.Namespace) -> int:
     """Run (or with ``--dry-run``, plan) the maintenance steps and print a report line per step."""
     from icestream.errors import ConfigError
-    from icestream.lake import LakeTable
     from icestream.lake.routine import MaintenancePlan, parse_age, parse_steps, run_maintenance
+    from icestream.lake.table import LakeTable
     from icestream.runtime.spark import get_spark
     from icestream.validation import validate_identifier
 

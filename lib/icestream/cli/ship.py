@@ -6,11 +6,12 @@ import argparse
 from pathlib import Path
 
 from icestream.cli.common import settings_from
-from icestream.cli.ingest import cmd_ship
+from icestream.cli.ingest_command import cmd_ship
 
 
 def cmd_ship_any(args: argparse.Namespace) -> int:
-    """``--target cluster`` (the default): :func:`~icestream.cli.ingest.cmd_ship`; else :func:`ship_to_platform`."""
+    """``--target cluster`` (the default): :func:`~icestream.cli.ingest_command.cmd_ship`; else
+    :func:`ship_to_platform`."""
     return cmd_ship(args) if args.target == "cluster" or args.requirements else ship_to_platform(args)
 
 

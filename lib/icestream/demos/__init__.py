@@ -1,4 +1,9 @@
-"""The workbook's scenarios: each makes something happen and checks it against what it knows is true.
+"""What only the workbook's lessons need: the synthetic events and their ground truth, producing them,
+and the scenarios, each making something happen and checking it against what it knows is true.
+
+The events come from :mod:`icestream.synthetic` (the seeded generator, its ground truth, the
+malformed kinds) and are sent by :mod:`icestream.producer` (runs, their summaries, live production
+in the background); this face offers what the notebooks use of both.
 
 A scenario drives a stream, an ingest or a table of its own for one lesson and compares the result
 with its ground truth; none of it is part of a scheduled job, which imports nothing from here
@@ -8,7 +13,7 @@ with its ground truth; none of it is part of a scheduled job, which imports noth
 - :mod:`~icestream.demos.hot_shard`: a shard's write limit shown on a stream of its own (notebook 01).
 - :mod:`~icestream.demos.malformed_showcase`: a malformed payload with the ingest's verdict and the
   point where it breaks (notebook 01).
-- :mod:`~icestream.demos.crash_demo`: the ingest as its own process, SIGKILLed inside a batch and
+- :mod:`~icestream.demos.crash`: the ingest as its own process, SIGKILLed inside a batch and
   restarted: nothing lost, nothing twice (notebook 02).
 - :mod:`~icestream.demos.run_scope`: which production runs a table holds, and which are this run's
   (notebook 03).
@@ -19,28 +24,49 @@ with its ground truth; none of it is part of a scheduled job, which imports noth
   ground truth (notebook 08).
 """
 
-from icestream.demos.anomaly_evaluation import evaluate, label_windows, scoring_scope
-from icestream.demos.change_demo import change_stream_demo
-from icestream.demos.crash_demo import crash_demo, processes_in_group, wait_for_pause
-from icestream.demos.hot_shard import hot_shard_demo
-from icestream.demos.layout_demo import create_layout_demo
-from icestream.demos.malformed_showcase import show_malformed
-from icestream.demos.metrics_demo import metrics_stream_demo
-from icestream.demos.routed_demo import routed_stream_demo
-from icestream.demos.run_scope import this_run
+from __future__ import annotations
 
-__all__ = [
-    "change_stream_demo",
-    "crash_demo",
-    "create_layout_demo",
-    "evaluate",
-    "hot_shard_demo",
-    "label_windows",
-    "metrics_stream_demo",
-    "processes_in_group",
-    "routed_stream_demo",
-    "scoring_scope",
-    "show_malformed",
-    "this_run",
-    "wait_for_pause",
-]
+from icestream.face import Face
+
+_FACE = Face(
+    __name__,
+    {
+        "EVENT_TYPES": "icestream.synthetic.model",
+        "EventGenerator": "icestream.synthetic.generator",
+        "FLAG_DESCRIPTIONS": "icestream.synthetic.kinds",
+        "MALFORMED_DESCRIPTIONS": "icestream.synthetic.malformed",
+        "MALFORMED_KINDS": "icestream.synthetic.malformed",
+        "ORDER_COLUMNS": "icestream.synthetic.entities",
+        "ORDER_KEY": "icestream.synthetic.entities",
+        "ORDER_ORDER": "icestream.synthetic.entities",
+        "PROPERTY_FIELDS": "icestream.synthetic.model",
+        "RUN_ID_PROPERTY": "icestream.synthetic.generator",
+        "backfill_config": "icestream.synthetic.generator",
+        "background_producer_status": "icestream.producer.background",
+        "change_stream_demo": "icestream.demos.change_demo",
+        "crash_demo": "icestream.demos.crash",
+        "create_layout_demo": "icestream.demos.layout_demo",
+        "decode_events": "icestream.synthetic.wire",
+        "evaluate": "icestream.demos.anomaly_evaluation",
+        "expected_type_shares": "icestream.synthetic.model",
+        "hot_shard_demo": "icestream.demos.hot_shard",
+        "label_windows": "icestream.demos.anomaly_evaluation",
+        "metrics_stream_demo": "icestream.demos.metrics_demo",
+        "parse_anomalies": "icestream.synthetic.ground_truth",
+        "processes_in_group": "icestream.demos.crash",
+        "read_ground_truth": "icestream.synthetic.ground_truth",
+        "read_run_summary": "icestream.producer.run",
+        "routed_stream_demo": "icestream.demos.routed_demo",
+        "run_production": "icestream.producer.run",
+        "run_summary_path": "icestream.producer.run",
+        "scoring_scope": "icestream.demos.anomaly_evaluation",
+        "show_malformed": "icestream.demos.malformed_showcase",
+        "start_background_producer": "icestream.producer.background",
+        "start_live_window": "icestream.producer.background",
+        "this_run": "icestream.demos.run_scope",
+        "wait_for_pause": "icestream.demos.crash",
+    },
+)
+__all__ = _FACE.names
+__getattr__ = _FACE.get
+__dir__ = _FACE.dir

@@ -1,7 +1,7 @@
 """A change stream sent and ingested into a keyed table, with its truth (notebook 06).
 
 :func:`change_stream_demo` sends a generated entity stream of orders
-(:func:`icestream.synthetic.order_changes`: creates, updates, deletes, re-creates, late and replayed
+(:func:`icestream.synthetic.entities.order_changes`: creates, updates, deletes, re-creates, late and replayed
 changes, a few malformed records) to a stream of its own, ``<stream>-orders``, then runs the change
 ingest over it once: the keyed table ``<table>_orders`` (merge-on-read) with its rejects table
 ``<table>_orders_rejects``, one ``MERGE`` per batch. The tables are dropped and made again on every
@@ -15,11 +15,13 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from icestream.demos.routed_demo import start_afresh
-from icestream.ingest import start_ingest
 from icestream.ingest.changes import ChangeSpec
-from icestream.lake import LIVE_FILTER, LakeTable, Statement
+from icestream.ingest.query import start_ingest
+from icestream.lake.keyed import LIVE_FILTER
 from icestream.lake.rowlevel import own_position_deletes
+from icestream.lake.statement import Statement
 from icestream.lake.summary import BATCH_KEY, POSITIONS_KEY
+from icestream.lake.table import LakeTable
 from icestream.producer.put import produce
 from icestream.synthetic.entities import ORDER_COLUMNS, ORDER_KEY, ORDER_ORDER, EntityStream, order_changes
 from icestream.synthetic.wire import Record

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from icestream.config import LAYOUT_DEMO_SUFFIX
-from icestream.lake import LakeTable, Statement
+from icestream.lake.statement import Statement
+from icestream.lake.table import LakeTable
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

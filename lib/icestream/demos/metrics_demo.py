@@ -17,9 +17,9 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from icestream.demos.routed_demo import start_afresh
-from icestream.ingest import start_ingest
-from icestream.lake import LakeTable, Statement
-from icestream.lake.ddl import setup_tables
+from icestream.ingest.query import start_ingest
+from icestream.lake.statement import Statement
+from icestream.lake.table import LakeTable, setup_tables
 from icestream.producer.put import produce
 from icestream.synthetic.generator import backfill_config, generate
 

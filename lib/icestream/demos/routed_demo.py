@@ -18,8 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from icestream.ingest import start_ingest
-from icestream.lake import LakeTable, Statement, setup_tables
+from icestream.ingest.query import start_ingest
+from icestream.lake.statement import Statement
+from icestream.lake.table import LakeTable, setup_tables
 from icestream.producer.put import produce
 from icestream.stream.clients import ensure_stream, kinesis_client
 from icestream.synthetic.generator import backfill_config, generate

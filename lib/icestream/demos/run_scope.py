@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from icestream.lake import Statement
+from icestream.lake.statement import Statement
 from icestream.producer.run import read_run_summary, run_summary_path
 from icestream.synthetic.generator import RUN_ID_PROPERTY
 
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from icestream.config import Settings
-    from icestream.lake import LakeTable
+    from icestream.lake.table import LakeTable
 
 
 @dataclass(frozen=True)

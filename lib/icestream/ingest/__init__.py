@@ -1,20 +1,5 @@
-"""The streaming ingest: Kinesis → Spark → Iceberg, exactly once (see ``query`` for the design)."""
+"""The streaming ingest: Kinesis → Spark → Iceberg, exactly once (see ``query`` for the design).
 
-from icestream.ingest.changes import ChangeSpec
-from icestream.ingest.options import IngestOptions, ingest_options, parse_trigger
-from icestream.ingest.pause import PAUSE_MARK, parse_pause, pause_hook
-from icestream.ingest.positions import load_committed
-from icestream.ingest.query import IngestQuery, start_ingest
-
-__all__ = [
-    "PAUSE_MARK",
-    "ChangeSpec",
-    "IngestOptions",
-    "IngestQuery",
-    "ingest_options",
-    "load_committed",
-    "parse_pause",
-    "parse_trigger",
-    "pause_hook",
-    "start_ingest",
-]
+``start_ingest`` and ``load_committed`` are offered by the ``icestream`` face; the command line, the
+job entry points and the tests import from the modules.
+"""

@@ -61,7 +61,7 @@ class IngestOptions:
     # A change stream (ingest.changes): its records are upserts and deletes of a keyed table, the table the
     # settings name, applied by one MERGE per batch. ingest_options: from the changes_* settings.
     changes: ChangeSpec | None = None
-    # Keep <table>_metrics (real_time_metrics, lake.metrics) current: a MERGE of each batch's new events
+    # Keep <table>_metrics (real_time_metrics, lake.metrics_table) current: a MERGE of each batch's new events
     # after the batch commits. ingest_options: the metrics setting.
     metrics: bool = False
     position_commit_seconds: float = 30.0  # commit positions to a table with no new rows this often

@@ -119,7 +119,7 @@ class PhaseSeconds:
     evolve: float = 0.0  # schema evolution: deciding new columns, their DDL (0 when off or no new field)
     write_rejects: float = 0.0
     write_events: float = 0.0
-    metrics: float = 0.0  # the metrics table's refresh (lake.metrics), with --metrics
+    metrics: float = 0.0  # the metrics table's refresh (lake.metrics_table), with --metrics
     total: float = 0.0
 
 

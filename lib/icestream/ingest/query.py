@@ -39,7 +39,7 @@ from icestream.ingest.sink import TableSink
 from icestream.ingest.source import SCHEDULER_POOLS, ShardSource, TablePositions
 from icestream.lake.ddl import create_archive_table, create_namespace, create_rejects_table
 from icestream.lake.keyed import create_keyed_table
-from icestream.lake.metrics import METRICS_HOLDER, create_metrics_table, refresh_metrics
+from icestream.lake.metrics_table import METRICS_HOLDER, create_metrics_table, refresh_metrics
 from icestream.stream.clients import kinesis_connection
 from icestream.validation import check_writable_folders
 
@@ -177,7 +177,7 @@ class IngestQuery:
         self._metrics_behind = self.metrics_lease is not None
 
     def _refresh_metrics(self, progress: BatchProgress | None) -> None:
-        """Fold what the events table committed into its metrics table (see icestream.lake.metrics).
+        """Fold what the events table committed into its metrics table (see icestream.lake.metrics_table).
 
         A crash between the events commit and this refresh leaves the metrics behind, never wrong:
         the next refresh (after a restart, a retry, or the next batch) folds the rest.

@@ -27,7 +27,7 @@ import re
 import sys
 
 from icestream.cli.common import add_common_options, run_handler
-from icestream.cli.ingest import add_ingest_options, cmd_ingest
+from icestream.cli.ingest_command import add_ingest_options, cmd_ingest
 from icestream.runtime.build_stamp import refuse_other_build
 
 # Set by `icestream ship --target ...` in the uploaded copy: the build it was shipped with.

@@ -12,6 +12,11 @@
 - ``table.versions``: ``VERSION AS OF`` / ``TIMESTAMP AS OF`` reads, counts at a version,
   incremental reads, tags, branches, write-audit-publish, rollback, adding a column, and
   ``append_window``.
+- ``table.show_create()`` (its DDL as Iceberg reports it) and ``table.layout()`` (its current
+  snapshot's files, walked from the catalog down, :mod:`icestream.lake.layout`).
+
+:func:`setup_tables` is the one way the workbook's tables are made (namespace, events, rejects, the
+raw archive when on; idempotent): it returns each as a ``LakeTable`` that recorded its set-up.
 
 **Statements.** Every operation that runs SQL builds a :class:`Statement`: the SQL text (names in
 it validated, values bound as ``:name`` markers wherever Spark can bind them) and its arguments.
@@ -38,57 +43,32 @@ hand are :class:`icestream.lake.evolution.Evolution` (notebook 04).
 
 from __future__ import annotations
 
-from icestream.lake.archive import expire_archive
-from icestream.lake.ddl import qualified_name, readable_property, setup_tables, show_create_table, table_properties
-from icestream.lake.evolution import Evolution, partition_transform, promoted_type
-from icestream.lake.keyed import LIVE_FILTER, KeyedSpec, create_keyed_table, merge_statement
-from icestream.lake.layout import table_layout
-from icestream.lake.maintenance import sort_order_literal
-from icestream.lake.metrics import (
-    METRICS_VIEW,
-    create_metrics_table,
-    create_metrics_view,
-    fold_statement,
-    refresh_metrics,
-)
-from icestream.lake.routine import MaintenancePlan, results_frame, run_maintenance
-from icestream.lake.statement import DataFrameCall, Outcome, Statement, show_statements
-from icestream.lake.summary import METRICS_SOURCE_KEY
-from icestream.lake.table import LakeTable, recreate_events_copy, setup_lake_tables
-from icestream.lake.window import Window, event_time_slices
+from icestream.face import Face
 
-__all__ = [
-    "LIVE_FILTER",
-    "METRICS_SOURCE_KEY",
-    "METRICS_VIEW",
-    "DataFrameCall",
-    "Evolution",
-    "KeyedSpec",
-    "LakeTable",
-    "MaintenancePlan",
-    "Outcome",
-    "Statement",
-    "Window",
-    "create_keyed_table",
-    "create_metrics_table",
-    "create_metrics_view",
-    "event_time_slices",
-    "expire_archive",
-    "fold_statement",
-    "merge_statement",
-    "partition_transform",
-    "promoted_type",
-    "qualified_name",
-    "readable_property",
-    "recreate_events_copy",
-    "refresh_metrics",
-    "results_frame",
-    "run_maintenance",
-    "setup_lake_tables",
-    "setup_tables",
-    "show_create_table",
-    "show_statements",
-    "sort_order_literal",
-    "table_layout",
-    "table_properties",
-]
+_FACE = Face(
+    __name__,
+    {
+        "Evolution": "icestream.lake.evolution",
+        "KeyedSpec": "icestream.lake.keyed",
+        "LIVE_FILTER": "icestream.lake.keyed",
+        "LakeTable": "icestream.lake.table",
+        "METRICS_SOURCE_KEY": "icestream.lake.summary",
+        "METRICS_VIEW": "icestream.lake.metrics_table",
+        "Statement": "icestream.lake.statement",
+        "Window": "icestream.lake.window",
+        "create_keyed_table": "icestream.lake.keyed",
+        "create_metrics_table": "icestream.lake.metrics_table",
+        "create_metrics_view": "icestream.lake.metrics_table",
+        "event_time_slices": "icestream.lake.window",
+        "merge_statement": "icestream.lake.keyed",
+        "qualified_name": "icestream.lake.ddl",
+        "recreate_events_copy": "icestream.lake.table",
+        "refresh_metrics": "icestream.lake.metrics_table",
+        "setup_tables": "icestream.lake.table",
+        "show_statements": "icestream.lake.statement",
+        "sort_order_literal": "icestream.lake.maintenance",
+    },
+)
+__all__ = _FACE.names
+__getattr__ = _FACE.get
+__dir__ = _FACE.dir

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 EVENTS_PARTITIONING = "hours(event_ts)"  # the events table's, and every routed table's
 
 # How set-up runs a statement: ``run(table name, statement)``. The default runs it in the session;
-# :func:`icestream.lake.table.setup_lake_tables` runs it through the table's LakeTable, which records it.
+# :func:`icestream.lake.table.setup_tables` runs it through the table's LakeTable, which records it.
 Runner = Callable[[str, Statement], Any]
 
 # Why each property: streaming commits every few seconds, so metadata files would pile up without
@@ -211,32 +211,6 @@ def create_archive_table(spark: SparkSession, settings: Settings, run: Runner | 
         f"Every record of {settings.stream_name} as received (the raw archive)",
     )
     return _create_table(run or _session_runner(spark), settings.archive_table_name, statement)
-
-
-def setup_tables(spark: SparkSession, settings: Settings, run: Runner | None = None) -> list[str]:
-    """Create the namespace, the events table and the rejects table (idempotent); the raw archive too
-    when ``archive_raw`` is on.
-
-    Args:
-        spark: The session.
-        settings: Names the tables and the stream.
-        run: How each statement runs, ``run(table name, statement)`` (default: in the session);
-            the namespace's statement goes with the events table.
-
-    Returns:
-        The qualified names of the tables.
-    """
-    run = run or _session_runner(spark)
-    create_namespace(spark, settings, run)
-    names = [create_events_table(spark, settings, run), create_rejects_table(spark, settings, run)]
-    if settings.archive_raw:
-        names.append(create_archive_table(spark, settings, run))
-    return names
-
-
-def show_create_table(spark: SparkSession, name: str) -> str:
-    """The table's DDL as Iceberg reports it."""
-    return spark.sql(f"SHOW CREATE TABLE {checked_table_name(name)}").first()[0]
 
 
 def table_properties(spark: SparkSession, name: str) -> pd.DataFrame:

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from icestream.errors import StorageListingError
+from icestream.lake.ddl import readable_property
 from icestream.lake.statement import Statement
 from icestream.lake.summary import BATCH_KEY
 from icestream.validation import validate_identifier
@@ -388,10 +389,15 @@ class Inspect:
             rows.append({"metadata table": metadata_table, "columns": ", ".join(columns)})
         return pd.DataFrame(rows)
 
-    def properties(self) -> dict[str, str]:
-        """The table's properties (``SHOW TBLPROPERTIES``)."""
+    def properties(self, readable: bool = False) -> dict[str, str]:
+        """The table's properties (``SHOW TBLPROPERTIES``).
+
+        Args:
+            readable: Each value as a reader expects it (:func:`~icestream.lake.ddl.readable_property`):
+                a creation time kept as epoch seconds shown as UTC, ``none`` as nothing committed yet.
+        """
         rows = self._table.run(Statement(f"SHOW TBLPROPERTIES {self._table.name}")).collect()
-        return {row.key: row.value for row in rows}
+        return {row.key: readable_property(row.key, row.value) if readable else row.value for row in rows}
 
     def metadata_location(self) -> tuple[str, int | None]:
         """The current metadata file and snapshot id, from Iceberg's Java API (works for any catalog).

@@ -12,9 +12,9 @@ An Iceberg table is a tree of files, read top down by every engine:
    column statistics (what lets a reader skip files without opening them);
 5. the **data files** (Parquet) hold the rows.
 
-:func:`table_layout` walks that tree for the current snapshot of any table through Iceberg's own
-Java API (the same reads a query plans with), so the names and counts are the real ones. Notebook 00
-walks the tiny table that :func:`icestream.demos.create_layout_demo` makes.
+:func:`table_layout` (``LakeTable.layout()``) walks that tree for the current snapshot of any table
+through Iceberg's own Java API (the same reads a query plans with), so the names and counts are the
+real ones. Notebook 00 walks the tiny table that :func:`icestream.demos.create_layout_demo` makes.
 """
 
 from __future__ import annotations
@@ -23,10 +23,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from icestream.lake.inspect import load_iceberg_table, name_of
-from icestream.lake.table import LakeTable
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from icestream.lake.table import LakeTable
 
 LEVELS = ("catalog", "metadata file", "manifest list", "manifest", "data file")
 LEVEL_MEANING = {

@@ -2,7 +2,7 @@
 
 Each procedure is one ``CALL <catalog>.system.<procedure>(...)`` :class:`~icestream.lake.Statement`
 (procedure arguments must be literals, so every value in it is validated first). A method returns
-an :class:`~icestream.lake.Outcome` carrying the statement and the procedure's output; on a table
+an :class:`~icestream.lake.statement.Outcome` carrying the statement and the procedure's output; on a table
 opened with ``dry_run=True`` it returns the statement without running it.
 
 Maintenance never disturbs the ingest's committed position (:mod:`icestream.ingest.positions`):
@@ -232,7 +232,7 @@ class Maintenance:
         The ingest finds its position in the newest ancestor snapshot whose summary has it;
         maintenance snapshots (``replace``) carry none. Keeping that ancestor keeps the ingest
         answering from the snapshot, not from a derivation over the rows. On a metrics table
-        (:mod:`icestream.lake.metrics`) the snapshot kept is the newest with the refresh's mark.
+        (:mod:`icestream.lake.metrics_table`) the snapshot kept is the newest with the refresh's mark.
 
         Args:
             stream_name: The stream whose positions must survive.

@@ -17,6 +17,6 @@ CREATED_KEY = "icestream.stream-created"  # which incarnation of the stream the 
 # newest record: with the snapshot's commit time they give the batch's arrival -> commit lag.
 FIRST_ARRIVAL_KEY = "icestream.first-arrival-ms"
 LAST_ARRIVAL_KEY = "icestream.last-arrival-ms"
-# A metrics table's refresh (icestream.lake.metrics): the events snapshot it folded in, and that table.
+# A metrics table's refresh (icestream.lake.metrics_table): the events snapshot it folded in, and that table.
 METRICS_SOURCE_KEY = "icestream.metrics.source-snapshot"
 METRICS_TABLE_KEY = "icestream.metrics.source-table"

@@ -6,8 +6,15 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from icestream.config import TIME_TRAVEL_SUFFIX
-from icestream.lake.ddl import checked_table_name, create_events_table, setup_tables
+from icestream.lake.ddl import (
+    checked_table_name,
+    create_archive_table,
+    create_events_table,
+    create_namespace,
+    create_rejects_table,
+)
 from icestream.lake.inspect import Inspect
+from icestream.lake.layout import table_layout
 from icestream.lake.maintenance import Maintenance
 from icestream.lake.rowlevel import RowLevel
 from icestream.lake.statement import DataFrameCall, Outcome, Statement, show
@@ -18,6 +25,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from icestream.config import Settings
+    from icestream.lake.layout import TableLayout
 
 STATEMENTS_KEPT = 100  # a long-lived table object (the ingest's) must not grow without bound
 
@@ -117,6 +125,18 @@ class LakeTable:
         """The name that reads or writes a branch: ``<table>.branch_<branch>``."""
         return f"{self.name}.branch_{validate_identifier(branch, 'branch')}"
 
+    def show_create(self) -> str:
+        """The table's DDL as Iceberg reports it (``SHOW CREATE TABLE``)."""
+        return self.run(Statement(f"SHOW CREATE TABLE {self.name}")).first()[0]
+
+    def layout(self, catalog_type: str = "") -> TableLayout:
+        """The current snapshot's files, walked from the catalog down (:func:`~icestream.lake.layout.table_layout`).
+
+        Args:
+            catalog_type: Shown next to the catalog's name (``jdbc``, ``hadoop``, ``glue``).
+        """
+        return table_layout(self, catalog_type)
+
 
 def recreate_events_copy(spark: SparkSession, settings: Settings, suffix: str = TIME_TRAVEL_SUFFIX) -> LakeTable:
     """Drop and create an empty table with the events table's DDL, named ``<table>_<suffix>``.
@@ -131,12 +151,13 @@ def recreate_events_copy(spark: SparkSession, settings: Settings, suffix: str = 
     return table
 
 
-def setup_lake_tables(spark: SparkSession, settings: Settings) -> list[LakeTable]:
-    """:func:`~icestream.lake.ddl.setup_tables` with each statement run and recorded by its table.
+def setup_tables(spark: SparkSession, settings: Settings) -> list[LakeTable]:
+    """Create the namespace, the events table and the rejects table (idempotent); the raw archive too
+    when ``archive_raw`` is on. The one way the workbook's tables are made.
 
-    ``table.statements`` then shows the set-up as it ran: the ``CREATE NAMESPACE`` (on the events
-    table), the ``CREATE TABLE IF NOT EXISTS``, the properties read, and an ``ALTER`` only where an
-    older table lacked the project's properties.
+    Each statement runs through its table's LakeTable, so ``table.statements`` shows the set-up as it
+    ran: the ``CREATE NAMESPACE`` (on the events table), the ``CREATE TABLE IF NOT EXISTS``, the
+    properties read, and an ``ALTER`` only where an older table lacked the project's properties.
 
     Returns:
         The events table, the rejects table and, when ``archive_raw`` is on, the raw archive.
@@ -147,4 +168,8 @@ def setup_lake_tables(spark: SparkSession, settings: Settings) -> list[LakeTable
         table = tables.setdefault(name, LakeTable(spark, name))
         return table.apply(statement) if statement.writes else table.run(statement)
 
-    return [tables[name] for name in setup_tables(spark, settings, run)]
+    create_namespace(spark, settings, run)
+    names = [create_events_table(spark, settings, run), create_rejects_table(spark, settings, run)]
+    if settings.archive_raw:
+        names.append(create_archive_table(spark, settings, run))
+    return [tables[name] for name in names]

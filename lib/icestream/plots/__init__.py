@@ -1,31 +1,35 @@
-"""Charts for the notebooks: one module per notebook topic, matplotlib only, axes labelled with units."""
+"""Charts for the notebooks: one module per notebook topic, matplotlib only, axes labelled with units.
 
-from icestream.plots.anomaly import rates_with_flags
-from icestream.plots.health import before_after, file_size_histogram, files_per_partition
-from icestream.plots.ingest import plot_freshness, plot_lag, plot_phases, plot_rates
-from icestream.plots.layout import layout_diagram
-from icestream.plots.live import live_dashboard, live_figure
-from icestream.plots.realtime import device_split, events_per_minute
-from icestream.plots.rowlevel import metrics_growth, modes_compared
-from icestream.plots.streaming import watermark_progress
-from icestream.plots.time_travel import counts_compared
+A module draws what the module of the same name in :mod:`icestream.queries` answers (``plots.health``
+draws ``queries.health``'s report). Each chart is loaded on first use: matplotlib loads only where
+one is asked for.
+"""
 
-__all__ = [
-    "before_after",
-    "counts_compared",
-    "device_split",
-    "events_per_minute",
-    "file_size_histogram",
-    "files_per_partition",
-    "layout_diagram",
-    "live_dashboard",
-    "live_figure",
-    "metrics_growth",
-    "modes_compared",
-    "plot_freshness",
-    "plot_lag",
-    "plot_phases",
-    "plot_rates",
-    "rates_with_flags",
-    "watermark_progress",
-]
+from __future__ import annotations
+
+from icestream.face import Face
+
+_FACE = Face(
+    __name__,
+    {
+        "before_after": "icestream.plots.health",
+        "counts_compared": "icestream.plots.time_travel",
+        "device_split": "icestream.plots.realtime",
+        "events_per_minute": "icestream.plots.realtime",
+        "file_size_histogram": "icestream.plots.health",
+        "files_per_partition": "icestream.plots.health",
+        "layout_diagram": "icestream.plots.layout",
+        "live_dashboard": "icestream.plots.live",
+        "metrics_growth": "icestream.plots.rowlevel",
+        "modes_compared": "icestream.plots.rowlevel",
+        "plot_freshness": "icestream.plots.report",
+        "plot_lag": "icestream.plots.report",
+        "plot_phases": "icestream.plots.report",
+        "plot_rates": "icestream.plots.report",
+        "rates_with_flags": "icestream.plots.anomaly",
+        "watermark_progress": "icestream.plots.streaming",
+    },
+)
+__all__ = _FACE.names
+__getattr__ = _FACE.get
+__dir__ = _FACE.dir

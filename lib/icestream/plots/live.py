@@ -1,6 +1,6 @@
 """The live dashboard of an ingest (notebook 02): one image, redrawn in place while the ingest runs.
 
-:func:`live_dashboard` looks at the tables every ``every`` seconds (:func:`icestream.queries.live_frame`),
+:func:`live_dashboard` looks at the tables every ``every`` seconds (:func:`icestream.queries.live.live_frame`),
 draws the frame, and replaces the image in one display output (``display(..., display_id=True)``, then
 ``update``), so the notebook shows one chart building up, not a stream of them. It ends by itself:
 after ``seconds``, or as soon as the ingest query it watches has stopped, with a last look so the
@@ -60,7 +60,7 @@ def live_figure(frame: LiveFrame) -> Figure:
     freshness (newest record to oldest), both as docs/glossary.md defines them.
 
     Args:
-        frame: A look at the tables (:func:`icestream.queries.live_frame`).
+        frame: A look at the tables (:func:`icestream.queries.live.live_frame`).
 
     Returns:
         The figure (not registered with pyplot: nothing to close).
@@ -169,7 +169,7 @@ def live_dashboard(
         every: Seconds from one look to the next (a look that takes longer is followed at once).
         since: Start of the window (default: ``LOOKBACK`` before the first look); give the run's start
             so a re-run does not count the runs before it.
-        query: The ingest to watch in this process (an :class:`~icestream.ingest.IngestQuery`).
+        query: The ingest to watch in this process (an :class:`~icestream.ingest.query.IngestQuery`).
         show_sql: Print the statements a look runs, once, under the chart.
         clock: The current time, aware UTC (tests pass a fake one).
         sleep: Waits between looks (tests pass a fake one).

@@ -55,7 +55,7 @@ def metrics_growth(growth: pd.DataFrame, title: str = "real_time_metrics as the 
     """Events per minute the metrics table held after each part of a stream was ingested.
 
     Args:
-        growth: ``part``, ``minute``, ``events`` (:class:`icestream.demos.MetricsDemo`).
+        growth: ``part``, ``minute``, ``events`` (:class:`icestream.demos.metrics_demo.MetricsDemo`).
         title: The figure's title.
 
     Returns:

@@ -9,27 +9,7 @@
 
 The scenarios that send to a stream of their own and check an ingest against it (the hot shard, the
 crash, the routed, change and metrics streams) are :mod:`icestream.demos`.
+
+The names notebooks use are offered by :mod:`icestream.demos`; the command line and the tests import
+from the modules.
 """
-
-from icestream.producer.background import (
-    background_producer_status,
-    ingest_seconds,
-    keep_producing,
-    start_background_producer,
-    start_live_window,
-    stop_background_producer,
-)
-from icestream.producer.run import RunSummary, read_run_summary, run_production, run_summary_path
-
-__all__ = [
-    "RunSummary",
-    "background_producer_status",
-    "ingest_seconds",
-    "keep_producing",
-    "read_run_summary",
-    "run_production",
-    "run_summary_path",
-    "start_background_producer",
-    "start_live_window",
-    "stop_background_producer",
-]

@@ -32,8 +32,7 @@ import duckdb
 
 from icestream.config import Settings
 from icestream.errors import ConfigError, DuckDBError
-from icestream.lake import Statement
-from icestream.lake.statement import show
+from icestream.lake.statement import Statement, show
 from icestream.queries.realtime import Dashboard, dashboard_from_parts, dashboard_sql, run_filter
 from icestream.runtime import aws
 from icestream.timestamps import to_micros

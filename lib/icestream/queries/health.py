@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from icestream.errors import ConfigError
-from icestream.lake import LakeTable, Statement
 from icestream.lake.inspect import DATA_CONTENT
+from icestream.lake.statement import Statement
 from icestream.lake.summary import BATCH_KEY, FIRST_ARRIVAL_KEY, LAST_ARRIVAL_KEY
+from icestream.lake.table import LakeTable
 from icestream.validation import validate_identifier
 
 if TYPE_CHECKING:

@@ -28,8 +28,8 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from icestream.errors import ConfigError
-from icestream.lake import Statement, Window
-from icestream.lake.window import WINDOW_SQL
+from icestream.lake.statement import Statement
+from icestream.lake.window import WINDOW_SQL, Window
 from icestream.queries.runs import run_filter
 from icestream.timestamps import as_utc, from_micros, to_micros
 
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from pyspark.sql import DataFrame
 
-    from icestream.lake import LakeTable
+    from icestream.lake.table import LakeTable
 
 # Counters of Iceberg's BatchScan node (SparkScan.supportedCustomMetrics in Iceberg 1.10).
 SCAN_METRICS = (

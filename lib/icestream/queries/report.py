@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from icestream.config import Settings
 from icestream.ingest.progress import PROGRESS_FILE
-from icestream.lake import LakeTable, Statement
-from icestream.lake.statement import DataFrameCall, snapshot_id_literal
+from icestream.lake.statement import DataFrameCall, Statement, snapshot_id_literal
 from icestream.lake.summary import BATCH_KEY, POSITIONS_KEY, STREAM_KEY
+from icestream.lake.table import LakeTable
 
 if TYPE_CHECKING:
     from datetime import datetime

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from icestream.config import STREAMING_SUFFIXES
 from icestream.errors import ConfigError
-from icestream.producer import read_run_summary, run_summary_path
+from icestream.producer.run import read_run_summary, run_summary_path
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from icestream.lake import LakeTable
+from icestream.lake.table import LakeTable
 from icestream.synthetic.generator import backfill_config
 from tests.conftest import generated_table
 

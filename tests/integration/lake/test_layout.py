@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from icestream.demos import create_layout_demo
-from icestream.lake.layout import LEVELS, table_layout
+from icestream.demos.layout_demo import create_layout_demo
+from icestream.lake.layout import LEVELS
 
 
 @pytest.fixture(scope="module")
@@ -19,7 +19,7 @@ def demo(spark, settings):
 
 
 def test_the_walk_finds_the_files_the_metadata_tables_list(demo) -> None:
-    layout = table_layout(demo, "jdbc")
+    layout = demo.layout("jdbc")
     nodes = layout.nodes
     metadata_file, snapshot_id = demo.inspect.metadata_location()
     assert layout.snapshot_id == snapshot_id == demo.inspect.current_snapshot_id()

@@ -13,9 +13,9 @@ import pytest
 
 from icestream.cli import main
 from icestream.ingest import positions
-from icestream.lake import LakeTable
 from icestream.lake.routine import MaintenancePlan, run_maintenance
 from icestream.lake.summary import BATCH_KEY, POSITIONS_KEY, QUERY_KEY, STREAM_KEY
+from icestream.lake.table import LakeTable
 from icestream.queries import health
 from icestream.synthetic.generator import backfill_config
 from tests.conftest import generated_table

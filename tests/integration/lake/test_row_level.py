@@ -8,10 +8,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from icestream.errors import ConfigError
-from icestream.lake import LakeTable, Statement
 from icestream.lake.inspect import DATA_CONTENT
 from icestream.lake.routine import MaintenancePlan, run_maintenance
 from icestream.lake.rowlevel import with_commit_properties
+from icestream.lake.statement import Statement
+from icestream.lake.table import LakeTable
 from icestream.queries import duckdb_engine as duck
 from icestream.queries import pyiceberg_engine as ice
 from icestream.queries.health import collect_stats

@@ -6,9 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from icestream.lake import LakeTable, Window
-from icestream.lake.table import recreate_events_copy
-from icestream.lake.window import event_time_slices
+from icestream.lake.table import LakeTable, recreate_events_copy
+from icestream.lake.window import Window, event_time_slices
 from icestream.synthetic.generator import backfill_config
 from icestream.timestamps import to_micros
 from tests.conftest import generated_table

@@ -36,7 +36,7 @@ def test_doctor_reads_pyspark_from_the_path_where_pip_did_not_install_it(monkeyp
 @pytest.fixture
 def made(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """What ``icestream setup`` went on to create: nothing is created, every step is recorded and refused."""
-    from icestream.lake import ddl
+    from icestream.lake import table
     from icestream.runtime import spark
     from icestream.stream import clients
 
@@ -50,7 +50,7 @@ def made(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         return record
 
     monkeypatch.setattr(clients, "kinesis_client", step("stream"))
-    monkeypatch.setattr(ddl, "setup_tables", step("tables"))
+    monkeypatch.setattr(table, "setup_tables", step("tables"))
     monkeypatch.setattr(spark, "get_spark", step("spark"))
     return steps
 

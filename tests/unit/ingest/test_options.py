@@ -8,8 +8,7 @@ import pytest
 
 from icestream.config import load_settings
 from icestream.errors import ConfigError
-from icestream.ingest import ingest_options, parse_trigger
-from icestream.ingest.options import MAX_TRIGGER_SECONDS, MIN_TRIGGER_SECONDS
+from icestream.ingest.options import MAX_TRIGGER_SECONDS, MIN_TRIGGER_SECONDS, ingest_options, parse_trigger
 
 
 def test_start_position_setting_is_the_default_starting_position(monkeypatch: pytest.MonkeyPatch) -> None:

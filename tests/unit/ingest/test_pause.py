@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from icestream import cli
-from icestream.cli.ingest import ingest_options_from
+from icestream.cli.ingest_command import ingest_options_from
 from icestream.errors import ConfigError
-from icestream.ingest import PAUSE_MARK, parse_pause, pause_hook
+from icestream.ingest.pause import PAUSE_MARK, parse_pause, pause_hook
 
 
 def test_parse_pause_reads_a_phase_and_the_batch_of_this_process() -> None:

@@ -105,7 +105,7 @@ def test_routing_comes_from_the_settings_and_options_override_them() -> None:
 def test_the_command_line_gives_the_routing_options() -> None:
     import argparse
 
-    from icestream.cli.ingest import add_ingest_options, ingest_options_from
+    from icestream.cli.ingest_command import add_ingest_options, ingest_options_from
 
     parser = argparse.ArgumentParser()
     add_ingest_options(parser)

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from icestream.errors import ConfigError
-from icestream.lake import LakeTable
 from icestream.lake.maintenance import default_rewrite_options, sort_order_literal
+from icestream.lake.table import LakeTable
 
 MOMENT = datetime(2026, 11, 19, 13, 5, 7, tzinfo=UTC)
 

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 import pytest
 
 from icestream.errors import ConfigError
-from icestream.lake import LakeTable
 from icestream.lake.maintenance import REQUIRES, Maintenance
+from icestream.lake.table import LakeTable
 from icestream.runtime.platforms import PLATFORMS, at_least, find_platform
 
 MOMENT = datetime(2026, 11, 19, 13, 5, 7, tzinfo=UTC)

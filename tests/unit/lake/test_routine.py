@@ -9,7 +9,6 @@ import pytest
 
 from icestream.cli import main
 from icestream.errors import ConfigError
-from icestream.lake import LakeTable
 from icestream.lake.routine import (
     STEPS,
     MaintenancePlan,
@@ -19,6 +18,7 @@ from icestream.lake.routine import (
     run_maintenance,
     start_of_hour,
 )
+from icestream.lake.table import LakeTable
 
 NOW = datetime(2026, 11, 19, 13, 5, 7, tzinfo=UTC)
 

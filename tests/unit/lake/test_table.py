@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from icestream.errors import ConfigError
-from icestream.lake import LakeTable, Statement
-from icestream.lake.table import STATEMENTS_KEPT
+from icestream.lake.statement import Statement
+from icestream.lake.table import STATEMENTS_KEPT, LakeTable
 
 
 @pytest.mark.parametrize("name", ["lake.ns.t; DROP TABLE x", "t", "lake..t", "lake.ns.1t", "lake.ns.t'", ""])
@@ -60,7 +60,7 @@ def test_the_statement_log_is_bounded() -> None:
 
 
 def test_a_dataframe_call_is_recorded_beside_the_statements() -> None:
-    from icestream.lake import DataFrameCall
+    from icestream.lake.statement import DataFrameCall
 
     table = LakeTable(None, "lake.ns.t")  # type: ignore[arg-type]
     call = DataFrameCall('spark.read.format("iceberg").option("start-snapshot-id", "1").load("lake.ns.t")')
@@ -71,7 +71,7 @@ def test_a_dataframe_call_is_recorded_beside_the_statements() -> None:
 
 @pytest.fixture
 def statements_shown():
-    from icestream.lake import show_statements
+    from icestream.lake.statement import show_statements
 
     show_statements()
     yield
@@ -79,7 +79,7 @@ def statements_shown():
 
 
 def test_with_show_statements_each_statement_prints_as_it_is_recorded(statements_shown, capsys) -> None:
-    from icestream.lake import DataFrameCall
+    from icestream.lake.statement import DataFrameCall
 
     table = LakeTable(None, "lake.ns.t", dry_run=True)  # type: ignore[arg-type]
     table.apply(table.procedure("rewrite_manifests"))

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from icestream.errors import ConfigError
-from icestream.lake import LakeTable
+from icestream.lake.table import LakeTable
 
 
 @pytest.fixture

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from icestream.lake import Window
-from icestream.lake.window import WINDOW_SQL
+from icestream.lake.window import WINDOW_SQL, Window
 
 
 def test_window_binds_epoch_microseconds() -> None:

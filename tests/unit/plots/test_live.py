@@ -12,10 +12,10 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from icestream.lake import Statement
+from icestream.lake.statement import Statement
 from icestream.plots import live as live_plots
-from icestream.plots import live_dashboard, live_figure
-from icestream.queries import LiveFrame
+from icestream.plots.live import live_dashboard, live_figure
+from icestream.queries.live import LiveFrame
 from icestream.workbook.runner import HEADLESS_ENV
 
 START = datetime(2026, 11, 25, 10, 0, tzinfo=UTC)

@@ -11,8 +11,7 @@ from datetime import UTC, datetime
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from icestream.plots import events_per_minute
-from icestream.plots.realtime import producer_rates
+from icestream.plots.realtime import events_per_minute, producer_rates
 
 # Ten minutes of backfill at 170 events/min, live production at 6,000/min from 10:10:20: the 10:10
 # minute holds both, 10:11 is whole, 10:12 is still filling when the chart is drawn.

@@ -9,7 +9,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from icestream.plots import watermark_progress
+from icestream.plots.streaming import watermark_progress
 
 
 def test_the_chart_has_both_panels_and_draws_a_batch_without_a_watermark() -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from icestream import cli
 from icestream.config import Settings, load_settings
-from icestream.demos import scoring_scope
+from icestream.demos.anomaly_evaluation import scoring_scope
 from icestream.errors import ConfigError
 from icestream.producer.run import read_run_summary, run_production, run_summary_path
 from icestream.synthetic.generator import EventGenerator, backfill_config

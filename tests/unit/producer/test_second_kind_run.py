@@ -11,10 +11,10 @@ from icestream import cli
 from icestream.config import Settings, load_settings
 from icestream.errors import ConfigError
 from icestream.producer.run import read_run_summary, run_summary_path
-from icestream.synthetic import (
+from icestream.synthetic.generator import backfill_config
+from icestream.synthetic.second_kind import (
     NEW_FIELD,
     ORDER_EVENT_TYPE,
-    backfill_config,
     id_checksum,
     read_tables_truth,
     tables_truth_path,

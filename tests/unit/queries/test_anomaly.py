@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from icestream.demos import evaluate, label_windows
+from icestream.demos.anomaly_evaluation import evaluate, label_windows
 from icestream.errors import ConfigError
 from icestream.queries.anomaly import (
     HIGH,

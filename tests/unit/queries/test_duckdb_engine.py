@@ -27,7 +27,7 @@ def test_a_local_warehouse_loads_no_s3_extension(tmp_path) -> None:
 
 
 def test_with_show_statements_each_duckdb_statement_prints_as_it_runs(tmp_path, capsys) -> None:
-    from icestream.lake import show_statements
+    from icestream.lake.statement import show_statements
 
     connection = duck.connect(load_settings(warehouse=str(tmp_path)))
     show_statements()

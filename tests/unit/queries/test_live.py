@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from icestream.ingest.positions import after, ended
-from icestream.queries import Uncommitted, stream_lag_s, stream_uncommitted, stream_uncommitted_since
+from icestream.queries.live import Uncommitted, stream_lag_s, stream_uncommitted, stream_uncommitted_since
 
 BEGAN = datetime(2026, 11, 27, 3, 0, tzinfo=UTC)  # record n of a shard arrived n seconds after this
 

@@ -49,7 +49,7 @@ def test_run_filter_binds_each_run_id() -> None:
 
 
 def test_dashboard_carries_the_statements_it_came_from() -> None:
-    from icestream.lake import Statement
+    from icestream.lake.statement import Statement
 
     totals = pd.DataFrame(
         {"events": [1], "unique_users": [1], "unique_sessions": [1], "oldest_us": [0], "newest_us": [0],

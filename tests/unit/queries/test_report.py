@@ -7,8 +7,8 @@ from typing import Any
 import pandas as pd
 
 from icestream.config import load_settings
-from icestream.lake import LakeTable
-from icestream.queries import positions_statement, progress_frame, rejects_by_reason, shard_lag_frame, write_call
+from icestream.lake.table import LakeTable
+from icestream.queries.report import positions_statement, progress_frame, rejects_by_reason, shard_lag_frame, write_call
 
 
 def batch(batch_id: int, timestamp: str, first_arrival: float, before: list[int | None]) -> dict[str, Any]:
@@ -123,7 +123,7 @@ def test_the_rate_panels_leave_a_replay_out() -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from icestream.plots import plot_rates
+    from icestream.plots.report import plot_rates
 
     replay = batch(16, "2026-11-25T10:00:04+00:00", START + 2, [29_000, 28_000])
     replay.update(num_input_rows=20, written=0, rejected=0, replayed=20)

@@ -71,8 +71,9 @@ import numpy as np
 import pandas as pd
 
 from icestream.errors import ConfigError
-from icestream.lake import LakeTable, Statement
 from icestream.lake.ddl import qualified_name
+from icestream.lake.statement import Statement
+from icestream.lake.table import LakeTable
 from icestream.synthetic.generator import RUN_ID_PROPERTY
 
 if TYPE_CHECKING:

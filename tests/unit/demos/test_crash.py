@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from icestream.config import load_settings
-from icestream.demos import processes_in_group
-from icestream.demos.crash_demo import _environment, _ingest_settings, crash_demo_settings
+from icestream.demos.crash import _environment, _ingest_settings, crash_demo_settings, processes_in_group
 
 
 def test_the_demo_has_a_stream_and_tables_of_its_own() -> None:

@@ -9,7 +9,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from icestream.plots import plot_lag, plot_phases, plot_rates
+from icestream.plots.report import plot_lag, plot_phases, plot_rates
 
 PROGRESS = pd.DataFrame(
     {

@@ -53,8 +53,8 @@ def ingest_options_from(args: argparse.Namespace) -> dict[str, Any]:
     """
     from datetime import datetime
 
-    from icestream.ingest import parse_trigger
     from icestream.ingest.changes import ChangeSpec
+    from icestream.ingest.options import parse_trigger
     from icestream.ingest.transform import load_transform
 
     options: dict[str, Any] = {
@@ -72,7 +72,7 @@ def ingest_options_from(args: argparse.Namespace) -> dict[str, Any]:
         "schema_evolution": args.schema_evolution,  # None: the schema_evolution setting
     }
     if args.pause_at:
-        from icestream.ingest import parse_pause, pause_hook
+        from icestream.ingest.pause import parse_pause, pause_hook
 
         options["fault_hook"] = pause_hook(*parse_pause(args.pause_at), seconds=args.pause_seconds)
     if args.max_trigger_delay is not None:
@@ -103,7 +103,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     """Run the streaming ingest in the foreground until it stops (Ctrl-C or SIGTERM: graceful)."""
     import signal
 
-    from icestream.ingest import start_ingest
+    from icestream.ingest.query import start_ingest
 
     settings = settings_from(args)
     options = ingest_options_from(args)

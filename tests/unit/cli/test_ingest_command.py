@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from icestream import cli
-from icestream.cli.ingest import ingest_options_from
+from icestream.cli.ingest_command import ingest_options_from
 
 
 def test_ingest_takes_min_records_and_a_max_trigger_delay() -> None:

@@ -26,8 +26,8 @@ from typing import IO, TYPE_CHECKING, Any
 
 from icestream.demos.routed_demo import start_afresh
 from icestream.errors import IngestError
-from icestream.lake import LakeTable, Statement
-from icestream.lake.ddl import setup_tables
+from icestream.lake.statement import Statement
+from icestream.lake.table import LakeTable, setup_tables
 from icestream.producer.put import produce
 from icestream.stream.clients import resolve_endpoint
 from icestream.synthetic.generator import backfill_config, generate
@@ -61,7 +61,7 @@ class CrashDemo:
         and total rows of the table's newest snapshot (read fresh: another process commits)."""
         import pandas as pd
 
-        from icestream.ingest import load_committed  # as queries.committed_positions reads them
+        from icestream.ingest.positions import load_committed  # as queries.committed_positions reads them
 
         rows = []
         for name in (self.settings.table_name, self.settings.rejects_table_name):
@@ -189,7 +189,7 @@ def wait_for_pause(process: subprocess.Popen[str], timeout: float = 180.0) -> li
     import queue
     import threading
 
-    from icestream.ingest import PAUSE_MARK
+    from icestream.ingest.pause import PAUSE_MARK
 
     if process.stdout is None:
         raise IngestError("wait_for_pause: start the process with stdout=subprocess.PIPE.")

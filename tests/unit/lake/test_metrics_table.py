@@ -1,8 +1,15 @@
-"""real_time_metrics' statements and reports, checked without Spark (lake.metrics)."""
+"""real_time_metrics' statements and reports, checked without Spark (lake.metrics_table)."""
 
 from __future__ import annotations
 
-from icestream.lake.metrics import ANSWER_COLUMNS, GROUP_COLUMNS, Refresh, fold_statement, full_query, groups_query
+from icestream.lake.metrics_table import (
+    ANSWER_COLUMNS,
+    GROUP_COLUMNS,
+    Refresh,
+    fold_statement,
+    full_query,
+    groups_query,
+)
 
 
 def test_the_merge_adds_counts_and_unites_users_on_a_null_safe_group() -> None:
