@@ -60,9 +60,15 @@ def ensure_table(spark: Any, events: int) -> str:
     return name
 
 
+def duckdb_frame(connection: Any, sql: str, parameters: dict[str, object]) -> Any:
+    """Run DuckDB SQL with ``$name`` parameters as the library does; its rows as a pandas frame."""
+    from icestream.queries.duckdb_engine import duckdb_statement, statement_frame
+
+    return statement_frame(connection, duckdb_statement(sql, parameters))
+
+
 def duckdb_sessions(connection: Any, location: str, now: datetime) -> Any:
     """``realtime.active_sessions`` in DuckDB SQL (same window, lookback and ordering)."""
-    from icestream.queries.duckdb_engine import _frame
     from icestream.timestamps import to_micros
 
     end = to_micros(now)
@@ -72,7 +78,7 @@ def duckdb_sessions(connection: Any, location: str, now: datetime) -> Any:
         "end": end,
         "window_start": end - SESSION_MINUTES * 60_000_000,
     }
-    return _frame(
+    return duckdb_frame(
         connection,
         """
         SELECT session_id, first(user_id) AS user_id, count(*) AS events,
@@ -94,12 +100,11 @@ def duckdb_detect(connection: Any, location: str, start: datetime, end: datetime
     import pandas as pd
 
     from icestream.queries import anomaly
-    from icestream.queries.duckdb_engine import _frame
     from icestream.timestamps import to_micros
 
     options = anomaly.DetectorOptions()
     slide_us, window_us = options.slide_minutes * 60_000_000, options.window_minutes * 60_000_000
-    counts = _frame(
+    counts = duckdb_frame(
         connection,
         """
         WITH events AS (

@@ -251,7 +251,7 @@ def _time_travel(table: str) -> list[AthenaQuery]:
 FROM "{table}$snapshots"
 ORDER BY committed_at, snapshot_id""",
             (),
-            "icestream.lake.inspect.TableInspector.snapshots",
+            "icestream.lake.inspect.Inspect.snapshots",
             "<table>.snapshots becomes \"<table>$snapshots\"; summary['k'] becomes element_at(summary, 'k')",
             NO_METADATA_TABLES,
             "snapshots",
@@ -264,7 +264,7 @@ ORDER BY committed_at, snapshot_id""",
 FROM "{table}$history"
 ORDER BY made_current_at""",
             (),
-            "icestream.lake.inspect.TableInspector.history",
+            "icestream.lake.inspect.Inspect.history",
             '<table>.history becomes "<table>$history"',
             NO_METADATA_TABLES,
             "history",
