@@ -206,7 +206,7 @@ class TableSink:
             events, routed = run_transform(
                 self.options.transform, events.select(*table_columns(), *self._keep), read.batch_id, self._keep
             )
-        frames = {self.events.name: (events, None)}  # table -> (its rows, how many; None: every new event)
+        frames: evo.Frames = {self.events.name: (events, None)}  # table -> (its rows, how many; None: every new event)
         table_kinds = None
         if self.routing is not None:
             frames, unknown, table_kinds = self._route(events, read, new_positions)
@@ -292,7 +292,7 @@ class TableSink:
 
     def _route(
         self, events: DataFrame, read: ReadBatch, new_positions: dict[str, str]
-    ) -> tuple[dict[str, tuple[DataFrame, int]], DataFrame | None, dict[str, dict[str, dict[str, int]]] | None]:
+    ) -> tuple[evo.Frames, DataFrame | None, dict[str, dict[str, dict[str, int]]] | None]:
         """Split the batch's events by route: per table its rows past the table's own positions, and
         the rows whose route names no table (when unknown values are rejected).
 
@@ -316,7 +316,7 @@ class TableSink:
                 counts, kinds = {row[0]: int(row[1]) for row in keyed.groupBy(TARGET_COLUMN).count().collect()}, None
             refused = claim_tables(self.spark, self.settings, routing, [key for key in counts if key is not None],
                                    self.routed)  # fmt: skip
-        frames = {}
+        frames: evo.Frames = {}
         for key in sorted(key for key in counts if key is not None):
             table = self._routed_table(routing.table_name(self.settings, key), read, new_positions)
             marks = {shard: pos.committed_mark(position) for shard, position in table.committed.items()}

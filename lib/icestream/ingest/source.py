@@ -241,7 +241,8 @@ class ShardSource:
         if self.options.starting_position == "latest":
             # LATEST is fixed once, as the query's start time, so every batch means the same place.
             return pos.at_timestamp(started_at)
-        return pos.at_timestamp(self.options.starting_timestamp)  # type: ignore[arg-type]
+        assert self.options.starting_timestamp is not None  # IngestOptions.validated requires it for at_timestamp
+        return pos.at_timestamp(self.options.starting_timestamp)
 
     # -- planning and reading -----------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from icestream.config import Settings
 from icestream.errors import ConfigError
 from icestream.lake.schema import ARCHIVE_COLUMNS_DDL, EVENT_COLUMNS_DDL, METADATA_COLUMNS_DDL, REJECT_COLUMNS_DDL
 from icestream.lake.statement import Statement
+from icestream.runtime.handles import first_row
 from icestream.validation import validate_identifier
 
 if TYPE_CHECKING:
@@ -236,7 +237,7 @@ def setup_tables(spark: SparkSession, settings: Settings, run: Runner | None = N
 
 def show_create_table(spark: SparkSession, name: str) -> str:
     """The table's DDL as Iceberg reports it."""
-    return spark.sql(f"SHOW CREATE TABLE {checked_table_name(name)}").first()[0]
+    return str(first_row(spark.sql(f"SHOW CREATE TABLE {checked_table_name(name)}"))[0])
 
 
 def table_properties(spark: SparkSession, name: str) -> pd.DataFrame:

@@ -30,6 +30,7 @@ from icestream.runtime import aws, cds
 from icestream.runtime.catalog import ensure_jdbc_catalog
 from icestream.runtime.cluster import existing_conf, merged, with_master
 from icestream.runtime.gateway import children, end_unstarted_gateway
+from icestream.runtime.handles import jvm as jvm_of
 from icestream.runtime.jars import CLASSES_TO_LOAD, JarPlan, resolve_jars
 from icestream.runtime.literals import install as install_exact_literals
 from icestream.runtime.localfs import local_fs_conf
@@ -263,7 +264,7 @@ def aws_executor_conf(settings: Settings) -> dict[str, str]:
 
 def _verify_classes(spark: SparkSession, settings: Settings) -> None:
     """Load the Iceberg classes once, so a broken jar fails here with a clear message."""
-    jvm = spark.sparkContext._jvm
+    jvm = jvm_of(spark)
     loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
     for name in CLASSES_TO_LOAD:
         try:
