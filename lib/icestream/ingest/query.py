@@ -40,6 +40,7 @@ from icestream.ingest.source import SCHEDULER_POOLS, ShardSource, TablePositions
 from icestream.lake.ddl import create_archive_table, create_namespace, create_rejects_table
 from icestream.lake.keyed import create_keyed_table
 from icestream.lake.metrics import METRICS_HOLDER, create_metrics_table, refresh_metrics
+from icestream.runtime.shipping import raise_if_executor_import_failed
 from icestream.stream.clients import kinesis_connection
 from icestream.validation import check_writable_folders
 
@@ -325,7 +326,11 @@ def build_ingest(spark: SparkSession, settings: Settings, options: IngestOptions
     connection = kinesis_connection(settings)
     query_id = str(uuid.uuid4())
     stop = threading.Event()
-    source = ShardSource(spark, settings, connection, options, stop, partial(_inject_fault, options))
+    # An executor without icestream fails a read task: said in one line, with the ship mode to change.
+    explain = partial(raise_if_executor_import_failed, settings=settings, master=spark.sparkContext.master)
+    source = ShardSource(
+        spark, settings.stream_name, connection, options, stop, partial(_inject_fault, options), explain
+    )
     archive = create_archive_table(spark, settings) if options.archive else None  # optional: setup may predate it
     if options.changes is not None:  # a change stream's keyed table is declared by its options: made here
         create_namespace(spark, settings)
