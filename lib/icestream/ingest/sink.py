@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
 from typing import TYPE_CHECKING
@@ -33,15 +33,23 @@ from icestream.ingest import dedupe
 from icestream.ingest import evolve as evo
 from icestream.ingest import positions as pos
 from icestream.ingest.changes import apply_changes
+from icestream.ingest.commits import (
+    SNAPSHOT_PROPERTY,
+    Appended,
+    CommitStamp,
+    WrittenTable,
+    commit_due,
+    commit_properties,
+    find_commit,
+)
 from icestream.ingest.options import IngestOptions
 from icestream.ingest.progress import BatchProgress, IndexStats, arrival_properties
 from icestream.ingest.routing import TARGET_COLUMN, claim_tables, remember_routed_table, routed_tables
 from icestream.ingest.source import ReadBatch, TablePositions
 from icestream.ingest.transform import REJECT_COLUMNS, after_committed, done_ids, reject_rows, run_transform
 from icestream.lake.evolution import align_columns
-from icestream.lake.inspect import ancestry, load_iceberg_table
+from icestream.lake.inspect import load_iceberg_table
 from icestream.lake.schema import spark_fields, table_columns
-from icestream.lake.summary import BATCH_KEY, CREATED_KEY, POSITIONS_KEY, QUERY_KEY, STREAM_KEY
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -52,23 +60,6 @@ ARCHIVE_SELECT = ("raw_data AS data", "shard_id", "sequence_number", "partition_
 # Rows one write task takes: a batch at the default cap (10,000 per shard) is one task per table.
 # A hash shuffle first (the tables' own write.distribution-mode) cost about 0.2 s per batch here.
 WRITE_ROWS_PER_TASK = 250_000
-
-
-@dataclass
-class _Table:
-    """One table the sink writes, and what it knows of the table's commits."""
-
-    name: str
-    committed: dict[str, str] = field(default_factory=dict)  # the positions its last commit carried
-    last_commit: float = 0.0  # time.monotonic() of this query's last commit to it
-
-
-@dataclass(frozen=True)
-class Appended:
-    """One commit of this query: its snapshot (None if it cannot be found) and the rows it added."""
-
-    snapshot_id: int | None
-    rows: int
 
 
 @dataclass(frozen=True)
@@ -110,9 +101,9 @@ class TableSink:
         self.options = options
         self.query_id = query_id
         self.stream_created = stream_created
-        self.events = _Table(settings.table_name)
-        self.rejects = _Table(settings.rejects_table_name)
-        self.archive = _Table(archive) if archive is not None else None
+        self.events = WrittenTable(settings.table_name)
+        self.rejects = WrittenTable(settings.rejects_table_name)
+        self.archive = WrittenTable(archive) if archive is not None else None
         for table in (self.events, self.rejects):
             if not spark.catalog.tableExists(table.name):
                 raise ConfigError(
@@ -123,7 +114,7 @@ class TableSink:
         # route too, so dedupe across the tables is dedupe within each (see dedupe.IndexSet).
         self.index = dedupe.IndexSet(query_id, lookback, (settings.table_name,))
         self.routing = options.routing
-        self.routed: dict[str, _Table] = {self.events.name: self.events}  # every table events go to, by name
+        self.routed: dict[str, WrittenTable] = {self.events.name: self.events}  # every table events go to, by name
         self.refused: dict[str, str] = {}  # route keys naming a table the route does not own, and why
         self._fields: dict[str, tuple[int, list[StructField]]] = {}  # per table: its schema id and columns
         self._schema_changes: dict[str, str] = {}  # per table: the changes its next data commit names
@@ -134,7 +125,7 @@ class TableSink:
             self.evolution = evo.PayloadEvolution(spark, options.schema_evolution, self._table_fields, self._fields.pop)
 
     @property
-    def tables(self) -> tuple[_Table, ...]:
+    def tables(self) -> tuple[WrittenTable, ...]:
         """The tables it writes, in commit order: the raw archive (when on), rejects, the events table(s)."""
         first = (self.archive, self.rejects) if self.archive is not None else (self.rejects,)
         return (*first, *(self.routed[name] for name in sorted(self.routed)))
@@ -156,7 +147,7 @@ class TableSink:
             names = routed_tables(self.spark, self.settings, self.routing, name)
         loaded = {table: pos.load_committed(self.spark, table, name, created) for table in names}
         rejects = pos.load_committed(self.spark, self.rejects.name, name, created)
-        self.routed = {table: self.events if table == self.events.name else _Table(table) for table in names}
+        self.routed = {table: self.events if table == self.events.name else WrittenTable(table) for table in names}
         for table, committed in loaded.items():
             self.routed[table].committed = dict(committed.positions)
             self.index.include(table)
@@ -327,14 +318,14 @@ class TableSink:
             unknown = reject_rows(routing.rejected(keyed, self.settings, self.refused), read.batch_id)
         return frames, unknown, kinds
 
-    def _routed_table(self, name: str, read: ReadBatch, new_positions: dict[str, str]) -> _Table:
+    def _routed_table(self, name: str, read: ReadBatch, new_positions: dict[str, str]) -> WrittenTable:
         """The routed table ``name``, once claimed: the batch's start positions committed on first sight."""
         if name in self.routed:
             return self.routed[name]
         stream, created = self.settings.stream_name, self.stream_created
         pos.mark_source_stream(self.spark, name, stream, created)
         remember_routed_table(self.spark, self.settings, name)
-        table = _Table(name, dict(pos.load_committed(self.spark, name, stream, created).positions))
+        table = WrittenTable(name, dict(pos.load_committed(self.spark, name, stream, created).positions))
         if not table.committed:
             # It holds nothing: it claims only what every table held when this batch began.
             start = {**new_positions, **{plan.shard_id: plan.start for plan in read.plans}}
@@ -345,7 +336,7 @@ class TableSink:
 
     def _append(
         self,
-        table: _Table,
+        table: WrittenTable,
         frame: DataFrame,
         new_rows: int,
         positions: dict[str, str],
@@ -354,37 +345,25 @@ class TableSink:
     ) -> Appended | None:
         """Commit ``frame`` with ``positions``; or nothing, if it has no new rows and no position is due.
 
-        A table that gets no rows (e.g. the rejects table of a clean stream) still commits its
-        positions every ``position_commit_seconds``, so a restart does not re-read far back; such a
-        commit carries no ``arrivals`` (its snapshot holds no batch to measure the lag of).
+        A commit of positions only (see :func:`~icestream.ingest.commits.commit_due`) carries no
+        ``arrivals``: its snapshot holds no batch to measure the lag of.
         """
         if not self._commit_due(table, new_rows, positions):
             return None
         return self._write(table, frame, new_rows, positions, batch_id, arrivals)
 
     def _write(
-        self, table: _Table, frame: DataFrame, new_rows: int, positions: dict[str, str], batch_id: int,
+        self, table: WrittenTable, frame: DataFrame, new_rows: int, positions: dict[str, str], batch_id: int,
         arrivals: dict[str, str],
     ) -> Appended:  # fmt: skip
         """Append ``frame`` to ``table`` in one commit whose snapshot summary carries ``positions``."""
-        properties = {
-            f"snapshot-property.{POSITIONS_KEY}": pos.encode_positions(positions),
-            f"snapshot-property.{STREAM_KEY}": self.settings.stream_name,
-            f"snapshot-property.{BATCH_KEY}": str(batch_id),
-            f"snapshot-property.{QUERY_KEY}": self.query_id,
-            f"snapshot-property.{CREATED_KEY}": self.stream_created,
-            # No shuffle before the write: the kept rows go straight to the writers, one task per
-            # WRITE_ROWS_PER_TASK rows, and fanout writers give one file per partition a task
-            # touches (a batch's events are a few hours at most; its rejects one day).
-            "distribution-mode": "none",
-        }
-        if new_rows > 0:
-            properties.update({f"snapshot-property.{key}": value for key, value in arrivals.items()})
-        if table.name in self._schema_changes:
-            properties[f"snapshot-property.{evo.ADDED_KEY}"] = self._schema_changes[table.name]
+        stamp = CommitStamp(self.settings.stream_name, self.stream_created, self.query_id)
+        properties = commit_properties(
+            stamp, positions, batch_id, arrivals if new_rows > 0 else {}, self._schema_changes.get(table.name)
+        )
         changes = self.options.changes
         if changes is not None and new_rows > 0 and table is self.events:
-            prefix = "snapshot-property."
+            prefix = SNAPSHOT_PROPERTY
             summary = {key.removeprefix(prefix): value for key, value in properties.items() if key.startswith(prefix)}
             apply_changes(self.spark, table.name, frame, changes, summary)  # one MERGE, the positions in its commit
         else:
@@ -393,22 +372,12 @@ class TableSink:
         table.last_commit = time.monotonic()
         table.committed = dict(positions)
         self._schema_changes.pop(table.name, None)
-        appended = self._committed_snapshot(table.name, batch_id)
+        appended = find_commit(self.spark, table.name, self.query_id, batch_id)
         # A MERGE's added-records counts rewritten rows too: a change stream counts the changes it applied.
         return Appended(appended.snapshot_id, new_rows) if changes is not None and table is self.events else appended
 
-    def _commit_due(self, table: _Table, new_rows: int, positions: dict[str, str]) -> bool:
-        """Whether ``table`` commits in this batch: it gets rows, or its positions moved and are due."""
-        due = time.monotonic() - table.last_commit >= self.options.position_commit_seconds
-        return new_rows > 0 or (due and positions != table.committed)
-
-    def _committed_snapshot(self, table: str, batch_id: int) -> Appended:
-        """Our snapshot's id and added-records (another writer may have committed after us)."""
-        for snapshot in ancestry(self.spark, table):
-            summary = snapshot.summary()
-            if summary.get(QUERY_KEY) == self.query_id and summary.get(BATCH_KEY) == str(batch_id):
-                return Appended(int(snapshot.snapshotId()), int(summary.get("added-records") or 0))
-        return Appended(None, 0)
+    def _commit_due(self, table: WrittenTable, new_rows: int, positions: dict[str, str]) -> bool:
+        return commit_due(table, new_rows, positions, self.options.position_commit_seconds)
 
     def _duplicates(self, packed: dict[str, bytes]) -> tuple[dedupe.Batch, np.ndarray]:
         """The batch's new events and which of them to drop (first copy wins).

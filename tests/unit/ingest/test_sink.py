@@ -5,11 +5,15 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import pytest
+
 from icestream.config import load_settings
+from icestream.ingest import sink as sink_module
+from icestream.ingest.commits import Appended, WrittenTable
 from icestream.ingest.evolve import ADDED_KEY
 from icestream.ingest.options import IngestOptions
 from icestream.ingest.progress import ReadStats, arrival_properties
-from icestream.ingest.sink import Appended, TableSink, _Table
+from icestream.ingest.sink import TableSink
 from icestream.lake.summary import FIRST_ARRIVAL_KEY, LAST_ARRIVAL_KEY
 
 
@@ -33,13 +37,13 @@ class FakeWrite:
         self.appended.append(self._options)
 
 
-def sink_of() -> TableSink:
+def sink_of(monkeypatch: pytest.MonkeyPatch) -> TableSink:
+    monkeypatch.setattr(sink_module, "find_commit", lambda spark, table, query_id, batch_id: Appended(1, 0))
     sink = object.__new__(TableSink)
     sink.settings = load_settings(stream_name="s")
     sink.options = IngestOptions(position_commit_seconds=0.0)
-    sink.query_id, sink.stream_created = "query", "1.000"
+    sink.spark, sink.query_id, sink.stream_created = None, "query", "1.000"  # type: ignore[assignment]
     sink._schema_changes = {}
-    sink._committed_snapshot = lambda table, batch_id: Appended(1, 0)  # type: ignore[method-assign]
     return sink
 
 
@@ -53,9 +57,11 @@ def test_the_batchs_first_and_last_arrival_are_epoch_milliseconds_over_all_shard
     assert arrival_properties([ReadStats("shardId-000000000000")]) == {}
 
 
-def test_a_commit_with_rows_carries_the_arrivals_and_a_position_only_commit_does_not() -> None:
-    sink, frame = sink_of(), FakeWrite()
-    table = _Table("lake.db.events")
+def test_a_commit_with_rows_carries_the_arrivals_and_a_position_only_commit_does_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sink, frame = sink_of(monkeypatch), FakeWrite()
+    table = WrittenTable("lake.db.events")
     arrivals = {FIRST_ARRIVAL_KEY: "1799999999000", LAST_ARRIVAL_KEY: "1800000004500"}
     sink._append(table, frame, 3, {"shardId-000000000000": "AFTER:3"}, 7, arrivals)  # type: ignore[arg-type]
     sink._append(table, frame, 0, {"shardId-000000000000": "AFTER:9"}, 8, arrivals)  # type: ignore[arg-type]
@@ -66,9 +72,9 @@ def test_a_commit_with_rows_carries_the_arrivals_and_a_position_only_commit_does
     assert position_only["snapshot-property.icestream.batch-id"] == "8", "the position commit itself happened"
 
 
-def test_the_commit_after_a_schema_change_names_it_once() -> None:
-    sink, frame = sink_of(), FakeWrite()
-    table = _Table("lake.db.events")
+def test_the_commit_after_a_schema_change_names_it_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    sink, frame = sink_of(monkeypatch), FakeWrite()
+    table = WrittenTable("lake.db.events")
     sink._schema_changes[table.name] = "coupon string,qty bigint"
     sink._append(table, frame, 3, {"shardId-000000000000": "AFTER:3"}, 7, {})  # type: ignore[arg-type]
     sink._append(table, frame, 2, {"shardId-000000000000": "AFTER:5"}, 8, {})  # type: ignore[arg-type]
@@ -77,11 +83,13 @@ def test_the_commit_after_a_schema_change_names_it_once() -> None:
     assert f"snapshot-property.{ADDED_KEY}" not in next_batch
 
 
-def test_a_table_without_new_rows_commits_only_moved_positions_once_they_are_due() -> None:
+def test_a_table_without_new_rows_commits_only_moved_positions_once_they_are_due(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # The rejects of a clean batch: its frame is not even built unless a commit is due.
-    sink = sink_of()
+    sink = sink_of(monkeypatch)
     sink.options = IngestOptions(position_commit_seconds=3600.0)
-    table = _Table("lake.db.rejects", committed={"shardId-000000000000": "AFTER:3"}, last_commit=time.monotonic())
+    table = WrittenTable("lake.db.rejects", committed={"shardId-000000000000": "AFTER:3"}, last_commit=time.monotonic())
     moved = {"shardId-000000000000": "AFTER:9"}
     assert sink._commit_due(table, 1, dict(table.committed)), "new rows always commit"
     assert not sink._commit_due(table, 0, moved), "moved positions wait until they are due"
