@@ -13,13 +13,17 @@ from typing import TYPE_CHECKING
 
 from icestream.ingest import evolve as evo
 from icestream.ingest import positions as pos
+from icestream.ingest.changes import ChangeSpec, apply_changes
 from icestream.lake.inspect import ancestry
 from icestream.lake.summary import BATCH_KEY, CREATED_KEY, POSITIONS_KEY, QUERY_KEY, STREAM_KEY
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 SNAPSHOT_PROPERTY = "snapshot-property."  # a write option with this prefix becomes a snapshot summary key
+# Rows one write task takes: a batch at the default cap (10,000 per shard) is one task per table.
+# A hash shuffle first (the tables' own write.distribution-mode) cost about 0.2 s per batch here.
+WRITE_ROWS_PER_TASK = 250_000
 
 
 @dataclass
@@ -77,7 +81,7 @@ def commit_properties(
         f"{SNAPSHOT_PROPERTY}{QUERY_KEY}": stamp.query_id,
         f"{SNAPSHOT_PROPERTY}{CREATED_KEY}": stamp.stream_created,
         # No shuffle before the write: the kept rows go straight to the writers, one task per
-        # sink.WRITE_ROWS_PER_TASK rows, and fanout writers give one file per partition a task
+        # WRITE_ROWS_PER_TASK rows, and fanout writers give one file per partition a task
         # touches (a batch's events are a few hours at most; its rejects one day).
         "distribution-mode": "none",
     }
@@ -95,3 +99,66 @@ def find_commit(spark: SparkSession, table: str, query_id: str, batch_id: int) -
         if summary.get(QUERY_KEY) == query_id and summary.get(BATCH_KEY) == str(batch_id):
             return Appended(int(snapshot.snapshotId()), int(summary.get("added-records") or 0))
     return Appended(None, 0)
+
+
+class TableWriter:
+    """Commits rows to one table at a time, each commit carrying the positions the rows reach."""
+
+    def __init__(
+        self, spark: SparkSession, stamp: CommitStamp, every_seconds: float, changes: ChangeSpec | None, keyed: str
+    ) -> None:
+        """Keep what every commit of the query needs.
+
+        Args:
+            spark: The session.
+            stamp: What every commit says of where its rows come from.
+            every_seconds: How often a table without rows commits moved positions (``position_commit_seconds``).
+            changes: A change stream's declaration (None: an event stream): its rows are merged into ``keyed``.
+            keyed: The table a change stream's rows are merged into (the events table).
+        """
+        self.spark = spark
+        self.stamp = stamp
+        self.every_seconds = every_seconds
+        self.changes = changes
+        self.keyed = keyed
+        self.schema_changes: dict[str, str] = {}  # per table: the changes its next data commit names
+
+    def due(self, table: WrittenTable, new_rows: int, positions: dict[str, str]) -> bool:
+        """:func:`commit_due` at this query's interval."""
+        return commit_due(table, new_rows, positions, self.every_seconds)
+
+    def append(
+        self, table: WrittenTable, frame: DataFrame, new_rows: int, positions: dict[str, str], batch_id: int,
+        arrivals: dict[str, str],
+    ) -> Appended | None:  # fmt: skip
+        """Commit ``frame`` with ``positions``; or nothing, if it has no new rows and no position is due.
+
+        A commit of positions only carries no ``arrivals``: its snapshot holds no batch to measure the lag of.
+        """
+        if not self.due(table, new_rows, positions):
+            return None
+        return self.write(table, frame, new_rows, positions, batch_id, arrivals)
+
+    def write(
+        self, table: WrittenTable, frame: DataFrame, new_rows: int, positions: dict[str, str], batch_id: int,
+        arrivals: dict[str, str],
+    ) -> Appended:  # fmt: skip
+        """Append ``frame`` to ``table`` in one commit whose snapshot summary carries ``positions``."""
+        properties = commit_properties(
+            self.stamp, positions, batch_id, arrivals if new_rows > 0 else {}, self.schema_changes.get(table.name)
+        )
+        merged = self.changes is not None and table.name == self.keyed
+        if merged and new_rows > 0:
+            assert self.changes is not None
+            summary = {key.removeprefix(SNAPSHOT_PROPERTY): value for key, value in properties.items()
+                       if key.startswith(SNAPSHOT_PROPERTY)}  # fmt: skip
+            apply_changes(self.spark, table.name, frame, self.changes, summary)  # one MERGE, the positions in it
+        else:
+            tasks = max(1, -(-new_rows // WRITE_ROWS_PER_TASK))
+            frame.coalesce(tasks).writeTo(table.name).options(**properties).append()
+        table.last_commit = time.monotonic()
+        table.committed = dict(positions)
+        self.schema_changes.pop(table.name, None)
+        appended = find_commit(self.spark, table.name, self.stamp.query_id, batch_id)
+        # A MERGE's added-records counts rewritten rows too: a change stream counts the changes it applied.
+        return Appended(appended.snapshot_id, new_rows) if merged else appended

@@ -35,7 +35,7 @@ from icestream.ingest.lease import Lease
 from icestream.ingest.options import IngestOptions, ingest_options
 from icestream.ingest.progress import PROGRESS_FILE, BatchProgress, ProgressLog
 from icestream.ingest.retry import run_with_retries
-from icestream.ingest.sink import TableSink
+from icestream.ingest.sink import SinkTables, TableSink
 from icestream.ingest.source import SCHEDULER_POOLS, ShardSource, TablePositions
 from icestream.lake.ddl import create_archive_table, create_namespace, create_rejects_table
 from icestream.lake.keyed import create_keyed_table
@@ -337,7 +337,9 @@ def build_ingest(spark: SparkSession, settings: Settings, options: IngestOptions
         comment = f"Entities by key, kept current from the changes on Kinesis stream {settings.stream_name}"
         create_keyed_table(spark, settings.table_name, options.changes.keyed, comment, settings.changes_mode)
         create_rejects_table(spark, settings)
-    sink = TableSink(spark, settings, options, query_id, source.stream_created, archive)
+    tables = SinkTables(settings.stream_name, settings.table_name, settings.rejects_table_name, archive,
+                        route_naming=settings if options.routing is not None else None)  # fmt: skip
+    sink = TableSink(spark, tables, options, query_id, source.stream_created)
     lease = Lease(spark, settings.table_name)
     metrics_lease = None
     if options.metrics:

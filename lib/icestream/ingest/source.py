@@ -97,7 +97,7 @@ class ReadBatch:
     # converts every row into column buffers and back for the writes. Its one difference: a lost
     # block (an executor gone) fails the batch instead of re-reading; the batch is then retried
     # from the tables' positions, like any failed batch, so nothing is lost or written twice.
-    rows: Any
+    rows: DataFrame
     shards: list[ReadStats]
     packed: dict[str, bytes]  # shard -> its new events' digests (dedupe.Packer), when dedupe is on
     ingest_ts: datetime  # when the read began: every row's ingest_ts
