@@ -94,9 +94,10 @@ run: emulator  ## set up, then run every notebook headless into output/
 	@$(BIN)/icestream doctor --quick
 	@$(BIN)/icestream run
 
-lint: venv
+lint: venv  ## ruff on everything, mypy on lib/ (incremental: a few seconds once .mypy_cache is warm)
 	@$(BIN)/ruff check $(LINT_PATHS)
 	@$(BIN)/ruff format --check $(LINT_PATHS)
+	@$(BIN)/mypy
 
 format: venv  ## apply ruff's fixes and formatting
 	@$(BIN)/ruff check --fix $(LINT_PATHS)

@@ -385,5 +385,5 @@ def load_settings(config_file: str | os.PathLike[str] | None = None, **overrides
                 merged[name] = merged["kinesis_endpoint"]
                 sources[name] = f"{sources['kinesis_endpoint']} (kinesis_endpoint)"
     settings = dataclasses.replace(Settings(), **merged, sources=sources)
-    validate_settings(settings)
+    validate_settings(vars(settings))
     return settings

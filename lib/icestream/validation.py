@@ -9,16 +9,13 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 from urllib.parse import urlparse
 
 from icestream.errors import ConfigError
 from icestream.limits import MAX_SHARD_COUNT, SCHEMA_EVOLUTION_MODES, START_POSITIONS
-
-if TYPE_CHECKING:
-    from icestream.config import Settings
 
 ENV_PREFIX = "ICESTREAM_"
 PROFILES = ("local", "localstack", "aws")
@@ -68,8 +65,8 @@ def _check(condition: bool, setting: str, message: str) -> None:
         raise ConfigError(f"{ENV_PREFIX}{setting.upper()} / {setting}: {message}")
 
 
-def _validate_endpoint(settings: Settings, name: str) -> None:
-    endpoint = getattr(settings, name)
+def _validate_endpoint(values: Mapping[str, Any], name: str) -> None:
+    endpoint = values[name]
     if endpoint is None:
         return
     parsed = urlparse(endpoint)
@@ -84,10 +81,10 @@ def _validate_endpoint(settings: Settings, name: str) -> None:
         _check(False, name, f"{endpoint!r} has an invalid port.")
 
 
-def _validate_aws(settings: Settings) -> None:
+def _validate_aws(values: Mapping[str, Any]) -> None:
     for name in ENDPOINT_SETTINGS:
-        _validate_endpoint(settings, name)
-    catalog_id, role = settings.glue_catalog_id, settings.aws_role_arn
+        _validate_endpoint(values, name)
+    catalog_id, role = values["glue_catalog_id"], values["aws_role_arn"]
     _check(
         catalog_id is None or bool(_ACCOUNT_ID.fullmatch(catalog_id)), "glue_catalog_id", "need a 12-digit account id."
     )
@@ -97,89 +94,95 @@ def _validate_aws(settings: Settings) -> None:
         f"{role!r}: need arn:aws:iam::<account>:role/<name>.",
     )
     _check(
-        settings.schema_evolution in SCHEMA_EVOLUTION_MODES,
+        values["schema_evolution"] in SCHEMA_EVOLUTION_MODES,
         "schema_evolution",
         f"choose one of {', '.join(SCHEMA_EVOLUTION_MODES)}.",
     )
-    _check(settings.changes_format in ("flat", "debezium"), "changes_format", "choose flat or debezium.")
-    _check(settings.changes_mode in ("merge-on-read", "copy-on-write"), "changes_mode",
+    _check(values["changes_format"] in ("flat", "debezium"), "changes_format", "choose flat or debezium.")
+    _check(values["changes_mode"] in ("merge-on-read", "copy-on-write"), "changes_mode",
            "choose merge-on-read or copy-on-write.")  # fmt: skip
-    _check(settings.s3_sse_type in S3_SSE_TYPES, "s3_sse_type", f"choose one of {', '.join(S3_SSE_TYPES)}.")
-    _check(settings.s3_sse_key is None or settings.s3_sse_type == "kms", "s3_sse_key", "a key needs s3_sse_type=kms.")
+    _check(values["s3_sse_type"] in S3_SSE_TYPES, "s3_sse_type", f"choose one of {', '.join(S3_SSE_TYPES)}.")
+    _check(values["s3_sse_key"] is None or values["s3_sse_type"] == "kms", "s3_sse_key", "a key needs s3_sse_type=kms.")
     # s3a:// is Hadoop's S3A file system: Glue would record it as the table location, and Athena,
     # EMR and Glue jobs expect s3:// (Iceberg's S3FileIO reads both, writes what it is given).
-    if settings.warehouse.startswith(("s3a://", "s3n://")):
+    if values["warehouse"].startswith(("s3a://", "s3n://")):
         _check(
             False,
             "warehouse",
-            f"{settings.warehouse!r}: use s3://{settings.warehouse.split('://', 1)[1]} instead; Glue records the "
+            f"{values['warehouse']!r}: use s3://{values['warehouse'].split('://', 1)[1]} instead; Glue records the "
             "warehouse in every table's location, and Athena and Glue jobs expect s3://.",
         )
 
 
-def validate_settings(settings: Settings) -> None:
+def validate_settings(values: Mapping[str, Any]) -> None:
     """Check every setting's value; the first bad one raises.
+
+    Args:
+        values: Every setting by name (``vars(settings)``): the rules read values, not the settings object,
+            so that :mod:`icestream.config`, which builds that object, is the only module that knows it.
 
     Raises:
         ConfigError: Naming the setting (as its environment variable and its name) and what to do.
     """
-    _validate_aws(settings)
+    _validate_aws(values)
     _check(
-        bool(_REGION.fullmatch(settings.region)), "region", f"{settings.region!r} is not an AWS region like us-east-1."
+        bool(_REGION.fullmatch(values["region"])),
+        "region",
+        f"{values['region']!r} is not an AWS region like us-east-1.",
     )
     _check(
-        bool(_STREAM_NAME.fullmatch(settings.stream_name)),
+        bool(_STREAM_NAME.fullmatch(values["stream_name"])),
         "stream_name",
-        f"{settings.stream_name!r} is not a valid Kinesis stream name (1-128 of A-Z a-z 0-9 _ . -).",
+        f"{values['stream_name']!r} is not a valid Kinesis stream name (1-128 of A-Z a-z 0-9 _ . -).",
     )
     _check(
-        1 <= settings.shard_count <= MAX_SHARD_COUNT,
+        1 <= values["shard_count"] <= MAX_SHARD_COUNT,
         "shard_count",
-        f"{settings.shard_count} must be between 1 and {MAX_SHARD_COUNT}.",
+        f"{values['shard_count']} must be between 1 and {MAX_SHARD_COUNT}.",
     )
     for name in ("catalog", "namespace", "table"):
-        validate_identifier(getattr(settings, name), f"{ENV_PREFIX}{name.upper()} / {name}")
-    _check(settings.catalog_type in CATALOG_TYPES, "catalog_type", f"choose one of {', '.join(CATALOG_TYPES)}.")
-    _check(settings.jar_source in JAR_SOURCES, "jar_source", f"choose one of {', '.join(JAR_SOURCES)}.")
-    _check(settings.ship in SHIP_MODES, "ship", f"choose one of {', '.join(SHIP_MODES)}.")
+        validate_identifier(values[name], f"{ENV_PREFIX}{name.upper()} / {name}")
+    _check(values["catalog_type"] in CATALOG_TYPES, "catalog_type", f"choose one of {', '.join(CATALOG_TYPES)}.")
+    _check(values["jar_source"] in JAR_SOURCES, "jar_source", f"choose one of {', '.join(JAR_SOURCES)}.")
+    _check(values["ship"] in SHIP_MODES, "ship", f"choose one of {', '.join(SHIP_MODES)}.")
     _check(
-        bool(_SPARK_MASTER.fullmatch(settings.spark_master)),
+        bool(_SPARK_MASTER.fullmatch(values["spark_master"])),
         "spark_master",
-        f"{settings.spark_master!r} is not a Spark master URL (local[*], spark://host:7077, yarn, k8s://...).",
+        f"{values['spark_master']!r} is not a Spark master URL (local[*], spark://host:7077, yarn, k8s://...).",
     )
     _check(
-        settings.spark_log_level.upper() in ("ALL", "DEBUG", "ERROR", "FATAL", "INFO", "OFF", "TRACE", "WARN"),
+        values["spark_log_level"].upper() in ("ALL", "DEBUG", "ERROR", "FATAL", "INFO", "OFF", "TRACE", "WARN"),
         "spark_log_level",
-        f"{settings.spark_log_level!r} is not a log4j level.",
+        f"{values['spark_log_level']!r} is not a log4j level.",
     )
     _check(
-        1 <= settings.archive_retention_days <= 36_500,
+        1 <= values["archive_retention_days"] <= 36_500,
         "archive_retention_days",
-        f"{settings.archive_retention_days} must be between 1 and 36500.",
+        f"{values['archive_retention_days']} must be between 1 and 36500.",
     )
     _check(
-        settings.start_position in START_POSITIONS,
+        values["start_position"] in START_POSITIONS,
         "start_position",
         f"choose one of {', '.join(START_POSITIONS)}.",
     )
     _check(
-        bool(re.fullmatch(r"\d+\.\d+\.\d+", settings.iceberg_version)),
+        bool(re.fullmatch(r"\d+\.\d+\.\d+", values["iceberg_version"])),
         "iceberg_version",
         "expected a version like 1.10.2.",
     )
-    if settings.catalog_type == "glue":
+    if values["catalog_type"] == "glue":
         _check(
-            settings.warehouse.startswith("s3://"),
+            values["warehouse"].startswith("s3://"),
             "warehouse",
             "the Glue catalog needs an S3 warehouse such as s3://my-bucket/warehouse.",
         )
     else:
-        _check(bool(settings.warehouse), "warehouse", "must not be empty.")
-    if settings.catalog_type == "jdbc":
+        _check(bool(values["warehouse"]), "warehouse", "must not be empty.")
+    if values["catalog_type"] == "jdbc":
         _check(
-            "://" not in settings.warehouse,
+            "://" not in values["warehouse"],
             "warehouse",
-            f"{settings.warehouse!r}: the JDBC catalog keeps its SQLite file in the warehouse, which must be a "
+            f"{values['warehouse']!r}: the JDBC catalog keeps its SQLite file in the warehouse, which must be a "
             "local folder; for S3 use the aws profile (Glue).",
         )
 
@@ -188,7 +191,13 @@ def validate_settings(settings: Settings) -> None:
 WRITTEN_FOLDERS = ("warehouse", "run_dir")
 
 
-def check_writable_folders(settings: Settings, names: Iterable[str] = WRITTEN_FOLDERS) -> None:
+class FolderSettings(Protocol):
+    """What :func:`check_writable_folders` needs of the settings: a folder setting's path (``Settings.path``)."""
+
+    def path(self, setting: str) -> Path: ...
+
+
+def check_writable_folders(settings: FolderSettings, names: Iterable[str] = WRITTEN_FOLDERS) -> None:
     """Check that each folder setting names a folder this process can write, or can create.
 
     Run before a command creates anything (a stream, a table): a warehouse that is a file failed only once

@@ -13,7 +13,7 @@ def cmd_load(args: argparse.Namespace) -> int:
     """Load files (local or Hadoop paths, gzip or not) through the stream's parser, rejects and dedupe."""
     from icestream.ingest.transform import load_transform
     from icestream.load.files import load_files
-    from icestream.runtime.spark import get_spark
+    from icestream.runtime.spark import prepare_runtime, start_session
 
     settings = settings_from(args)
     options: dict[str, Any] = {"dedupe_ids": not args.no_dedupe}
@@ -23,8 +23,8 @@ def cmd_load(args: argparse.Namespace) -> int:
         from datetime import timedelta
 
         options["dedupe_lookback"] = timedelta(seconds=args.dedupe_lookback)
-    result = load_files(get_spark(settings), settings, args.paths, progress=not args.quiet and sys.stderr.isatty(),
-                        **options)  # fmt: skip
+    spark = start_session(prepare_runtime(settings))
+    result = load_files(spark, settings, args.paths, progress=not args.quiet and sys.stderr.isatty(), **options)
     reasons = ", ".join(f"{reason} {count}" for reason, count in result.reasons.items()) or "none"
     print(
         f"{result.files} file(s): {result.loaded} loaded, {result.skipped} already loaded; {result.lines} lines, "

@@ -48,7 +48,7 @@ def workbook_suffixes() -> tuple[str, ...]:
 def cmd_setup(args: argparse.Namespace) -> int:
     """Create the stream, the namespace and the tables (idempotent), once the names and shards are checked."""
     from icestream.lake.table import setup_tables
-    from icestream.runtime.spark import get_spark
+    from icestream.runtime.spark import prepare_runtime, start_session
     from icestream.stream.clients import check_shard_count, ensure_stream
 
     settings = settings_from(args)
@@ -59,7 +59,8 @@ def cmd_setup(args: argparse.Namespace) -> int:
     check_writable_folders(settings)
     summary = ensure_stream(settings, shard_count=args.shards)
     print(f"stream {settings.stream_name}: {summary['StreamStatus']}, {summary['OpenShardCount']} open shards")
-    for table in setup_tables(get_spark(settings), settings):
+    spark = start_session(prepare_runtime(settings))
+    for table in setup_tables(spark, settings):
         print(f"table {table.name}: ready")
     return 0
 

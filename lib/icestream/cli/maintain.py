@@ -37,7 +37,7 @@ def cmd_maintain(args: argparse.Namespace) -> int:
     from icestream.errors import ConfigError
     from icestream.lake.routine import MaintenancePlan, parse_age, parse_steps, run_maintenance
     from icestream.lake.table import LakeTable
-    from icestream.runtime.spark import get_spark
+    from icestream.runtime.spark import prepare_runtime, start_session
     from icestream.validation import validate_identifier
 
     settings = settings_from(args)
@@ -54,7 +54,7 @@ def cmd_maintain(args: argparse.Namespace) -> int:
         retain_last=args.retain_last,
         steps=parse_steps(",".join(table_steps)) if table_steps else (),
     )
-    spark = get_spark(settings, app_name="icestream-maintain")
+    spark = start_session(prepare_runtime(settings), app_name="icestream-maintain")
     table = LakeTable(spark, settings.table_name, dry_run=args.dry_run)
     print(
         f"{'dry run: ' if args.dry_run else ''}maintaining {table.name}: compact hours before "

@@ -20,13 +20,13 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     from icestream.ingest.lease import Lease
     from icestream.lake.ddl import qualified_name
     from icestream.lake.metrics_table import METRICS_HOLDER, create_metrics_table, create_metrics_view, refresh_metrics
-    from icestream.runtime.spark import get_spark
+    from icestream.runtime.spark import prepare_runtime, start_session
     from icestream.validation import validate_identifier
 
     settings = settings_from(args)
     if args.table:
         settings = dataclasses.replace(settings, table=validate_identifier(args.table, "table"))
-    spark = get_spark(settings, app_name="icestream-metrics")
+    spark = start_session(prepare_runtime(settings), app_name="icestream-metrics")
     metrics = create_metrics_table(spark, settings.metrics_table_name, settings.table_name)
     lease = Lease(spark, metrics, holder=METRICS_HOLDER)
     lease.acquire()

@@ -9,11 +9,11 @@ from icestream.cli.common import settings_from
 
 def cmd_reset(args: argparse.Namespace) -> int:
     """Show what a reset deletes; with ``--yes``, do it."""
-    from icestream.runtime.spark import get_spark
+    from icestream.runtime.spark import prepare_runtime, start_session
     from icestream.workbook.reset import apply_reset, plan_reset
 
     settings = settings_from(args)
-    spark = get_spark(settings, app_name="icestream-reset")
+    spark = start_session(prepare_runtime(settings), app_name="icestream-reset")
     plan = plan_reset(spark, settings)
     if not args.yes:
         print("icestream reset would:")

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import pandas as pd
 
@@ -90,7 +91,8 @@ def scoring_scope(settings: Settings, start: str | None = None, end: str | None 
     return ScoringScope(chosen[0], chosen[1], run_id, truth)
 
 
-def _matches(event_type: str, flag: str, start: pd.Timestamp, end: pd.Timestamp, anomaly: Anomaly) -> bool:
+def _matches(event_type: Any, flag: Any, start: Any, end: Any, anomaly: Anomaly) -> bool:
+    # The cells of an itertuples() row: pandas types them as any cell value.
     return (
         event_type == anomaly.event_type
         and flag == DIRECTION[anomaly.kind]

@@ -23,6 +23,7 @@ from icestream.lake.statement import Statement
 from icestream.lake.summary import BATCH_KEY, POSITIONS_KEY
 from icestream.lake.table import LakeTable
 from icestream.producer.put import produce
+from icestream.runtime.handles import first_row
 from icestream.synthetic.entities import ORDER_COLUMNS, ORDER_KEY, ORDER_ORDER, EntityStream, order_changes
 from icestream.synthetic.wire import Record
 
@@ -61,7 +62,7 @@ class ChangeDemo:
         truth = {key: tuple(_naive(row[name]) for name in COMPARED) for key, row in self.stream.truth.items()}
         tombstones = table.run(Statement(f"SELECT {ORDER_KEY} FROM {table.name} WHERE NOT ({LIVE_FILTER})")).collect()
         rejects = LakeTable(spark, self.settings.rejects_table_name)
-        rejected = rejects.run(Statement(f"SELECT count(*) AS n FROM {rejects.name}")).first().n
+        rejected = first_row(rejects.run(Statement(f"SELECT count(*) AS n FROM {rejects.name}"))).n
         differ = sum(held.get(key) != row for key, row in truth.items()) + len(set(held) - set(truth))
         return pd.DataFrame({
             "live orders": [len(held)], "live orders expected": [len(truth)], "orders that differ": [differ],
@@ -159,6 +160,7 @@ def change_stream_demo(
         query.await_termination(timeout=timeout)
     finally:
         client.delete_stream(StreamName=demo.stream_name, EnforceConsumerDeletion=True)
-    if query.exception() is not None:
-        raise query.exception()
+    error = query.exception()
+    if error is not None:
+        raise error
     return ChangeDemo(demo, spec, stream, list(query.recent_progress))

@@ -22,6 +22,7 @@ from icestream.ingest.query import start_ingest
 from icestream.lake.statement import Statement
 from icestream.lake.table import LakeTable, setup_tables
 from icestream.producer.put import produce
+from icestream.runtime.handles import first_row
 from icestream.stream.clients import ensure_stream, kinesis_client
 from icestream.synthetic.generator import backfill_config, generate
 from icestream.synthetic.second_kind import NEW_FIELD, ORDER_EVENT_TYPE, TableTruth, as_options, id_checksum
@@ -72,7 +73,7 @@ class RoutedDemo:
             table = LakeTable(spark, self.table_name(truth.table))
             columns = set(table.run(Statement(f"SELECT * FROM {table.name} LIMIT 0")).columns)
             with_field = f"count({NEW_FIELD})" if NEW_FIELD in columns else "0"
-            counted = table.run(Statement(f"SELECT count(*) AS n, {with_field} AS f FROM {table.name}")).first()
+            counted = first_row(table.run(Statement(f"SELECT count(*) AS n, {with_field} AS f FROM {table.name}")))
             ids = table.run(Statement(f"SELECT event_id FROM {table.name}")).collect()
             rows.append({
                 "table": table.name,

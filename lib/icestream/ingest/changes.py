@@ -123,11 +123,11 @@ def parse_change(data: bytes, spec: ChangeSpec, max_bytes: int, record_id: str) 
     if operation is None:
         return Rejection("unknown_op", f"{op_name} {raw_op!r}: expected c, r, u or d (or create, update, delete)")
     if spec.shape == "debezium":
-        row = document.get("before" if operation == DELETE else "after")
-        if not isinstance(row, dict):
+        side_row = document.get("before" if operation == DELETE else "after")
+        if not isinstance(side_row, dict):
             side = "before" if operation == DELETE else "after"
             return Rejection("missing_row", f"{side} is not an object in a Debezium {raw_op!r} change")
-        row = {**{k: v for k, v in document.items() if k not in ("before", "after", "op")}, **row}
+        row = {**{k: v for k, v in document.items() if k not in ("before", "after", "op")}, **side_row}
     keyed = spec.keyed
     values: dict[str, str | None] = {}
     for name, kind in keyed.columns:

@@ -26,7 +26,7 @@ it start again from the table.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -75,7 +75,7 @@ class Packer:
         return b"".join(map(digest, self.ids)) + _micros(self.times) + _micros(self.arrivals)
 
 
-def _micros(moments: list[datetime | None]) -> bytes:
+def _micros(moments: Sequence[datetime | None]) -> bytes:
     """Epoch microseconds of ``moments`` as little-endian int64 (None: 0), exactly as ``to_micros``.
 
     Arrow converts the whole list at once: an aware datetime by its UTC offset, a naive one as UTC.
@@ -379,7 +379,7 @@ def duplicates(index: CommittedIndex | IndexSet, batch: Batch, spark: SparkSessi
     return np.union1d(seen, batch.later_copies(rest))
 
 
-def digest_batches(batches: Iterator[Any]) -> Iterator[Any]:
+def digest_batches(batches: Iterable[Any]) -> Iterator[Any]:
     """``mapInArrow`` function: ``(event_id, event_ts)`` batches in, ``(hi, lo, times)`` out."""
     import pyarrow as pa
 

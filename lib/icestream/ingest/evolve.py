@@ -324,7 +324,8 @@ class PayloadEvolution:
                 merged = batch_kinds.setdefault(name, {})
                 for kind, count in counts.items():
                     merged[kind] = merged.get(kind, 0) + count
-        frames, conflicts, changes = dict(frames), None, {}
+        frames, conflicts = dict(frames), None
+        changes: dict[str, str] = {}
         if not batch_kinds:
             return frames, conflicts, changes
         for name in sorted(frames):

@@ -35,7 +35,7 @@ import json
 import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
@@ -179,11 +179,13 @@ def _simple_event(data: bytes) -> EventFields | None:
     timestamp = parse_timestamp(event_ts)
     if timestamp is None:
         return None
-    properties = document.properties
-    if properties is None:
-        properties = {}
-    elif None in properties.values():
-        properties = {key: value for key, value in properties.items() if value is not None}
+    given = document.properties
+    if given is None:
+        properties: dict[str, str] = {}
+    elif None in given.values():
+        properties = {key: value for key, value in given.items() if value is not None}
+    else:
+        properties = cast("dict[str, str]", given)  # no null among its values: just checked, without a copy
     device = document.device_info
     device_info = None if device is None else (device.device_type, device.os, device.app_version)
     return event_id, user_id, document.session_id, event_type, timestamp, properties, device_info, None
@@ -311,7 +313,7 @@ def _validate(document: dict[str, Any], evolve: bool = False) -> ParsedEvent | R
             merged[key] = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
 
     device = document.get("device_info")
-    device_info = None
+    device_info: tuple[str | None, str | None, str | None] | None = None
     if device is not None:
         if not isinstance(device, dict):
             return Rejection("wrong_type", f"device_info: expected an object, got {_a(device)}")
@@ -319,7 +321,8 @@ def _validate(document: dict[str, Any], evolve: bool = False) -> ParsedEvent | R
             value = device.get(name)
             if value is not None and not isinstance(value, str):
                 return Rejection("wrong_type", f"device_info.{name}: expected a string, got {_a(value)}")
-        device_info = tuple(device.get(name) for name in DEVICE_FIELDS)
+        device_type, os_name, app_version = (device.get(name) for name in DEVICE_FIELDS)
+        device_info = (device_type, os_name, app_version)
 
     return ParsedEvent(
         event_id=document["event_id"],
@@ -328,6 +331,6 @@ def _validate(document: dict[str, Any], evolve: bool = False) -> ParsedEvent | R
         event_type=document["event_type"],
         event_ts=event_ts,
         properties=merged,
-        device_info=device_info,  # type: ignore[arg-type]
+        device_info=device_info,
         extras=extras,
     )

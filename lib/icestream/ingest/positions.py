@@ -85,7 +85,7 @@ def iterator_arguments(position: str) -> dict[str, Any]:
 
 def is_finished(position: str | None) -> bool:
     """True for a closed shard read to its end."""
-    return bool(position) and position.startswith("END:")
+    return position is not None and position.startswith("END:")
 
 
 def committed_mark(position: str | None) -> str | None:
@@ -324,7 +324,8 @@ def plan_shards(
             if last_sequence(start) is not None:  # one table has rows, the other none: read all
                 start = TRIM_HORIZON if parents else starting_position
         if is_finished(start):
-            start = after(last_sequence(start)) if last_sequence(start) else TRIM_HORIZON
+            sequence = last_sequence(start)
+            start = after(sequence) if sequence else TRIM_HORIZON
         plans.append(
             ShardPlan(
                 shard_id=shard_id,

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 PROGRESS_FILE = "ingest_progress.jsonl"
 RECENT_BATCHES = 100  # how many batches ``recent_progress`` keeps (Spark keeps 100 too)
@@ -108,6 +109,9 @@ class IndexStats:
     loaded_rows: int
 
 
+Phase = Literal["plan", "read", "parse", "dedupe", "evolve", "write_rejects", "write_events", "metrics", "total"]
+
+
 @dataclass
 class PhaseSeconds:
     """Seconds each phase of a batch took (reported in milliseconds, as ``duration_ms``)."""
@@ -121,6 +125,13 @@ class PhaseSeconds:
     write_events: float = 0.0
     metrics: float = 0.0  # the metrics table's refresh (lake.metrics_table), with --metrics
     total: float = 0.0
+
+    @contextlib.contextmanager
+    def timing(self, phase: Phase) -> Iterator[None]:
+        """Add the seconds the ``with`` block takes to ``phase`` (not when it raises: the batch is void then)."""
+        began = time.monotonic()
+        yield
+        setattr(self, phase, getattr(self, phase) + time.monotonic() - began)
 
 
 @dataclass

@@ -35,11 +35,12 @@ from icestream.ingest.lease import Lease
 from icestream.ingest.options import IngestOptions, ingest_options
 from icestream.ingest.progress import PROGRESS_FILE, BatchProgress, ProgressLog
 from icestream.ingest.retry import run_with_retries
-from icestream.ingest.sink import TableSink
+from icestream.ingest.sink import SinkTables, TableSink
 from icestream.ingest.source import SCHEDULER_POOLS, ShardSource, TablePositions
 from icestream.lake.ddl import create_archive_table, create_namespace, create_rejects_table
 from icestream.lake.keyed import create_keyed_table
 from icestream.lake.metrics_table import METRICS_HOLDER, create_metrics_table, refresh_metrics
+from icestream.runtime.shipping import raise_if_executor_import_failed
 from icestream.stream.clients import kinesis_connection
 from icestream.validation import check_writable_folders
 
@@ -325,14 +326,20 @@ def build_ingest(spark: SparkSession, settings: Settings, options: IngestOptions
     connection = kinesis_connection(settings)
     query_id = str(uuid.uuid4())
     stop = threading.Event()
-    source = ShardSource(spark, settings, connection, options, stop, partial(_inject_fault, options))
+    # An executor without icestream fails a read task: said in one line, with the ship mode to change.
+    explain = partial(raise_if_executor_import_failed, settings=settings, master=spark.sparkContext.master)
+    source = ShardSource(
+        spark, settings.stream_name, connection, options, stop, partial(_inject_fault, options), explain
+    )
     archive = create_archive_table(spark, settings) if options.archive else None  # optional: setup may predate it
     if options.changes is not None:  # a change stream's keyed table is declared by its options: made here
         create_namespace(spark, settings)
         comment = f"Entities by key, kept current from the changes on Kinesis stream {settings.stream_name}"
         create_keyed_table(spark, settings.table_name, options.changes.keyed, comment, settings.changes_mode)
         create_rejects_table(spark, settings)
-    sink = TableSink(spark, settings, options, query_id, source.stream_created, archive)
+    tables = SinkTables(settings.stream_name, settings.table_name, settings.rejects_table_name, archive,
+                        route_naming=settings if options.routing is not None else None)  # fmt: skip
+    sink = TableSink(spark, tables, options, query_id, source.stream_created)
     lease = Lease(spark, settings.table_name)
     metrics_lease = None
     if options.metrics:

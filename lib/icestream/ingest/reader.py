@@ -21,7 +21,7 @@ from __future__ import annotations
 import gc
 import random
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -269,6 +269,7 @@ class _ShardReader:
         """The row of one user record, or None when it is not written (replayed, a repeat)."""
         stats = self.stats
         options = self.options
+        parsed: tuple | Rejection | None
         if payload is None:
             parsed = rejection
         elif options.changes is None:
@@ -301,7 +302,7 @@ class _ShardReader:
                 # Its bytes ride along: a value its column cannot hold is rejected with the payload as sent.
                 return ("event", *position, *parsed, bytes(raw), None, None, None, ordinal, None)
             return None
-        assert parsed is not None
+        assert isinstance(parsed, Rejection)
         stats.rejected += 1
         stats.reasons[parsed.reason] = stats.reasons.get(parsed.reason, 0) + 1
         if self.rejects_done is not None and pos.record_key(sequence, sub) <= self.rejects_done:
@@ -406,7 +407,7 @@ def record_batch(rows: list[tuple], schema: Any, batch_id: int | None = None, in
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-def read_arrow(options: ReadOptions, plans: Sequence[ShardPlan]) -> Callable[[Iterator[Any]], Iterator[Any]]:
+def read_arrow(options: ReadOptions, plans: Sequence[ShardPlan]) -> Callable[[Iterable[Any]], Iterator[Any]]:
     """The function Spark's ``mapInArrow`` runs per partition of ``spark.range(len(plans))``: the
     ids in, the rows of ``plans[id]`` out.
 
@@ -416,7 +417,7 @@ def read_arrow(options: ReadOptions, plans: Sequence[ShardPlan]) -> Callable[[It
     20 % less time per 10,000 rows for the hand-over to the JVM, which is a fixed share of every read.
     """
 
-    def run(batches: Iterator[Any]) -> Iterator[Any]:
+    def run(batches: Iterable[Any]) -> Iterator[Any]:
         schema = arrow_schema()
         # The rows are acyclic (tuples, strings, dicts): reference counting frees them, and the
         # cyclic collector would only rescan the growing chunk, again and again (bench: a third

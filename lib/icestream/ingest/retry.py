@@ -69,7 +69,8 @@ def _spark_text(error: BaseException) -> str | None:
     from py4j.protocol import Py4JJavaError
 
     if isinstance(error, Py4JJavaError):
-        lines, cause = [], error.java_exception
+        lines: list[str] = []
+        cause = error.java_exception
         while cause is not None and len(lines) < _CHAIN_LIMIT:
             lines.append(str(cause.toString()))
             cause = cause.getCause()

@@ -102,7 +102,8 @@ class Routing:
         spec = (spec or "").strip()
         if not spec:
             raise ConfigError("route: give a field (event_type) or module:function.")
-        function, path = None, ()
+        function = None
+        path: tuple[str, ...] = ()
         if ":" in spec:
             function = load_function(spec, "--route")
         else:
@@ -115,7 +116,9 @@ class Routing:
 
     def table_name(self, settings: Settings, key: str) -> str:
         """The qualified table of a target key (``""``: the events table; else a suffix)."""
-        return settings.table_name if key == EVENTS_KEY else settings.companion_table_name(_suffix(key, "route"))
+        return (
+            settings.table_name if key == EVENTS_KEY else settings.companion_table_name(_checked_suffix(key, "route"))
+        )
 
     def declared(self, settings: Settings) -> list[str]:
         """The tables this routing names before it sees any event: the events table, the default, the mapped."""
@@ -208,8 +211,10 @@ class Routing:
 
 
 def _suffix(suffix: str | None, setting: str) -> str | None:
-    if suffix is None:
-        return None
+    return None if suffix is None else _checked_suffix(suffix, setting)
+
+
+def _checked_suffix(suffix: str, setting: str) -> str:
     validate_identifier(suffix, setting)
     if re.search(COMPANION_LIKE, suffix):
         raise ConfigError(

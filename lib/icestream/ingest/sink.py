@@ -18,9 +18,8 @@ past its own (:func:`~icestream.ingest.transform.after_committed`, by id inside 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
 from typing import TYPE_CHECKING
@@ -32,16 +31,15 @@ from icestream.errors import ConfigError
 from icestream.ingest import dedupe
 from icestream.ingest import evolve as evo
 from icestream.ingest import positions as pos
-from icestream.ingest.changes import apply_changes
+from icestream.ingest.commits import Appended, CommitStamp, TableWriter, WrittenTable
 from icestream.ingest.options import IngestOptions
-from icestream.ingest.progress import BatchProgress, IndexStats, arrival_properties
+from icestream.ingest.progress import BatchProgress, IndexStats, PhaseSeconds, arrival_properties
 from icestream.ingest.routing import TARGET_COLUMN, claim_tables, remember_routed_table, routed_tables
 from icestream.ingest.source import ReadBatch, TablePositions
 from icestream.ingest.transform import REJECT_COLUMNS, after_committed, done_ids, reject_rows, run_transform
 from icestream.lake.evolution import align_columns
-from icestream.lake.inspect import ancestry, load_iceberg_table
+from icestream.lake.inspect import load_iceberg_table
 from icestream.lake.schema import spark_fields, table_columns
-from icestream.lake.summary import BATCH_KEY, CREATED_KEY, POSITIONS_KEY, QUERY_KEY, STREAM_KEY
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -49,26 +47,48 @@ if TYPE_CHECKING:
 
 ARCHIVE_SELECT = ("raw_data AS data", "shard_id", "sequence_number", "partition_key", "arrival_ts", "ingest_ts",
                   "batch_id")  # fmt: skip
-# Rows one write task takes: a batch at the default cap (10,000 per shard) is one task per table.
-# A hash shuffle first (the tables' own write.distribution-mode) cost about 0.2 s per batch here.
-WRITE_ROWS_PER_TASK = 250_000
-
-
-@dataclass
-class _Table:
-    """One table the sink writes, and what it knows of the table's commits."""
-
-    name: str
-    committed: dict[str, str] = field(default_factory=dict)  # the positions its last commit carried
-    last_commit: float = 0.0  # time.monotonic() of this query's last commit to it
 
 
 @dataclass(frozen=True)
-class Appended:
-    """One commit of this query: its snapshot (None if it cannot be found) and the rows it added."""
+class SinkTables:
+    """The stream a :class:`TableSink` writes from and the tables it writes, named once from the settings."""
 
-    snapshot_id: int | None
-    rows: int
+    stream_name: str
+    events: str
+    rejects: str
+    archive: str | None = None  # the raw archive, when the query keeps one (the caller creates it)
+    # With a routing: the settings that name its tables (config is the one place a table's name is built).
+    route_naming: Settings | None = None
+
+
+@dataclass(frozen=True)
+class Routed:
+    """The batch's events split by route (:meth:`TableSink._route`)."""
+
+    frames: evo.Frames  # per table: its rows past its own positions, and how many (None: every new event)
+    unknown: DataFrame | None = None  # rows whose route names no table (when unknown values are rejected)
+    kinds: dict[str, evo.Kinds] | None = None  # per table: its new fields' kinds (with schema evolution)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A batch's rows made ready to write (:meth:`TableSink._prepare`)."""
+
+    frames: evo.Frames  # per events table: its rows, and how many (None: every new event)
+    routed: DataFrame | None  # rows the transform, the route or a type conflict sends to the rejects
+    batch: dedupe.Batch | None  # the ids of the batch's new events, with dedupe on
+    dropped: np.ndarray | None  # which of them repeat an event already seen
+    drop: set[str]  # the dropped rows, as "shard_id:ordinal"
+    new_events: int  # events new to the tables, before the transform
+    schema_changes: dict[str, str]  # per table: the columns added or widened for this batch
+
+
+@dataclass(frozen=True)
+class RejectsCommit:
+    """The rejects table's part of a batch (:meth:`TableSink._commit_rejects`)."""
+
+    appended: Appended | None  # None: no commit was due
+    routed_rows: int  # rows the transform, the route or evolution sent there (the reader's aside)
 
 
 @dataclass(frozen=True)
@@ -86,33 +106,30 @@ class TableSink:
     def __init__(
         self,
         spark: SparkSession,
-        settings: Settings,
+        tables: SinkTables,
         options: IngestOptions,
         query_id: str,
         stream_created: str,
-        archive: str | None = None,
     ) -> None:
         """Check both tables exist.
 
         Args:
             spark: The session.
-            settings: Name the tables and the stream.
+            tables: The stream and the tables.
             options: The query's options.
             query_id: Written into every commit, to find this query's own snapshots.
             stream_created: The stream's creation time, written into every commit.
-            archive: The raw archive's name when the query keeps one (the caller creates it).
 
         Raises:
             ConfigError: If a table does not exist.
         """
         self.spark = spark
-        self.settings = settings
         self.options = options
-        self.query_id = query_id
-        self.stream_created = stream_created
-        self.events = _Table(settings.table_name)
-        self.rejects = _Table(settings.rejects_table_name)
-        self.archive = _Table(archive) if archive is not None else None
+        self.stamp = CommitStamp(tables.stream_name, stream_created, query_id)  # in every commit's summary
+        self.writer = TableWriter(spark, self.stamp, options.position_commit_seconds, options.changes, tables.events)
+        self.events = WrittenTable(tables.events)
+        self.rejects = WrittenTable(tables.rejects)
+        self.archive = WrittenTable(tables.archive) if tables.archive is not None else None
         for table in (self.events, self.rejects):
             if not spark.catalog.tableExists(table.name):
                 raise ConfigError(
@@ -121,12 +138,14 @@ class TableSink:
         lookback = options.dedupe_lookback // timedelta(microseconds=1)
         # With a routing, an id counts as committed in any routed table: a repeat of an event has its
         # route too, so dedupe across the tables is dedupe within each (see dedupe.IndexSet).
-        self.index = dedupe.IndexSet(query_id, lookback, (settings.table_name,))
+        self.index = dedupe.IndexSet(query_id, lookback, (tables.events,))
         self.routing = options.routing
-        self.routed: dict[str, _Table] = {self.events.name: self.events}  # every table events go to, by name
+        self._naming = tables.route_naming
+        if self.routing is not None and self._naming is None:
+            raise ValueError("a routing needs the settings that name its tables (SinkTables.route_naming)")
+        self.routed: dict[str, WrittenTable] = {self.events.name: self.events}  # every table events go to, by name
         self.refused: dict[str, str] = {}  # route keys naming a table the route does not own, and why
         self._fields: dict[str, tuple[int, list[StructField]]] = {}  # per table: its schema id and columns
-        self._schema_changes: dict[str, str] = {}  # per table: the changes its next data commit names
         # Schema evolution keeps the new fields (and, for a reject, the payload) beside the table's columns.
         self._keep = (evo.EXTRAS_COLUMN, "raw_data") if options.schema_evolution != "off" else ()
         self.evolution = None
@@ -134,7 +153,13 @@ class TableSink:
             self.evolution = evo.PayloadEvolution(spark, options.schema_evolution, self._table_fields, self._fields.pop)
 
     @property
-    def tables(self) -> tuple[_Table, ...]:
+    def _route_naming(self) -> Settings:
+        """The settings that name the routed tables (only a sink with a routing asks)."""
+        assert self._naming is not None  # checked in __init__ for a sink with a routing
+        return self._naming
+
+    @property
+    def tables(self) -> tuple[WrittenTable, ...]:
         """The tables it writes, in commit order: the raw archive (when on), rejects, the events table(s)."""
         first = (self.archive, self.rejects) if self.archive is not None else (self.rejects,)
         return (*first, *(self.routed[name] for name in sorted(self.routed)))
@@ -150,13 +175,13 @@ class TableSink:
 
     def recover(self) -> Recovered:
         """Load what every table committed: the start path, also used before a batch retry."""
-        name, created = self.settings.stream_name, self.stream_created
+        name, created = self.stamp.stream_name, self.stamp.stream_created
         names = [self.events.name]
         if self.routing is not None:
-            names = routed_tables(self.spark, self.settings, self.routing, name)
+            names = routed_tables(self.spark, self._route_naming, self.routing, name)
         loaded = {table: pos.load_committed(self.spark, table, name, created) for table in names}
         rejects = pos.load_committed(self.spark, self.rejects.name, name, created)
-        self.routed = {table: self.events if table == self.events.name else _Table(table) for table in names}
+        self.routed = {table: self.events if table == self.events.name else WrittenTable(table) for table in names}
         for table, committed in loaded.items():
             self.routed[table].committed = dict(committed.positions)
             self.index.include(table)
@@ -175,7 +200,7 @@ class TableSink:
     def mark_source(self) -> None:
         """Record in both tables which stream (and incarnation) feeds them."""
         for table in self.tables:
-            pos.mark_source_stream(self.spark, table.name, self.settings.stream_name, self.stream_created)
+            pos.mark_source_stream(self.spark, table.name, self.stamp.stream_name, self.stamp.stream_created)
 
     def commit(
         self,
@@ -193,91 +218,124 @@ class TableSink:
             fault: Called with ``("after_archive" | "between_commits" | "between_tables" | "after_commit",
                 batch_id)``; ``between_tables`` after each routed table but the last.
         """
+        durations = progress.durations
+        prepared = self._prepare(read, new_positions, durations)
+        progress.dropped.update(key.rsplit(":", 1)[0] for key in prepared.drop)
+        arrivals = arrival_properties(read.shards)
+        with durations.timing("write_rejects"):
+            self._archive_batch(read, new_positions, arrivals, fault)
+            rejects = self._commit_rejects(read, prepared, new_positions, arrivals)
+        fault("between_commits", read.batch_id)
+        with durations.timing("write_events"):
+            written = self._commit_events(read, prepared, new_positions, arrivals, fault)
+            if written and prepared.batch is not None and prepared.dropped is not None:
+                self._learn(prepared.batch, prepared.dropped, rejects.routed_rows > 0)
+        fault("after_commit", read.batch_id)
+        self._report(progress, prepared, rejects, written)
+
+    def _prepare(self, read: ReadBatch, new_positions: dict[str, str], durations: PhaseSeconds) -> Prepared:
+        """The batch's rows made ready: repeats dropped, the transform run, routed, evolved and aligned."""
         from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
-        mark = time.monotonic()
-        events = read.kept("event")
-        batch, dropped = self._duplicates(read.packed) if self.options.dedupe else (None, None)
-        drop = batch.keys(dropped) if batch is not None and dropped is not None else set()
-        if drop:
-            events = events.where(~F.concat_ws(":", "shard_id", "ordinal").isin(sorted(drop)))
-        routed = None
-        if self.options.transform is not None:
-            events, routed = run_transform(
-                self.options.transform, events.select(*table_columns(), *self._keep), read.batch_id, self._keep
-            )
-        frames = {self.events.name: (events, None)}  # table -> (its rows, how many; None: every new event)
-        table_kinds = None
-        if self.routing is not None:
-            frames, unknown, table_kinds = self._route(events, read, new_positions)
-            routed = evo.union(routed, unknown)
-        evolve_mark = time.monotonic()
-        if self.evolution is not None:
-            frames, conflicts, changes = self.evolution.split(frames, read.shards, table_kinds, read.batch_id)
-            routed = evo.union(routed, conflicts)
-            progress.schema_changes.update(changes)
-            self._schema_changes.update(changes)
-        evolve_seconds = time.monotonic() - evolve_mark
-        if routed is not None:
-            # Rows the rejects table already holds (a retry after a crash past its commit) are left out.
-            marks = {plan.shard_id: plan.rejects_committed for plan in read.plans}
-            routed = routed.where(after_committed(marks, done_ids(marks, read.shards)))
-        if self.options.changes is None:  # a change stream's rows are folded and merged by _write
-            frames = {name: (self._aligned(frame, name), rows) for name, (frame, rows) in frames.items()}
-        progress.dropped.update(key.rsplit(":", 1)[0] for key in drop)
-        progress.durations.evolve = evolve_seconds
-        progress.durations.dedupe = time.monotonic() - mark - evolve_seconds
-
-        new_rejects = sum(stats.rejected - stats.replayed_rejects for stats in read.shards)
-        arrivals = arrival_properties(read.shards)
+        with durations.timing("dedupe"):
+            events = read.kept("event")
+            batch, dropped = self._duplicates(read.packed) if self.options.dedupe else (None, None)
+            drop = batch.keys(dropped) if batch is not None and dropped is not None else set()
+            if drop:
+                events = events.where(~F.concat_ws(":", "shard_id", "ordinal").isin(sorted(drop)))
+            routed = None
+            if self.options.transform is not None:
+                events, routed = run_transform(
+                    self.options.transform, events.select(*table_columns(), *self._keep), read.batch_id, self._keep
+                )
+            route = Routed({self.events.name: (events, None)})  # one table, every new event
+            if self.routing is not None:
+                route = self._route(events, read, new_positions)
+                routed = evo.union(routed, route.unknown)
+        frames = route.frames
+        changes: dict[str, str] = {}  # per table: the columns this batch adds or widens
+        with durations.timing("evolve"):
+            if self.evolution is not None:
+                frames, conflicts, changes = self.evolution.split(frames, read.shards, route.kinds, read.batch_id)
+                routed = evo.union(routed, conflicts)
+                self.writer.schema_changes.update(changes)
+        with durations.timing("dedupe"):
+            if routed is not None:
+                # Rows the rejects table already holds (a retry after a crash past its commit) are left out.
+                marks = {plan.shard_id: plan.rejects_committed for plan in read.plans}
+                routed = routed.where(after_committed(marks, done_ids(marks, read.shards)))
+            if self.options.changes is None:  # a change stream's rows are folded and merged by the writer
+                frames = {name: (self._aligned(frame, name), rows) for name, (frame, rows) in frames.items()}
         new_events = sum(stats.good - stats.replayed_events - stats.deduplicated for stats in read.shards) - len(drop)
-        mark = time.monotonic()
-        if self.archive is not None:
-            # First, so it is never behind the other two: every record read is archived exactly once.
-            archived = sum(stats.archived for stats in read.shards)
-            self._append(
-                self.archive, read.kept("raw").selectExpr(*ARCHIVE_SELECT), archived,
-                pos.furthest(new_positions, self.archive.committed), read.batch_id, arrivals,
-            )  # fmt: skip
-            fault("after_archive", read.batch_id)
-        routed_count = routed.count() if routed is not None else 0  # runs the transform once more, over kept rows
-        rejects = None
-        if self._commit_due(self.rejects, new_rejects + routed_count, new_positions):
-            # Built only for a commit: a clean batch's rejects frame cost a DataFrame's analysis for nothing.
-            reject_rows = read.kept("reject").select(*REJECT_COLUMNS)
-            reject_rows = reject_rows.unionByName(routed) if routed is not None and routed_count else reject_rows
-            rejects = self._append(
-                self.rejects, reject_rows, new_rejects + routed_count, new_positions, read.batch_id, arrivals
-            )
-        progress.durations.write_rejects = time.monotonic() - mark
-        fault("between_commits", read.batch_id)
-        mark = time.monotonic()
+        return Prepared(frames, routed, batch, dropped, drop, new_events, changes)
+
+    def _archive_batch(
+        self,
+        read: ReadBatch,
+        new_positions: dict[str, str],
+        arrivals: dict[str, str],
+        fault: Callable[[str, int], None],
+    ) -> None:
+        """With the raw archive on: every record read, first, so it is never behind the other tables."""
+        if self.archive is None:
+            return
+        archived = sum(stats.archived for stats in read.shards)
+        self.writer.append(
+            self.archive, read.kept("raw").selectExpr(*ARCHIVE_SELECT), archived,
+            pos.furthest(new_positions, self.archive.committed), read.batch_id, arrivals,
+        )  # fmt: skip
+        fault("after_archive", read.batch_id)
+
+    def _commit_rejects(
+        self, read: ReadBatch, prepared: Prepared, new_positions: dict[str, str], arrivals: dict[str, str]
+    ) -> RejectsCommit:
+        """The batch's rejects (the reader's and those the transform, route or evolution sent), committed."""
+        routed = prepared.routed
+        new_rejects = sum(stats.rejected - stats.replayed_rejects for stats in read.shards)
+        routed_rows = routed.count() if routed is not None else 0  # runs the transform once more, over kept rows
+        if not self.writer.due(self.rejects, new_rejects + routed_rows, new_positions):
+            return RejectsCommit(None, routed_rows)
+        # Built only for a commit: a clean batch's rejects frame cost a DataFrame's analysis for nothing.
+        rows = read.kept("reject").select(*REJECT_COLUMNS)
+        rows = rows.unionByName(routed) if routed is not None and routed_rows else rows
+        appended = self.writer.append(
+            self.rejects, rows, new_rejects + routed_rows, new_positions, read.batch_id, arrivals
+        )
+        return RejectsCommit(appended, routed_rows)
+
+    def _commit_events(
+        self, read: ReadBatch, prepared: Prepared, new_positions: dict[str, str], arrivals: dict[str, str],
+        fault: Callable[[str, int], None],
+    ) -> dict[str, Appended]:  # fmt: skip
+        """Each events table's rows, committed in name order; a table without rows commits due positions."""
         written: dict[str, Appended] = {}
         for number, name in enumerate(sorted(self.routed)):
             if number:
                 fault("between_tables", read.batch_id)
-            frame, rows = frames.get(name, (None, 0))
-            rows = new_events if rows is None else rows
-            if frame is None and self._commit_due(self.routed[name], 0, new_positions):
+            frame, rows = prepared.frames.get(name, (None, 0))
+            rows = prepared.new_events if rows is None else rows
+            if frame is None and self.writer.due(self.routed[name], 0, new_positions):
                 frame = self.spark.table(name).limit(0)  # a commit of positions only
             if frame is not None:
-                appended = self._append(self.routed[name], frame, rows, new_positions, read.batch_id, arrivals)
+                appended = self.writer.append(self.routed[name], frame, rows, new_positions, read.batch_id, arrivals)
                 written.update({name: appended} if appended is not None else {})
-        if written and batch is not None and dropped is not None:
-            self._learn(batch, dropped, routed_count > 0)
-        progress.durations.write_events = time.monotonic() - mark
-        fault("after_commit", read.batch_id)
+        return written
+
+    def _report(
+        self, progress: BatchProgress, prepared: Prepared, rejects: RejectsCommit, written: dict[str, Appended]
+    ) -> None:
+        """What the batch committed, into its progress."""
+        progress.schema_changes.update(prepared.schema_changes)
         if self.options.dedupe:
             progress.dedupe_index = IndexStats(len(self.index), self.index.loads, self.index.loaded_rows)
-
-        if rejects is not None:
-            progress.rejects_snapshot_id, progress.rejected = rejects.snapshot_id, rejects.rows
+        if rejects.appended is not None:
+            progress.rejects_snapshot_id, progress.rejected = rejects.appended.snapshot_id, rejects.appended.rows
         if written:
             events_commit = written.get(self.events.name) or written[max(written)]
             progress.events_snapshot_id = events_commit.snapshot_id
             progress.written = sum(appended.rows for appended in written.values())
             if all(appended.snapshot_id is not None for appended in written.values()):
-                progress.transform_dropped = max(0, new_events - progress.written - routed_count)
+                progress.transform_dropped = max(0, prepared.new_events - progress.written - rejects.routed_rows)
 
     def commit_positions(self, positions: dict[str, str], batch_id: int) -> int:
         """At a graceful stop: commit the query's processed ``positions`` (no rows) to each table whose
@@ -286,13 +344,11 @@ class TableSink:
         for table in self.tables:
             target = pos.furthest(positions, table.committed) if table is self.archive else positions
             if positions and table.committed != target:
-                self._write(table, self.spark.table(table.name).limit(0), 0, target, batch_id, {})
+                self.writer.write(table, self.spark.table(table.name).limit(0), 0, target, batch_id, {})
                 committed += 1
         return committed
 
-    def _route(
-        self, events: DataFrame, read: ReadBatch, new_positions: dict[str, str]
-    ) -> tuple[dict[str, tuple[DataFrame, int]], DataFrame | None, dict[str, dict[str, dict[str, int]]] | None]:
+    def _route(self, events: DataFrame, read: ReadBatch, new_positions: dict[str, str]) -> Routed:
         """Split the batch's events by route: per table its rows past the table's own positions, and
         the rows whose route names no table (when unknown values are rejected).
 
@@ -300,7 +356,7 @@ class TableSink:
         this batch (one the route does not own: its values are unknown), then commits the batch's start
         positions: a restart reads from there at the latest (see docs/ingest.md). With schema evolution
         on and new fields in the batch, the same job that counts each table's rows counts its new
-        fields' kinds (returned third; None otherwise).
+        fields' kinds (None otherwise).
         """
         from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
@@ -311,104 +367,37 @@ class TableSink:
             self.refused.update(refused or {})
             keyed = routing.keyed(events, self.refused)
             if self._keep and any(stats.extra_kinds for stats in read.shards):
-                counts, kinds = evo.count_routes(keyed, TARGET_COLUMN, partial(routing.table_name, self.settings))
+                counts, kinds = evo.count_routes(keyed, TARGET_COLUMN, partial(routing.table_name, self._route_naming))
             else:
                 counts, kinds = {row[0]: int(row[1]) for row in keyed.groupBy(TARGET_COLUMN).count().collect()}, None
-            refused = claim_tables(self.spark, self.settings, routing, [key for key in counts if key is not None],
+            refused = claim_tables(self.spark, self._route_naming, routing, [key for key in counts if key is not None],
                                    self.routed)  # fmt: skip
-        frames = {}
+        frames: evo.Frames = {}
         for key in sorted(key for key in counts if key is not None):
-            table = self._routed_table(routing.table_name(self.settings, key), read, new_positions)
+            table = self._routed_table(routing.table_name(self._route_naming, key), read, new_positions)
             marks = {shard: pos.committed_mark(position) for shard, position in table.committed.items()}
             rows = keyed.where((F.col(TARGET_COLUMN) == key) & after_committed(marks, done_ids(marks, read.shards)))
             frames[table.name] = (rows.select(*table_columns(), *self._keep), counts[key])
         unknown = None
         if counts.get(None):
-            unknown = reject_rows(routing.rejected(keyed, self.settings, self.refused), read.batch_id)
-        return frames, unknown, kinds
+            unknown = reject_rows(routing.rejected(keyed, self._route_naming, self.refused), read.batch_id)
+        return Routed(frames, unknown, kinds)
 
-    def _routed_table(self, name: str, read: ReadBatch, new_positions: dict[str, str]) -> _Table:
+    def _routed_table(self, name: str, read: ReadBatch, new_positions: dict[str, str]) -> WrittenTable:
         """The routed table ``name``, once claimed: the batch's start positions committed on first sight."""
         if name in self.routed:
             return self.routed[name]
-        stream, created = self.settings.stream_name, self.stream_created
+        stream, created = self.stamp.stream_name, self.stamp.stream_created
         pos.mark_source_stream(self.spark, name, stream, created)
-        remember_routed_table(self.spark, self.settings, name)
-        table = _Table(name, dict(pos.load_committed(self.spark, name, stream, created).positions))
+        remember_routed_table(self.spark, self._route_naming, name)
+        table = WrittenTable(name, dict(pos.load_committed(self.spark, name, stream, created).positions))
         if not table.committed:
             # It holds nothing: it claims only what every table held when this batch began.
             start = {**new_positions, **{plan.shard_id: plan.start for plan in read.plans}}
-            self._write(table, self.spark.table(name).limit(0), 0, start, read.batch_id - 1, {})
+            self.writer.write(table, self.spark.table(name).limit(0), 0, start, read.batch_id - 1, {})
         self.routed[name] = table
         self.index.include(name)
         return table
-
-    def _append(
-        self,
-        table: _Table,
-        frame: DataFrame,
-        new_rows: int,
-        positions: dict[str, str],
-        batch_id: int,
-        arrivals: dict[str, str],
-    ) -> Appended | None:
-        """Commit ``frame`` with ``positions``; or nothing, if it has no new rows and no position is due.
-
-        A table that gets no rows (e.g. the rejects table of a clean stream) still commits its
-        positions every ``position_commit_seconds``, so a restart does not re-read far back; such a
-        commit carries no ``arrivals`` (its snapshot holds no batch to measure the lag of).
-        """
-        if not self._commit_due(table, new_rows, positions):
-            return None
-        return self._write(table, frame, new_rows, positions, batch_id, arrivals)
-
-    def _write(
-        self, table: _Table, frame: DataFrame, new_rows: int, positions: dict[str, str], batch_id: int,
-        arrivals: dict[str, str],
-    ) -> Appended:  # fmt: skip
-        """Append ``frame`` to ``table`` in one commit whose snapshot summary carries ``positions``."""
-        properties = {
-            f"snapshot-property.{POSITIONS_KEY}": pos.encode_positions(positions),
-            f"snapshot-property.{STREAM_KEY}": self.settings.stream_name,
-            f"snapshot-property.{BATCH_KEY}": str(batch_id),
-            f"snapshot-property.{QUERY_KEY}": self.query_id,
-            f"snapshot-property.{CREATED_KEY}": self.stream_created,
-            # No shuffle before the write: the kept rows go straight to the writers, one task per
-            # WRITE_ROWS_PER_TASK rows, and fanout writers give one file per partition a task
-            # touches (a batch's events are a few hours at most; its rejects one day).
-            "distribution-mode": "none",
-        }
-        if new_rows > 0:
-            properties.update({f"snapshot-property.{key}": value for key, value in arrivals.items()})
-        if table.name in self._schema_changes:
-            properties[f"snapshot-property.{evo.ADDED_KEY}"] = self._schema_changes[table.name]
-        changes = self.options.changes
-        if changes is not None and new_rows > 0 and table is self.events:
-            prefix = "snapshot-property."
-            summary = {key.removeprefix(prefix): value for key, value in properties.items() if key.startswith(prefix)}
-            apply_changes(self.spark, table.name, frame, changes, summary)  # one MERGE, the positions in its commit
-        else:
-            tasks = max(1, -(-new_rows // WRITE_ROWS_PER_TASK))
-            frame.coalesce(tasks).writeTo(table.name).options(**properties).append()
-        table.last_commit = time.monotonic()
-        table.committed = dict(positions)
-        self._schema_changes.pop(table.name, None)
-        appended = self._committed_snapshot(table.name, batch_id)
-        # A MERGE's added-records counts rewritten rows too: a change stream counts the changes it applied.
-        return Appended(appended.snapshot_id, new_rows) if changes is not None and table is self.events else appended
-
-    def _commit_due(self, table: _Table, new_rows: int, positions: dict[str, str]) -> bool:
-        """Whether ``table`` commits in this batch: it gets rows, or its positions moved and are due."""
-        due = time.monotonic() - table.last_commit >= self.options.position_commit_seconds
-        return new_rows > 0 or (due and positions != table.committed)
-
-    def _committed_snapshot(self, table: str, batch_id: int) -> Appended:
-        """Our snapshot's id and added-records (another writer may have committed after us)."""
-        for snapshot in ancestry(self.spark, table):
-            summary = snapshot.summary()
-            if summary.get(QUERY_KEY) == self.query_id and summary.get(BATCH_KEY) == str(batch_id):
-                return Appended(int(snapshot.snapshotId()), int(summary.get("added-records") or 0))
-        return Appended(None, 0)
 
     def _duplicates(self, packed: dict[str, bytes]) -> tuple[dedupe.Batch, np.ndarray]:
         """The batch's new events and which of them to drop (first copy wins).

@@ -33,7 +33,6 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from icestream.config import Settings
 from icestream.errors import ConfigError, IngestError, ServiceUnavailableError
 from icestream.ingest import positions as pos
 from icestream.ingest.gate import ITERATOR_REUSE_SECONDS, TriggerGate
@@ -42,7 +41,6 @@ from icestream.ingest.progress import ReadStats
 from icestream.ingest.reader import ReadOptions, read_arrow, row_schema
 from icestream.ingest.tip_read import TIP_RECORDS_PER_SHARD, read_on_driver
 from icestream.limits import DEFAULT_RECORDS_PER_SHARD
-from icestream.runtime.shipping import raise_if_executor_import_failed
 from icestream.stream.clients import list_shards
 
 if TYPE_CHECKING:
@@ -99,7 +97,7 @@ class ReadBatch:
     # converts every row into column buffers and back for the writes. Its one difference: a lost
     # block (an executor gone) fails the batch instead of re-reading; the batch is then retried
     # from the tables' positions, like any failed batch, so nothing is lost or written twice.
-    rows: Any
+    rows: DataFrame
     shards: list[ReadStats]
     packed: dict[str, bytes]  # shard -> its new events' digests (dedupe.Packer), when dedupe is on
     ingest_ts: datetime  # when the read began: every row's ingest_ts
@@ -177,22 +175,25 @@ class ShardSource:
     def __init__(
         self,
         spark: SparkSession,
-        settings: Settings,
+        stream_name: str,
         connection: KinesisConnection,
         options: IngestOptions,
         stop: threading.Event,
         fault: Callable[[str, int], None],
+        explain_read_failure: Callable[[BaseException], None],
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """Describe the stream and fix where shards without a position start.
 
         Args:
             spark: The session.
-            settings: Name the stream.
+            stream_name: The Kinesis stream it reads.
             connection: How to reach Kinesis (resolved once by the caller; read tasks get it too).
             options: The query's options.
             stop: Set when the query stops (no read-ahead is started then).
             fault: Called with ``("before_read", batch_id)`` (tests simulate crashes there).
+            explain_read_failure: Called with what a failed read job raised; raises one clear error instead
+                when the executors could not run it (their Python lacks icestream: see runtime.shipping).
             clock: Monotonic seconds for the trigger gate's delay (tests pass their own).
 
         Raises:
@@ -200,10 +201,11 @@ class ShardSource:
             ServiceUnavailableError: If Kinesis does not answer.
         """
         self.spark = spark
-        self.settings = settings
+        self.stream_name = stream_name
         self.options = options
         self._stop = stop
         self._fault = fault
+        self._explain_read_failure = explain_read_failure
         self._connection = connection
         self._client = self._connection.client()
         self.stream_created = self._describe_stream()
@@ -224,13 +226,13 @@ class ShardSource:
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
-            summary = self._client.describe_stream_summary(StreamName=self.settings.stream_name)
+            summary = self._client.describe_stream_summary(StreamName=self.stream_name)
         except ClientError as error:
             if "ResourceNotFound" in str(error):
                 raise ConfigError(
-                    f"Stream {self.settings.stream_name} does not exist. Create it with `icestream setup`."
+                    f"Stream {self.stream_name} does not exist. Create it with `icestream setup`."
                 ) from None
-            raise ServiceUnavailableError(f"Kinesis did not describe {self.settings.stream_name}: {error}") from None
+            raise ServiceUnavailableError(f"Kinesis did not describe {self.stream_name}: {error}") from None
         except BotoCoreError as error:
             raise ServiceUnavailableError(f"Kinesis does not answer ({error}). Check `icestream doctor`.") from None
         return f"{summary['StreamDescriptionSummary']['StreamCreationTimestamp'].timestamp():.3f}"
@@ -241,7 +243,8 @@ class ShardSource:
         if self.options.starting_position == "latest":
             # LATEST is fixed once, as the query's start time, so every batch means the same place.
             return pos.at_timestamp(started_at)
-        return pos.at_timestamp(self.options.starting_timestamp)  # type: ignore[arg-type]
+        assert self.options.starting_timestamp is not None  # IngestOptions.validated requires it for at_timestamp
+        return pos.at_timestamp(self.options.starting_timestamp)
 
     # -- planning and reading -----------------------------------------------------------------------
 
@@ -289,10 +292,10 @@ class ShardSource:
         ahead = self._take_prefetched(batch_id, processed)
         if ahead is not None:
             return ahead
-        if self._gate.armed and self._gate.hold(self._client, self.settings.stream_name):
+        if self._gate.armed and self._gate.hold(self._client, self.stream_name):
             self._renew(self._gate.untouched())
             return None
-        listing = list_shards(self._client, self.settings.stream_name)
+        listing = list_shards(self._client, self.stream_name)
         now = time.monotonic()
         iterators = {
             shard: (iterator, position)
@@ -316,7 +319,7 @@ class ShardSource:
         ingest_ts = datetime.now(UTC)
         read_options = ReadOptions(
             connection=self._connection,
-            stream_name=self.settings.stream_name,
+            stream_name=self.stream_name,
             max_records=min(self._cap, TIP_RECORDS_PER_SHARD) if on_driver else self._cap,
             max_event_bytes=self.options.max_event_bytes,
             dedupe=self.options.dedupe,
@@ -353,7 +356,7 @@ class ShardSource:
         except BaseException as error:
             release_rows(rows)
             # An executor without icestream: one clear line instead of the worker's traceback.
-            raise_if_executor_import_failed(error, self.settings, self.spark.sparkContext.master)
+            self._explain_read_failure(error)
             raise
         return rows, [(row.meta, bytes(row.raw_data or b"")) for row in collected]
 

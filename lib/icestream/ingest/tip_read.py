@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from icestream.ingest.positions import ShardPlan
 from icestream.ingest.reader import ROW_FIELDS, ReadOptions, arrow_schema, read_shard, record_batch, row_schema
 from icestream.limits import MAX_RECORDS_PER_GET
+from icestream.runtime.handles import jvm as jvm_of
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -52,7 +53,7 @@ def arrow_frame(spark: SparkSession, batches: Sequence[Any], schema: Any) -> Dat
     from pyspark.sql import DataFrame
     from pyspark.sql.pandas.serializers import ArrowStreamSerializer
 
-    jvm = spark.sparkContext._jvm
+    jvm = jvm_of(spark)
     utils = _sql_utils(jvm)
     rdd = spark.sparkContext._serialize_to_jvm(
         list(batches),

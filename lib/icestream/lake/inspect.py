@@ -19,6 +19,7 @@ from icestream.errors import StorageListingError
 from icestream.lake.ddl import readable_property
 from icestream.lake.statement import Statement
 from icestream.lake.summary import BATCH_KEY
+from icestream.runtime.handles import jvm as jvm_of
 from icestream.validation import validate_identifier
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ def _spark3util(spark: SparkSession) -> Any:
     gateway = spark.sparkContext._gateway
     known = _SPARK3UTIL.get(id(gateway))
     if known is None or known[0] is not gateway:  # a new session's gateway may reuse an old id
-        known = _SPARK3UTIL[id(gateway)] = (gateway, spark.sparkContext._jvm.org.apache.iceberg.spark.Spark3Util)
+        known = _SPARK3UTIL[id(gateway)] = (gateway, jvm_of(spark).org.apache.iceberg.spark.Spark3Util)
     return known[1]
 
 
@@ -126,7 +127,7 @@ def _list_sizes(spark: SparkSession, folder: str) -> dict[str, int]:
         StorageListingError: If the folder cannot be listed (on an ``s3://`` warehouse without an S3
             FileSystem: "No FileSystem for scheme s3"); callers show the reason instead of a size.
     """
-    jvm = spark.sparkContext._jvm
+    jvm = jvm_of(spark)
     path = jvm.org.apache.hadoop.fs.Path(folder)
     try:
         statuses = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).listStatus(path)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from icestream.lake.inspect import load_iceberg_table, name_of
+from icestream.runtime.handles import jvm as jvm_of
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -107,7 +108,7 @@ def table_layout(table: LakeTable, catalog_type: str = "") -> TableLayout:
     metadata_file = str(metadata.metadataFileLocation())
     catalog = f"{table.catalog} ({catalog_type})" if catalog_type else table.catalog
     columns = ["level", "name", "parent", "records", "bytes", "path"]
-    nodes = [
+    nodes: list[tuple[str, str, str | None, int | None, int | None, str]] = [
         ("catalog", f"{catalog}: {table.identifier}", None, None, None, ""),
         ("metadata file", name_of(metadata_file), f"{catalog}: {table.identifier}", None, None, metadata_file),
     ]
@@ -116,7 +117,7 @@ def table_layout(table: LakeTable, catalog_type: str = "") -> TableLayout:
         manifest_list = str(snapshot.manifestListLocation())
         nodes.append(("manifest list", name_of(manifest_list), name_of(metadata_file), None, None, manifest_list))
         io = iceberg.io()
-        manifest_files = spark.sparkContext._jvm.org.apache.iceberg.ManifestFiles
+        manifest_files = jvm_of(spark).org.apache.iceberg.ManifestFiles
         for manifest in snapshot.allManifests(io):
             path = str(manifest.path())
             nodes.append(("manifest", name_of(path), name_of(manifest_list), None, int(manifest.length()), path))

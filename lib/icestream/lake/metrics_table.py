@@ -269,7 +269,7 @@ def refresh_metrics(spark: SparkSession, events: str, metrics: str, rebuild: boo
     reason = "asked" if rebuild else ""
     if not reason and mark.source_snapshot is None:
         reason = "first build" if not mark.holds_rows else "no folded snapshot in the metrics table's history"
-    if not reason:
+    if not reason and mark.source_snapshot is not None:
         reason = range_problem(spark, events, mark.source_snapshot, end) or ""
     reader = spark.read.format("iceberg")
     if reason:

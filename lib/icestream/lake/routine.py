@@ -31,11 +31,12 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from icestream.errors import ConfigError
 from icestream.lake.maintenance import DEFAULT_ORPHAN_AGE, MIN_ORPHAN_AGE, default_rewrite_options
 from icestream.lake.statement import Outcome, Statement
+from icestream.runtime.handles import first_row
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -112,7 +113,7 @@ class MaintenancePlan:
         now: datetime | None = None,
         snapshot_age: timedelta = DEFAULT_SNAPSHOT_AGE,
         orphan_age: timedelta = DEFAULT_ORPHAN_AGE,
-        **options: object,
+        **options: Any,
     ) -> MaintenancePlan:
         """The plan ``icestream maintain`` runs: closed hours, ages counted back from ``now``.
 
@@ -139,7 +140,7 @@ class MaintenancePlan:
             orphans_before=now - orphan_age,
             compact_before=start_of_hour(now),
             keep_positions_of=stream_name,
-            **options,  # type: ignore[arg-type]
+            **options,
         )
 
 
@@ -230,7 +231,7 @@ def _has_map_column(table: LakeTable) -> bool:
 
 
 def _delete_files(table: LakeTable) -> int:
-    return int(table.run(Statement(f"SELECT count(*) AS n FROM {table.name}.delete_files")).first().n)
+    return int(first_row(table.run(Statement(f"SELECT count(*) AS n FROM {table.name}.delete_files"))).n)
 
 
 def _manifests(table: LakeTable, plan: MaintenancePlan) -> tuple[Outcome, dict[str, int]]:
@@ -242,7 +243,7 @@ def _manifests(table: LakeTable, plan: MaintenancePlan) -> tuple[Outcome, dict[s
 
 
 def _snapshot_count(table: LakeTable) -> int:
-    return int(table.run(Statement(f"SELECT count(*) AS n FROM {table.name}.snapshots")).first().n)
+    return int(first_row(table.run(Statement(f"SELECT count(*) AS n FROM {table.name}.snapshots"))).n)
 
 
 def _expire(table: LakeTable, plan: MaintenancePlan) -> tuple[Outcome, dict[str, int]]:
@@ -310,8 +311,10 @@ def run_maintenance(
             result = StepResult(step, outcome, changed if outcome.ran else {}, time.perf_counter() - started, note=note)
         except Exception as error:  # noqa: BLE001 - a scheduled run reports every step; Spark raises many types
             statement = table.last_statement
-            mine = statement is not None and statement is not previous and statement.writes
-            failed = Outcome(statement, None) if mine else None  # the CALL that failed, if it got that far
+            # Maintenance runs statements only (no DataFrame calls): a failed CALL is a Statement.
+            failed = None  # the CALL that failed, if it got that far
+            if isinstance(statement, Statement) and statement is not previous and statement.writes:
+                failed = Outcome(statement, None)
             result = StepResult(step, failed, {}, time.perf_counter() - started, _one_line(error))
         results.append(result)
         if on_step is not None:

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from icestream.errors import ConfigError
 from icestream.lake.statement import Outcome, Statement
+from icestream.runtime.handles import first_row
+from icestream.runtime.handles import jvm as jvm_of
 from icestream.validation import validate_identifier
 
 if TYPE_CHECKING:
@@ -81,7 +83,7 @@ def with_commit_properties(spark: SparkSession, properties: Mapping[str, str], a
 
     gateway = spark.sparkContext._gateway
     ensure_callback_server_started(gateway)
-    jvm = spark._jvm
+    jvm = jvm_of(spark)
     java_properties = jvm.java.util.HashMap()
     for key, value in properties.items():
         java_properties.put(str(key), str(value))
@@ -176,7 +178,7 @@ class RowLevel:
         fields = ", ".join(f"summary['{key}'] AS `{key}`" for key in COMMIT_COUNTS)
         newest = "ORDER BY committed_at DESC LIMIT 1"
         statement = Statement(f"SELECT operation, {fields} FROM {self._table.name}.snapshots {newest}")
-        row = self._table.run(statement).first()
+        row = first_row(self._table.run(statement))
         counts = {key: int(row[key] or 0) for key in COMMIT_COUNTS}
         return {"operation": row.operation, **counts, POSITION_DELETES: own_position_deletes(counts)}
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from icestream.runtime.handles import jvm as jvm_of
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.types import StructField, StructType
@@ -96,5 +98,5 @@ def spark_fields(spark: SparkSession, schema: Any) -> list[StructField]:
     """The Spark columns of an Iceberg ``Schema`` (Java), converted the way Iceberg's Spark tables do."""
     from pyspark.sql.types import StructType
 
-    converted = spark._jvm.org.apache.iceberg.spark.SparkSchemaUtil.convert(schema)  # type: ignore[union-attr]
+    converted = jvm_of(spark).org.apache.iceberg.spark.SparkSchemaUtil.convert(schema)
     return list(StructType.fromJson(json.loads(converted.json())).fields)

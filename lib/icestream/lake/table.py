@@ -19,6 +19,7 @@ from icestream.lake.maintenance import Maintenance
 from icestream.lake.rowlevel import RowLevel
 from icestream.lake.statement import DataFrameCall, Outcome, Statement, show
 from icestream.lake.versions import Versions
+from icestream.runtime.handles import first_row
 from icestream.validation import validate_identifier
 
 if TYPE_CHECKING:
@@ -127,7 +128,7 @@ class LakeTable:
 
     def show_create(self) -> str:
         """The table's DDL as Iceberg reports it (``SHOW CREATE TABLE``)."""
-        return self.run(Statement(f"SHOW CREATE TABLE {self.name}")).first()[0]
+        return str(first_row(self.run(Statement(f"SHOW CREATE TABLE {self.name}")))[0])
 
     def layout(self, catalog_type: str = "") -> TableLayout:
         """The current snapshot's files, walked from the catalog down (:func:`~icestream.lake.layout.table_layout`).

@@ -24,6 +24,7 @@ from icestream.errors import ConfigError
 from icestream.lake.evolution import ADDABLE_TYPES
 from icestream.lake.statement import DataFrameCall, Outcome, Statement, snapshot_id_literal, timestamp_literal
 from icestream.lake.window import WINDOW_SQL
+from icestream.runtime.handles import first_row
 from icestream.timestamps import as_utc
 from icestream.validation import validate_identifier
 
@@ -66,7 +67,7 @@ class Versions:
 
     def row_count(self, version: Version | None = None) -> int:
         """Rows in the table at ``version`` (None: now), counted by reading it."""
-        return int(self._table.run(Statement(f"SELECT count(*) AS n FROM {self.as_of(version)}")).first().n)
+        return int(first_row(self._table.run(Statement(f"SELECT count(*) AS n FROM {self.as_of(version)}"))).n)
 
     @staticmethod
     def nearest_half(snapshots: pd.DataFrame, history: pd.DataFrame) -> int:
@@ -239,16 +240,14 @@ class Versions:
         if head_id != base_snapshot_id:
             added = self.appended_between(base_snapshot_id, head_id)
             missing_id = F.count_if(F.col("event_id").isNull())
-            checks = (
+            checks = first_row(
                 added.agg(
                     F.count(F.lit(1)).alias("rows"),
                     missing_id.alias("missing_event_id"),
                     F.count_if(F.col("event_ts").isNull()).alias("missing_event_ts"),
                     (F.count(F.lit(1)) - F.countDistinct("event_id") - missing_id).alias("duplicate_event_ids"),
                 )
-                .first()
-                .asDict()
-            )
+            ).asDict()
             base = self._table.spark.read.option("snapshot-id", str(snapshot_id_literal(base_snapshot_id)))
             base_ids = base.table(self._table.name).select("event_id").distinct()
             checks["ids_already_in_table"] = added.select("event_id").distinct().join(base_ids, "event_id").count()
@@ -325,7 +324,7 @@ class Versions:
             selected = [validate_identifier(column.name, "column") for column in fields if column.name in present]
             selected += added
         where = f"FROM {source.name} WHERE {WINDOW_SQL}"
-        count = int(self._table.run(Statement(f"SELECT count(*) AS n {where}", span.args)).first().n)
+        count = int(first_row(self._table.run(Statement(f"SELECT count(*) AS n {where}", span.args))).n)
         target = self._table.branch(branch) if branch else self._table.name
         columns = ",\n       ".join(selected)
         self._table.apply(Statement(f"INSERT INTO {target}\nSELECT {columns}\n{where}", span.args, writes=True))

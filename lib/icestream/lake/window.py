@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from icestream.errors import ConfigError
 from icestream.lake.statement import Statement
+from icestream.runtime.handles import first_row
 from icestream.timestamps import from_micros, to_micros
 
 if TYPE_CHECKING:
@@ -47,11 +48,13 @@ class Window:
 
 def event_time_range(table: LakeTable) -> tuple[datetime | None, datetime | None]:
     """The table's oldest and newest ``event_ts`` (UTC), both None when it is empty."""
-    row = table.run(
-        Statement(
-            f"SELECT unix_micros(min(event_ts)) AS oldest, unix_micros(max(event_ts)) AS newest FROM {table.name}"
+    row = first_row(
+        table.run(
+            Statement(
+                f"SELECT unix_micros(min(event_ts)) AS oldest, unix_micros(max(event_ts)) AS newest FROM {table.name}"
+            )
         )
-    ).first()
+    )
     if row.newest is None:
         return None, None
     return from_micros(row.oldest), from_micros(row.newest)

@@ -50,6 +50,7 @@ from icestream.lake.inspect import ancestry
 from icestream.lake.schema import table_columns
 from icestream.lake.summary import QUERY_KEY
 from icestream.limits import DEFAULT_MAX_EVENT_BYTES
+from icestream.runtime.handles import first_row
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -161,7 +162,12 @@ def parse_file(
         counts["lines"] += 1
         parsed = parse_payload(line, max_event_bytes)
         # By name, not position: the reader's row layout may grow columns.
-        row = {"shard_id": shard, "sequence_number": str(number), "partition_key": None, "arrival_ts": arrival}
+        row: dict[str, Any] = {
+            "shard_id": shard,
+            "sequence_number": str(number),
+            "partition_key": None,
+            "arrival_ts": arrival,
+        }
         if isinstance(parsed, ParsedEvent):
             counts["good"] += 1
             if dedupe_ids and parsed.event_id in seen:
@@ -190,10 +196,10 @@ def parse_file(
 
 def _file_task(
     source: SourceFile, max_event_bytes: int, dedupe_ids: bool, batch_id: int | None, ingest_ts: datetime
-) -> Callable[[Iterator[Any]], Iterator[Any]]:
+) -> Callable[[Iterable[Any]], Iterator[Any]]:
     """The ``mapInArrow`` function: the file's ``content`` in, Arrow batches of rows out."""
 
-    def run(batches: Iterator[Any]) -> Iterator[Any]:
+    def run(batches: Iterable[Any]) -> Iterator[Any]:
         schema = arrow_schema()
         for batch in batches:
             for content in batch.column(0).to_pylist():
@@ -250,7 +256,7 @@ class FileLoader:
         # Kept as rows, like a stream batch's (see source.ReadBatch.rows); the meta job reads them once.
         rows = content.select("content").mapInArrow(task, row_schema()).localCheckpoint(eager=False)
         try:
-            meta = rows.where("kind = 'meta'").select("meta", "raw_data").first()
+            meta = first_row(rows.where("kind = 'meta'").select("meta", "raw_data"))
             counts = json.loads(meta.meta)
             events = rows.where("kind = 'event'")
             batch, duplicates = self._duplicates(source, bytes(meta.raw_data or b""))

@@ -14,6 +14,7 @@ from icestream.synthetic.ground_truth import Anomaly
 
 if TYPE_CHECKING:
     import pandas as pd
+    from matplotlib.artist import Artist
     from matplotlib.figure import Figure
 
 # One colour per kind of injected anomaly, so a spike and a burst are told apart; drops are blue
@@ -68,13 +69,17 @@ def rates_with_flags(
         ax.set_visible(False)
     for ax in axes[-1]:
         ax.set_xlabel("window middle, event time (UTC)")
-    handles, labels = {}, {}
+    handles: dict[str, Artist] = {}
     for ax in axes.flat:
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
             handles.setdefault(label, handle)
-            labels.setdefault(label, label)
     fig.legend(
-        handles.values(), labels.values(), loc="upper left", bbox_to_anchor=(0.01, 0.955), ncol=len(labels), fontsize=8
+        list(handles.values()),
+        list(handles),
+        loc="upper left",
+        bbox_to_anchor=(0.01, 0.955),
+        ncol=len(handles),
+        fontsize=8,
     )
     fig.suptitle(
         f"Event rates in {window_minutes}-minute sliding windows: baseline, the band a rate must leave to be "

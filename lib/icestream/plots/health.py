@@ -29,7 +29,7 @@ def file_size_histogram(files: pd.DataFrame, target_bytes: int, small_bytes: int
     fig, ax = plt.subplots(figsize=(8, 3.5))
     if len(sizes):
         low, high = max(sizes.min(), 0.1), max(sizes.max(), target_bytes / 1024)
-        ax.hist(sizes, bins=np.geomspace(low * 0.9, high * 1.1, 40), color="tab:blue")
+        ax.hist(sizes, bins=np.geomspace(low * 0.9, high * 1.1, 40).tolist(), color="tab:blue")
     ax.axvline(target_bytes / 1024, color="tab:green", linestyle="--", label=f"target {target_bytes / 2**20:g} MiB")
     if small_bytes:
         ax.axvline(small_bytes / 1024, color="tab:orange", linestyle=":", label=f"small < {small_bytes / 2**20:g} MiB")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -50,7 +50,7 @@ def layout_diagram(nodes: pd.DataFrame, title: str) -> Figure:
             else:
                 label = short_name(str(node.name))
             if node.level == "data file" and node.records is not None:
-                label += f"\n{int(node.records)} rows"
+                label += f"\n{int(cast('float', node.records))} rows"  # a count (float beside nulls)
             box = ax.text(column, y, label, ha="center", va="center", fontsize=7,
                           bbox={"boxstyle": "round", "facecolor": f"C{column}", "alpha": 0.25})  # fmt: skip
             shown[str(node.name)] = box

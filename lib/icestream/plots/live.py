@@ -181,7 +181,9 @@ def live_dashboard(
         The last frame.
     """
     if display is None:
-        from IPython.display import display
+        from IPython.display import display as ipython_display
+
+        display = ipython_display
     if headless is None:
         from icestream.workbook.runner import headless as run_headless
 

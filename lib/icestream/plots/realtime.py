@@ -34,9 +34,9 @@ def events_per_minute(
     wide = wide[wide.sum().sort_values(ascending=False).index]  # biggest band at the bottom
     fig, ax = plt.subplots(figsize=(10, 4.5))
     if not wide.empty:
-        colours = plt.get_cmap("tab20").colors
+        colours = plt.get_cmap("tab20")  # 20 listed colours: colours(index) is the index-th
         ax.stackplot(wide.index, wide.T.to_numpy(), labels=wide.columns, linewidth=0,
-                     colors=[colours[index % len(colours)] for index in range(len(wide.columns))])  # fmt: skip
+                     colors=[colours(index % colours.N) for index in range(len(wide.columns))])  # fmt: skip
         ax.legend(ncol=3, fontsize=8, loc="upper left")
         if live_from is not None:
             step = (
@@ -44,7 +44,7 @@ def events_per_minute(
             )
             before, after = producer_rates(wide.sum(axis=1), step)
             if before is not None:
-                ax.axvline(step, color="black", linestyle="--", linewidth=1)
+                ax.axvline(mdates.date2num(step), color="black", linestyle="--", linewidth=1)
                 rates = (
                     f"{before:,.0f} → {after:,.0f} events/min" if after is not None else "its minutes here are partial"
                 )
@@ -100,7 +100,7 @@ def producer_rates(totals: pd.Series, step: pd.Timestamp) -> tuple[float | None,
 
     minute = pd.Timedelta(minutes=1)
     whole = totals.iloc[:-1] if len(totals) else totals  # the newest minute is still filling
-    before = whole[whole.index + minute <= step]
+    before = whole[pd.DatetimeIndex(whole.index) + minute <= step]
     after = whole[whole.index >= step]
     return (
         float(before.median()) if len(before) else None,

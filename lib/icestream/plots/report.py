@@ -114,7 +114,7 @@ def plot_lag(shard_lag: pd.DataFrame) -> Figure:
     for shard, frame in shard_lag.groupby("shard"):
         ax.plot(frame["batch_id"], frame["behind_before_s"].astype(float), marker="o", label=f"shard {shard}")
     after = shard_lag.groupby("batch_id")["behind_after_s"].max().astype(float)
-    ax.plot(after.index, after.values, color="black", linestyle=":", label="after the read (max over shards)")
+    ax.plot(after.index, after.to_numpy(), color="black", linestyle=":", label="after the read (max over shards)")
     ax.set(xlabel="batch", ylabel="seconds behind the newest record",
            title="Lag behind the stream when each batch began reading, per shard")  # fmt: skip
     ax.set_ylim(bottom=0)

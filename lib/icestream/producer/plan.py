@@ -95,7 +95,7 @@ def plan_production(
     settings: Settings,
     *,
     seed: int,
-    mix: Mapping[str, float],
+    mix: Mapping[str, Any],
     count: int | None = None,
     rate: float | None = None,
     duration: float | None = None,

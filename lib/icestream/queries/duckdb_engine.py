@@ -26,7 +26,7 @@ import importlib.util
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
@@ -70,7 +70,7 @@ def _literal(value: str) -> str:
     return "'{}'".format(value.replace("'", "''"))
 
 
-def s3_secret_sql(settings: Settings, aws_session: object = None) -> str:
+def s3_secret_sql(settings: Settings, aws_session: Any = None) -> str:
     """The ``CREATE SECRET`` statement that lets DuckDB read the warehouse from S3.
 
     Args:
@@ -115,7 +115,7 @@ def connect(settings: Settings | None = None) -> duckdb.DuckDBPyConnection:
             connection.execute("LOAD '{}'".format(str(path).replace("'", "''")))
         except duckdb.Error as error:
             raise DuckDBError(f"DuckDB could not load {path}: {error}") from None
-    if on_s3:
+    if on_s3 and settings is not None:
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:

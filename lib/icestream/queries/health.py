@@ -27,6 +27,7 @@ from icestream.lake.inspect import DATA_CONTENT
 from icestream.lake.statement import Statement
 from icestream.lake.summary import BATCH_KEY, FIRST_ARRIVAL_KEY, LAST_ARRIVAL_KEY
 from icestream.lake.table import LakeTable
+from icestream.runtime.handles import first_row
 from icestream.validation import validate_identifier
 
 if TYPE_CHECKING:
@@ -199,12 +200,14 @@ def content_fingerprint(table: LakeTable) -> dict[str, int]:
     Returns:
         ``{"rows": n, "event_id_hash": sum of xxhash64(event_id)}``.
     """
-    row = table.run(
-        Statement(
-            "SELECT count(*) AS rows, coalesce(sum(CAST(xxhash64(event_id) AS DECIMAL(38, 0))), 0) AS event_id_hash "
-            f"FROM {table.name}"
+    row = first_row(
+        table.run(
+            Statement(
+                "SELECT count(*) AS rows, "
+                f"coalesce(sum(CAST(xxhash64(event_id) AS DECIMAL(38, 0))), 0) AS event_id_hash FROM {table.name}"
+            )
         )
-    ).first()
+    )
     return {"rows": int(row.rows), "event_id_hash": int(row.event_id_hash)}
 
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from icestream.ingest.positions import TRIM_HORIZON, is_finished, iterator_arguments, load_committed
 from icestream.lake.statement import Statement
@@ -298,7 +298,7 @@ def _next_uncommitted(kinesis: Any, stream_name: str, committed: Mapping[str, st
     return answers
 
 
-def _instants(values: pd.Series, unit: str) -> pd.Series:
+def _instants(values: pd.Series, unit: Literal["us", "ms"]) -> pd.Series:
     """Epoch numbers (nullable) → aware UTC timestamps, missing where the number is."""
     import pandas as pd
 

@@ -31,6 +31,7 @@ from icestream.errors import ConfigError
 from icestream.lake.statement import Statement
 from icestream.lake.window import WINDOW_SQL, Window
 from icestream.queries.runs import run_filter
+from icestream.runtime.handles import first_row
 from icestream.timestamps import as_utc, from_micros, to_micros
 
 __all__ = [
@@ -77,9 +78,9 @@ def resolve_now(table: LakeTable, now: datetime | None = None, run_ids: Sequence
     if now is not None:
         return as_utc(now)
     runs, args = run_filter(run_ids)
-    row = table.run(
-        Statement(f"SELECT unix_micros(max(event_ts)) AS newest FROM {table.name} WHERE true{runs}", args)
-    ).first()
+    row = first_row(
+        table.run(Statement(f"SELECT unix_micros(max(event_ts)) AS newest FROM {table.name} WHERE true{runs}", args))
+    )
     if row.newest is None:
         raise ConfigError(f"{table.name} has no events yet: run the ingest (02_stream_ingest) first, or pass now=.")
     return from_micros(row.newest)
@@ -250,7 +251,7 @@ def dashboard_from_parts(
     counts = counts.astype({"events": "int64"}).fillna({"event_type": "(none)", "device_type": "(none)"})
 
     def split(column: str) -> pd.DataFrame:
-        frame = counts.groupby(column, as_index=False)["events"].sum()
+        frame = counts.groupby(column)["events"].sum().reset_index()
         return frame.sort_values(["events", column], ascending=[False, True], ignore_index=True)
 
     by_device = split("device_type")
@@ -279,11 +280,12 @@ def kpi_dashboard(
         The dashboard, with its two statements.
     """
     source = table.versions.as_of(snapshot_id)
-    runs, args = run_filter(run_ids)
+    runs, run_args = run_filter(run_ids)
     where = f"WHERE true{runs}" if runs else ""
+    args: dict[str, object] = dict(run_args)
     if minutes is not None:
         span = window(table, minutes, now, run_ids)
-        where, args = f"WHERE {WINDOW_SQL}{runs}", {**span.args, **args}
+        where, args = f"WHERE {WINDOW_SQL}{runs}", {**span.args, **run_args}
     totals, counts = (Statement(sql, args) for sql in dashboard_sql(source, where, "unix_micros"))
     return dashboard_from_parts(table.run(totals).toPandas(), table.run(counts).toPandas(), (totals, counts))
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from icestream.config import Settings
 from icestream.ingest.progress import PROGRESS_FILE
+from icestream.lake.ddl import checked_table_name
 from icestream.lake.statement import DataFrameCall, Statement, snapshot_id_literal
 from icestream.lake.summary import BATCH_KEY, POSITIONS_KEY, STREAM_KEY
 from icestream.lake.table import LakeTable
@@ -221,7 +222,7 @@ def positions_statement(settings: Settings, table_name: str) -> Statement:
     snapshot that recorded positions for the stream; on a table without branches or rollbacks that
     is the newest such snapshot in the ``snapshots`` metadata table.
     """
-    name = LakeTable(None, table_name).name  # type: ignore[arg-type] - only the name is checked
+    name = checked_table_name(table_name)
     return Statement(
         f"""
         SELECT snapshot_id, committed_at, summary['{BATCH_KEY}'] AS batch_id, summary['{POSITIONS_KEY}'] AS positions
@@ -266,7 +267,7 @@ def committed_positions(spark: SparkSession, settings: Settings) -> pd.DataFrame
 
     from icestream.ingest.positions import load_committed
 
-    rows = []
+    rows: list[dict[str, object]] = []
     for table in (settings.table_name, settings.rejects_table_name):
         committed = load_committed(spark, table, settings.stream_name)
         rows.extend(

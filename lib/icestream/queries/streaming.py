@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     import pandas as pd
+    from pandas.api.typing import NaTType
 
     from icestream.config import Settings
 
@@ -48,7 +49,10 @@ class StreamingNames:
 def streaming_names(settings: Settings) -> StreamingNames:
     """The tables and checkpoint folder of notebook 10 (``<table>_<suffix>``, suffixes from config)."""
     tables = [settings.companion_table_name(suffix) for suffix in STREAMING_SUFFIXES]
-    return StreamingNames(*tables, checkpoints=settings.path("run_dir") / CHECKPOINTS)
+    arrivals, windows, sessions, device_channels, stream_copy = tables
+    return StreamingNames(
+        arrivals, windows, sessions, device_channels, stream_copy, settings.path("run_dir") / CHECKPOINTS
+    )
 
 
 def backfill_run(settings: Settings) -> tuple[str, dict[str, Any]]:
@@ -101,7 +105,7 @@ class WatermarkTruth:
     """
 
     watermarks: pd.Series
-    final_watermark: pd.Timestamp
+    final_watermark: pd.Timestamp | NaTType
     dropped: pd.DataFrame
     windows: pd.DataFrame
     pending: pd.DataFrame
@@ -167,7 +171,7 @@ def windows_compared(written: pd.DataFrame, truth: WatermarkTruth) -> pd.DataFra
     return both.fillna(0).astype("int64").sort_index().reset_index()
 
 
-def _instant(value: str | None) -> pd.Timestamp:
+def _instant(value: str | None) -> pd.Timestamp | NaTType:
     import pandas as pd
 
     # Spark reports "1970-01-01T00:00:00.000Z" as the watermark before any event was seen.

@@ -19,6 +19,7 @@ role, profile, or the role they assume); only the emulators' fixed dummy keys tr
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlparse
 
@@ -69,7 +70,7 @@ def iceberg_properties(settings: Settings) -> dict[str, str]:
     return properties
 
 
-def executor_environ(settings: Settings, environ: dict[str, str] | None = None) -> dict[str, str]:
+def executor_environ(settings: Settings, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """Environment variables the driver JVM and every executor need to reach AWS as the driver does.
 
     Args:

@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from icestream.runtime.handles import jvm as jvm_of
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -159,7 +161,7 @@ def iceberg_version(spark: SparkSession | None) -> str | None:
 
 def class_loads(spark: SparkSession, class_name: str) -> bool:
     """Whether the driver's JVM finds ``class_name`` (``Class.forName`` without initialising it)."""
-    jvm = spark.sparkContext._jvm
+    jvm = jvm_of(spark)
     try:
         loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
         jvm.java.lang.Class.forName(class_name, False, loader)

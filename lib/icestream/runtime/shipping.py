@@ -405,7 +405,7 @@ def check_executors(spark: SparkSession, settings: Settings, timeout: float = 60
             problem = f"{type(error).__name__}: {error}"
         yield socket.gethostname(), f"Python {platform.python_version()}", problem
 
-    settings = dataclasses.replace(settings, spark_master=spark.sparkContext.master)  # a ready session's own
+    settings = dataclasses.replace(settings, spark_master=spark.sparkContext.master or settings.spark_master)
     executors = 0 if settings.local_master else _wait_for_executors(spark, timeout)
     slots = max(2, spark.sparkContext.defaultParallelism)
     try:

@@ -1,9 +1,10 @@
 """The Spark session factory: one configured session per process, on any master.
 
 ``get_spark`` returns the active session when there is one (so notebooks, tests and the ingest
-share a single JVM) and otherwise starts one with the Iceberg SQL extensions and a catalog named
-after ``settings.catalog`` for the active profile. Problems a user can cause -- no Java, the wrong
-Java, missing jars -- are checked before the JVM starts and raised as the project's own errors.
+share a single JVM) and otherwise takes two steps: ``prepare_runtime`` (jars, class archive, catalog,
+bucket, shipping: all outside the JVM) and ``start_session`` (the Iceberg SQL extensions, a catalog
+named after ``settings.catalog``). Problems a user can cause -- no Java, the wrong Java, missing
+jars -- are found while preparing, before the JVM starts, and raised as the project's own errors.
 
 On a cluster it fits in rather than takes over: a session someone else started gets the catalog
 added, a driver under ``spark-submit`` keeps its master, jars and Java options
@@ -21,6 +22,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,6 +32,7 @@ from icestream.runtime import aws, cds
 from icestream.runtime.catalog import ensure_jdbc_catalog
 from icestream.runtime.cluster import existing_conf, merged, with_master
 from icestream.runtime.gateway import children, end_unstarted_gateway
+from icestream.runtime.handles import jvm as jvm_of
 from icestream.runtime.jars import CLASSES_TO_LOAD, JarPlan, resolve_jars
 from icestream.runtime.literals import install as install_exact_literals
 from icestream.runtime.localfs import local_fs_conf
@@ -263,7 +266,7 @@ def aws_executor_conf(settings: Settings) -> dict[str, str]:
 
 def _verify_classes(spark: SparkSession, settings: Settings) -> None:
     """Load the Iceberg classes once, so a broken jar fails here with a clear message."""
-    jvm = spark.sparkContext._jvm
+    jvm = jvm_of(spark)
     loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
     for name in CLASSES_TO_LOAD:
         try:
@@ -315,34 +318,27 @@ def _environ(values: dict[str, str]) -> Iterator[None]:
                 os.environ[key] = value
 
 
-def get_spark(settings: Settings | None = None, app_name: str = "icestream") -> SparkSession:
-    """Return the process's Spark session, starting a configured one when none is active.
+@dataclass(frozen=True)
+class PreparedRuntime:
+    """What a new session starts with, once :func:`prepare_runtime` has made it ready."""
 
-    Args:
-        settings: The active settings (default: ``load_settings()``).
-        app_name: The application name shown in the Spark UI and logs.
+    settings: Settings  # fitted to the cluster's own master (spark-submit's, the platform's)
+    conf: dict[str, str]  # the whole configuration: ours, the class archive and shipping, the cluster's merged in
+    environ: dict[str, str]  # variables set while the driver starts (AWS for the JVM, the shipped environment)
+    running: bool  # a driver is already up (spark-submit): its master stands
+    named: bool  # the cluster's configuration names the application already
 
-    Returns:
-        A session with the Iceberg extensions and the catalog of the active profile (a running
-        session is returned as it is, with the catalog added when it lacks it).
+
+def prepare_runtime(settings: Settings) -> PreparedRuntime:
+    """Make ready what a new session needs outside its JVM: Java checked, the cluster's configuration
+    respected, the Iceberg jars found or copied, a local JVM's file system and class archive, the JDBC
+    catalog's tables (or an emulator's bucket), the project shipped to a non-local master's executors.
 
     Raises:
         JavaError: If Java is missing or unsupported.
-        JarError: If the Iceberg jars are missing or broken (or, with ``jar_source`` provided, absent).
+        JarError: If the Iceberg jars cannot be provisioned.
         ShipError: If what a non-local master's executors need cannot be built.
-        SparkStartError: If the JVM fails to start for another reason.
     """
-    from pyspark.sql import SparkSession
-
-    # Before any literal is made: a datetime or date before 1582-10-15 would otherwise move (see literals).
-    install_exact_literals()
-    settings = settings or load_settings()
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        if active.conf.get(f"spark.sql.catalog.{settings.catalog}", None) is None:
-            return _adopt(active, settings)
-        return active
-
     check_java()
     theirs, running = existing_conf()  # spark-submit's, or the platform's spark-defaults.conf
     settings = with_master(settings, theirs, running)
@@ -367,23 +363,43 @@ def get_spark(settings: Settings | None = None, app_name: str = "icestream") -> 
     shipped = ship_plan(settings) if not running else ShipPlan("none")  # spark-submit ships with its own options
     conf.update(shipped.conf)
     if settings.spark_master.startswith("local"):
+        # A local driver listens on loopback only, never on the machine's public interface.
+        conf.setdefault("spark.driver.host", "127.0.0.1")
+        conf.setdefault("spark.driver.bindAddress", "127.0.0.1")
+    # The driver JVM starts with the same AWS variables its executors get (see aws_executor_conf).
+    driver_environ = aws.executor_environ(settings) if aws_executor_conf(settings) else {}
+    environ = {**driver_environ, **shipped.environ}
+    return PreparedRuntime(settings, merged(conf, theirs), environ, running, "spark.app.name" in theirs)
+
+
+def start_session(runtime: PreparedRuntime, app_name: str = "icestream") -> SparkSession:
+    """Start the session :func:`prepare_runtime` made ready (a session already running is used as it is).
+
+    Raises:
+        JarError: If the session cannot load the Iceberg classes.
+        SparkStartError: If the JVM fails to start.
+    """
+    from pyspark.sql import SparkSession
+
+    # Before any literal is made: a datetime or date before 1582-10-15 would otherwise move (see literals).
+    install_exact_literals()
+    settings = runtime.settings
+    active = _active_session(settings)
+    if active is not None:
+        return active
+    if settings.spark_master.startswith("local"):
         # Executors of a local master must use this interpreter (the project's venv).
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-        # A local driver listens on loopback only, never on the machine's public interface.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        conf.setdefault("spark.driver.host", "127.0.0.1")
-        conf.setdefault("spark.driver.bindAddress", "127.0.0.1")
-    builder = SparkSession.builder if running else SparkSession.builder.master(settings.spark_master)
-    if "spark.app.name" not in theirs:
+    builder = SparkSession.builder if runtime.running else SparkSession.builder.master(settings.spark_master)
+    if not runtime.named:
         builder = builder.appName(app_name)
-    for key, value in merged(conf, theirs).items():
+    for key, value in runtime.conf.items():
         builder = builder.config(key, value)
     before = children()
     try:
-        # The driver JVM starts with the same AWS variables its executors get (see aws_executor_conf).
-        driver_environ = aws.executor_environ(settings) if aws_executor_conf(settings) else {}
-        with _environ({**driver_environ, **shipped.environ}):
+        with _environ(runtime.environ):
             spark = builder.getOrCreate()
     except BaseException as error:  # Ctrl-C too: pyspark leaves the JVM it interrupts running for ever
         end_unstarted_gateway(before)
@@ -397,3 +413,36 @@ def get_spark(settings: Settings | None = None, app_name: str = "icestream") -> 
     spark.sparkContext.setLogLevel(settings.spark_log_level.upper())
     _verify_classes(spark, settings)
     return spark
+
+
+def _active_session(settings: Settings) -> SparkSession | None:
+    """The process's running session, given the catalog when it lacks it (:func:`_adopt`); None if there is none."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None and active.conf.get(f"spark.sql.catalog.{settings.catalog}", None) is None:
+        return _adopt(active, settings)
+    return active
+
+
+def get_spark(settings: Settings | None = None, app_name: str = "icestream") -> SparkSession:
+    """The process's running session (its catalog added when missing), or :func:`prepare_runtime`
+    then :func:`start_session`: what notebooks call; the command line runs the two steps itself.
+
+    Args:
+        settings: The active settings (default: ``load_settings()``).
+        app_name: The application name shown in the Spark UI and logs.
+
+    Raises:
+        JavaError: If Java is missing or unsupported.
+        JarError: If the Iceberg jars are missing or broken (or, with ``jar_source`` provided, absent).
+        ShipError: If what a non-local master's executors need cannot be built.
+        SparkStartError: If the JVM fails to start for another reason.
+    """
+    # Before any literal is made: a datetime or date before 1582-10-15 would otherwise move (see literals).
+    install_exact_literals()
+    settings = settings or load_settings()
+    active = _active_session(settings)
+    if active is not None:
+        return active
+    return start_session(prepare_runtime(settings), app_name)

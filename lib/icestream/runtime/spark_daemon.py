@@ -76,7 +76,9 @@ def main() -> None:
             del sys.path_importer_cache[key]
     from pyspark import daemon
 
-    daemon.gc = FreezingCollector()  # the module's own name for gc: only the daemon's loop uses it
+    # The module's own name for gc: only the daemon's loop uses it. The stand-in has the two calls it makes,
+    # not the gc module's type.
+    daemon.gc = FreezingCollector()  # type: ignore[assignment]
     daemon.manager()
 
 

@@ -146,6 +146,8 @@ def _record(message: bytes, keys: int, hash_keys: int, index: int) -> tuple[int,
     key_index: int | None = None
     hash_index: int | None = None
     data: bytes | None = None
+    # fields() yields an int for a VARINT and bytes for a LENGTH_DELIMITED value: the wire type, checked on
+    # each branch, says which (its type cannot); no isinstance on the read tasks' hot path.
     for number, wire_type, value in fields(message):
         if number == 1 and wire_type == VARINT:
             key_index = value  # type: ignore[assignment]
@@ -184,6 +186,7 @@ def decode_aggregate(data: bytes) -> list[UserRecord]:
             if number in (1, 2, 3):
                 raise AggregateError(f"field {number} has wire type {wire_type}, expected length-delimited")
             continue
+        # Length-delimited (checked above): each value is bytes, which fields()' type cannot say.
         if number == 1:
             keys.append(_text(value, f"partition key {len(keys)}"))  # type: ignore[arg-type]
         elif number == 2:

@@ -302,6 +302,7 @@ def faithful_resharding() -> None:
         self.shards[child.shard_id] = child
         first.is_open = second.is_open = False
 
-    models.Stream.get_shard_for_key = open_shard_for_key
-    models.Stream.split_shard = split_shard
-    models.Stream.merge_shards = merge_shards
+    # Replacing moto's methods is the point of this module (version-guarded above).
+    models.Stream.get_shard_for_key = open_shard_for_key  # type: ignore[method-assign]
+    models.Stream.split_shard = split_shard  # type: ignore[method-assign]
+    models.Stream.merge_shards = merge_shards  # type: ignore[method-assign]

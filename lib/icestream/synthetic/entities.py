@@ -131,8 +131,8 @@ def order_changes(
             held.append((rng.randint(2, 8), payload, str(key)))
         else:
             send(payload, str(key), "change")
-    for _, payload, key in held:
-        stream.records.append((payload, key))
+    for _, payload, held_key in held:
+        stream.records.append((payload, held_key))
         stream.sent["late"] += 1
     stream.truth = {key: row for key, row in state.items() if key not in stream.deleted}
     return stream

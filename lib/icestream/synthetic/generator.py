@@ -219,7 +219,7 @@ def live_config(
         raise ConfigError(f"rate: {rate} must be a positive number of records per second.")
     start = start or datetime.now(UTC)
     options.setdefault("daily_curve", False)
-    length = seconds if seconds is not None else records / rate  # type: ignore[operator]
+    length = seconds if seconds is not None else (records or 0) / rate  # records is given when seconds is not
     config = GeneratorConfig(start=start, end=start + timedelta(seconds=length), rate=rate, records=records,
                              open_end=records is not None, **options)  # fmt: skip
     return _with_record_rate(config, rate)

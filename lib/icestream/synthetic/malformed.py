@@ -99,6 +99,7 @@ def malformed_payload(
         base = len(encode_event({**event, "properties": {**event.get("properties", {}), "blob": ""}}))
         return encode_event({**event, "properties": {**event.get("properties", {}), "blob": "x" * (target - base)}})
     if kind == "json_array":
+        # A top-level array is this sample's whole point; encode_event is typed for the objects it normally gets.
         return encode_event([event])  # type: ignore[arg-type]
     if kind == "bad_number":
         # What json.dumps writes for float('nan') by default: Python reads it back, JSON has no such number.

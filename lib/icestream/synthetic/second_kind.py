@@ -142,16 +142,17 @@ def mix_second_kind(
         window_end: The window's end once the user records are spent (an open window ends where they ran
             out); orders after it are not sent.
     """
-    pending = next(orders, None) if orders is not None else None
+    orders = iter(orders if orders is not None else ())
+    pending = next(orders, None)
     for record in user_records:
         while pending is not None and pending.send_at <= record.send_at:
             yield pending
-            pending = next(orders, None)  # type: ignore[arg-type]
+            pending = next(orders, None)
         yield record if new_field_since is None else with_new_field(record, new_field_since)
     end = window_end()
     while pending is not None and pending.event_ts < end:
         yield pending
-        pending = next(orders, None)  # type: ignore[arg-type]
+        pending = next(orders, None)
 
 
 @dataclass(frozen=True)

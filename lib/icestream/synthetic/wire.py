@@ -63,12 +63,13 @@ def parse_ts(text: str) -> datetime:
 # One encoder for every payload: json.dumps with options builds a new encoder on every call, and
 # JSONEncoder.encode a new C encoder; the C encoder itself can be reused (no cycle check: events are trees).
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+# c_make_encoder is CPython's private C accelerator (None without it); typeshed does not declare it.
+_MAKE_ENCODER = getattr(json.encoder, "c_make_encoder", None)
 _C_ENCODER = (
-    json.encoder.c_make_encoder(None, _ENCODER.default, json.encoder.encode_basestring, None, ":", ",", False, False,
-                                True)
-    if json.encoder.c_make_encoder is not None
+    _MAKE_ENCODER(None, _ENCODER.default, json.encoder.encode_basestring, None, ":", ",", False, False, True)
+    if _MAKE_ENCODER is not None
     else None
-)  # fmt: skip
+)
 
 
 def encode_event(event: dict[str, Any]) -> bytes:

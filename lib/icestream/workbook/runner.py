@@ -111,7 +111,7 @@ def notebook_paths(selected: Iterable[str] = (), folder: Path | None = None) -> 
     chosen = list(selected)
     if not chosen:
         return every
-    picked = []
+    picked: list[Path] = []
     for name in chosen:
         matches = [path for path in every if path.name == name or path.name.startswith(name)]
         if not matches:

@@ -51,7 +51,7 @@ def made(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(clients, "kinesis_client", step("stream"))
     monkeypatch.setattr(table, "setup_tables", step("tables"))
-    monkeypatch.setattr(spark, "get_spark", step("spark"))
+    monkeypatch.setattr(spark, "prepare_runtime", step("spark"))
     return steps
 
 

@@ -50,8 +50,8 @@ NOT_SCANNED = {
 }
 # Code units (``path::top-level name``) left out, with the reason.
 NOT_SCANNED_UNITS = {
-    "lib/icestream/runtime/aws.py::ensure_bucket": "creates the bucket on an emulator only (runtime/spark.py calls it "
-    "for the localstack profile); on AWS the stack makes the bucket",
+    "lib/icestream/runtime/aws.py::ensure_bucket": "creates the bucket on an emulator only (runtime/spark.py's "
+    "prepare_runtime calls it for the localstack profile); on AWS the stack makes the bucket",
 }
 # Units whose text matches a statement pattern without running SQL, for the duty checks (a message, not a query).
 NOT_SQL = {"lib/icestream/producer/plan.py::write_limit": "'Could not describe stream' in an error message"}

@@ -9,7 +9,6 @@ from datetime import UTC, datetime
 import pytest
 from botocore.exceptions import ClientError
 
-from icestream.config import load_settings
 from icestream.errors import IngestError
 from icestream.ingest.options import IngestOptions
 from icestream.ingest.positions import TRIM_HORIZON, ShardPlan, after, last_sequence
@@ -136,11 +135,12 @@ class Trigger:
         self.clock = clock or Clock()
         self.source = ShardSource(
             None,  # type: ignore[arg-type] - the read job below replaces Spark's
-            load_settings(stream_name="s"),
+            "s",
             FakeConnection(fake),  # type: ignore[arg-type]
             IngestOptions(**options),  # type: ignore[arg-type]
             threading.Event(),
             lambda phase, batch_id: None,
+            lambda error: None,
             self.clock,
         )
         self.source._read = self._read_job  # type: ignore[method-assign]

@@ -65,7 +65,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import pandas as pd
@@ -302,7 +302,7 @@ def complete_windows(counts: pd.DataFrame, start: datetime, end: datetime, optio
 
 def stabilised(counts: pd.Series) -> pd.Series:
     """Anscombe's transform ``2·√(count + 3/8)``: Poisson counts of any mean get a spread of about 1."""
-    return 2.0 * np.sqrt(counts.astype(float) + 3.0 / 8.0)
+    return cast("pd.Series", 2.0 * np.sqrt(counts.astype(float) + 3.0 / 8.0))  # a Series in, a Series out
 
 
 def _counts_at(values: pd.Series) -> pd.Series:
@@ -335,10 +335,10 @@ def score_windows(
         group = group.copy()
         # Shift by the windows that overlap this one, then look back over baseline_windows windows.
         past = group["count"].astype(float).shift(options.gap_windows)
-        window = {"window": options.baseline_windows, "min_periods": options.min_baseline_windows}
-        group["baseline"] = past.rolling(**window).median()
+        baseline, least = options.baseline_windows, options.min_baseline_windows
+        group["baseline"] = past.rolling(baseline, min_periods=least).median()
         stable_past = stabilised(past)
-        group["center"] = stable_past.rolling(**window).median()
+        group["center"] = stable_past.rolling(baseline, min_periods=least).median()
         # Noise from the differences of windows gap_windows apart (never overlapping each other): a
         # difference of two independent windows spreads √2 times one window's noise, and a slow change of
         # level (the daily curve, a swell of sessions) hardly moves it, while it widens the spread of the
@@ -381,7 +381,9 @@ def flag_windows(scored: pd.DataFrame, options: DetectorOptions = DetectorOption
         [_counts_at(scored["center"] + spread), (1 + options.min_change) * scored["baseline"],
          pd.Series(float(options.min_count), index=scored.index)]
     )  # fmt: skip
-    lowest = np.minimum(_counts_at(scored["center"] - spread), scored["baseline"] / (1 + options.min_change))
+    lowest = cast(
+        "pd.Series", np.minimum(_counts_at(scored["center"] - spread), scored["baseline"] / (1 + options.min_change))
+    )
     scored["band_low"] = lowest.where(scored["baseline"] >= options.min_count, 0.0)
     scored.loc[scored["baseline"].isna(), ["band_low", "band_high"]] = np.nan
     high = (
@@ -418,7 +420,7 @@ def flagged_intervals(scored: pd.DataFrame) -> pd.DataFrame:
             if current is not None and window.window_start <= current["end"]:
                 current["end"] = max(current["end"], window.window_end)
                 current["windows"] += 1
-                current["peak_z"] = max(current["peak_z"], abs(window.z))
+                current["peak_z"] = max(current["peak_z"], abs(cast("float", window.z)))
                 continue
             if current is not None:
                 rows.append(current)
@@ -428,7 +430,7 @@ def flagged_intervals(scored: pd.DataFrame) -> pd.DataFrame:
                 "start": window.window_start,
                 "end": window.window_end,
                 "windows": 1,
-                "peak_z": abs(window.z),
+                "peak_z": abs(cast("float", window.z)),
             }
         if current is not None:
             rows.append(current)
