@@ -74,8 +74,8 @@ def test_sigkill_campaign_on_three_routed_tables_with_a_new_field_mid_run(spark,
     # Bounded: a kill at each phase where one table's commit can part from another's (the events' commits,
     # between two routed tables, after them all); a kill before a batch commits anything is the plain
     # campaign's. Full: three rounds of every phase, every other trial of the later rounds at a random moment.
-    targets = size(len(BOUNDED_PHASES), 3 * len(ROUTED_PHASES))
-    phases = BOUNDED_PHASES if targets == len(BOUNDED_PHASES) else ROUTED_PHASES
+    phases = ROUTED_PHASES if figures.FULL else BOUNDED_PHASES
+    targets = size(len(phases), 3 * len(phases))
     shapes = Shapes()
     workload = Workload(settings, shape=shapes).start(per_call=12, interval=0.3)
     phases_hit: set[str] = set()
