@@ -58,13 +58,13 @@ def appending(spark: Any, table: str, rows: Any, spec: Any, properties: dict[str
 def drain(spark: Any, stream_name: str, mode: str, spec: Any, per_shard: int) -> dict[str, Any]:
     """Drain the stream into a fresh table as ``mode``; wall and CPU seconds, changes and batches."""
     from icestream import start_ingest
-    from icestream.ingest import changes, sink
+    from icestream.ingest import changes, commits
 
     settings = new_table_settings(stream_name, prefix="cdc")
     if mode != "append":
         settings = dataclasses.replace(settings, changes_mode=mode)
-    original = sink.apply_changes
-    sink.apply_changes = appending if mode == "append" else changes.apply_changes
+    original = commits.apply_changes  # what one table's commit calls (ingest.commits.TableWriter)
+    commits.apply_changes = appending if mode == "append" else changes.apply_changes
     try:
         began, cpu0 = time.perf_counter(), cpu_seconds()
         query = start_ingest(spark, settings, available_now=True, trigger_seconds=0, changes=spec,
@@ -72,7 +72,7 @@ def drain(spark: Any, stream_name: str, mode: str, spec: Any, per_shard: int) ->
         query.await_termination()
         wall, cpu = time.perf_counter() - began, cpu_seconds() - cpu0
     finally:
-        sink.apply_changes = original
+        commits.apply_changes = original
     assert query.exception() is None, query.exception()
     progress = list(query.recent_progress)
     taken = sum(batch["written"] for batch in progress)
