@@ -64,6 +64,7 @@ def ingest_options_from(args: argparse.Namespace) -> dict[str, Any]:
         "duration_seconds": args.duration,
         "starting_position": args.starting_position,
         "max_records_per_shard": args.max_records_per_shard,
+        "shards_per_task": args.shards_per_task,
         "dedupe": False if args.no_dedupe else None,  # None: on for events, off for changes
         "archive": True if args.archive else None,  # None: the archive_raw setting
         "metrics": True if args.metrics else None,  # None: the metrics setting
@@ -138,6 +139,10 @@ def add_ingest_options(ingest: argparse.ArgumentParser) -> None:
     ingest.add_argument(
         "--max-records-per-shard", type=int, default=None,
         help="per batch (default: 100000, ten GetRecords answers; at the stream's tip a batch takes what is there)",
+    )  # fmt: skip
+    ingest.add_argument(
+        "--shards-per-task", type=int, default=None, metavar="N",
+        help="shards one read task reads in turn (default: spread over spark.default.parallelism tasks)",
     )  # fmt: skip
     ingest.add_argument(
         "--min-records", type=int, default=None, metavar="N",

@@ -49,6 +49,10 @@ class IngestOptions:
     duration_seconds: float | None = None  # stop after this long
     # Per shard and batch. None (the default): 100,000, ten GetRecords answers (limits.DEFAULT_RECORDS_PER_SHARD).
     max_records_per_shard: int | None = None
+    # Shards one read task reads, one after another (Databricks' shardsPerTask). None (the default): as
+    # many tasks as spark.default.parallelism (a local session's 4, a cluster's executor cores), the
+    # shards spread evenly over them, never more tasks than shards (ingest.read_job.read_task_count).
+    shards_per_task: int | None = None
     starting_position: str = DEFAULT_START_POSITION  # for shards with no committed position
     starting_timestamp: datetime | None = None  # with starting_position "at_timestamp"
     dedupe: bool = True
@@ -104,6 +108,11 @@ class IngestOptions:
                 self.max_records_per_shard is None or 1 <= self.max_records_per_shard <= 1_000_000,
                 "max_records_per_shard",
                 "must be 1..1,000,000",
+            ),
+            (
+                self.shards_per_task is None or self.shards_per_task >= 1,
+                "shards_per_task",
+                "must be at least 1 (None: spark.default.parallelism tasks)",
             ),
             (
                 self.starting_position in START_POSITIONS,

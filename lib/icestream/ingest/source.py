@@ -1,12 +1,12 @@
 """The ingest's source side: which shards to read and from where, and the Spark read job.
 
 :class:`ShardSource` plans a batch (``positions.plan_shards``: a child shard waits until its
-parents are read to the end), runs one Spark job with one read task per shard
-(:func:`~icestream.ingest.reader.read_arrow`), keeps the rows in Spark's block store and collects one
-small meta row per shard (:class:`~icestream.ingest.progress.ReadStats`). Everything after works
-on the kept rows, restricted to the sequence range the first read reported
-(:meth:`ReadBatch.kept`), so a batch's records are read from Kinesis once and a recomputed stage
-sees exactly the same records.
+parents are read to the end) and runs one Spark job (:mod:`~icestream.ingest.read_job`: the shards
+spread over ``spark.default.parallelism`` tasks, or ``shards_per_task`` each), which keeps the rows
+in Spark's block store and collects one small meta row per shard
+(:class:`~icestream.ingest.progress.ReadStats`). Everything after works on the kept rows,
+restricted to the sequence range the first read reported (:meth:`ReadBatch.kept`), so a batch's
+records are read from Kinesis once and a recomputed stage sees exactly the same records.
 
 It also carries shard iterators from one batch to the next (each saves a GetShardIterator call)
 and, during a backlog, reads the next batch ahead while this one commits (``prefetch``).
@@ -38,7 +38,8 @@ from icestream.ingest import positions as pos
 from icestream.ingest.gate import ITERATOR_REUSE_SECONDS, TriggerGate
 from icestream.ingest.options import IngestOptions
 from icestream.ingest.progress import ReadStats
-from icestream.ingest.reader import ReadOptions, read_arrow, row_schema
+from icestream.ingest.read_job import read_task_count, read_with_spark, release_rows
+from icestream.ingest.reader import ReadOptions
 from icestream.ingest.tip_read import TIP_RECORDS_PER_SHARD, read_on_driver
 from icestream.limits import DEFAULT_RECORDS_PER_SHARD
 from icestream.stream.clients import list_shards
@@ -160,15 +161,6 @@ class ReadBatch:
             release_rows(self.rows)
 
 
-def release_rows(rows: DataFrame) -> None:
-    """Free the blocks of a batch's rows kept by ``localCheckpoint``.
-
-    They are not a cache: ``DataFrame.unpersist`` does not reach them, and Spark's context cleaner
-    would only once the JVM collects the plan, long after the batch.
-    """
-    rows._jdf.queryExecution().logical().rdd().unpersist(False)
-
-
 class ShardSource:
     """Plans and reads batches from one Kinesis stream (see the module docstring)."""
 
@@ -218,6 +210,7 @@ class ShardSource:
         self._tip_pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="icestream-tip-read")
         self._at_tip = False  # the last read left every shard at its tip: the next is read on the driver
         self._prefetched: Future[ReadBatch] | None = None
+        self._parallelism: int | None = None  # spark.default.parallelism, once a read job needs it
         fixed = options.max_records_per_shard
         self._cap = DEFAULT_RECORDS_PER_SHARD if fixed is None else fixed  # records per shard and batch
 
@@ -345,20 +338,14 @@ class ShardSource:
         self, read_options: ReadOptions, plans: list[pos.ShardPlan]
     ) -> tuple[DataFrame, list[tuple[str, bytes]]]:
         """One Spark job reads every shard and keeps the rows; returns them and the meta rows' (meta, digests)."""
-        # One partition per shard plan (range puts exactly one id in each), so one read task per shard.
-        ids = self.spark.range(len(plans), numPartitions=len(plans))
-        read_rows = ids.mapInArrow(read_arrow(read_options, tuple(plans)), row_schema())
-        # Kept as they are read, not in Spark's columnar cache (see ReadBatch.rows); lazily, so the
-        # one job that collects the meta rows also reads and keeps every row.
-        rows = read_rows.localCheckpoint(eager=False)
-        try:
-            collected = rows.where("kind = 'meta'").select("meta", "raw_data").collect()
-        except BaseException as error:
-            release_rows(rows)
-            # An executor without icestream: one clear line instead of the worker's traceback.
-            self._explain_read_failure(error)
-            raise
-        return rows, [(row.meta, bytes(row.raw_data or b"")) for row in collected]
+        tasks = read_task_count(len(plans), self.options.shards_per_task, self._cores())
+        return read_with_spark(self.spark, read_options, plans, tasks, self._explain_read_failure)
+
+    def _cores(self) -> int:
+        """The session's cores for tasks (``spark.default.parallelism``), asked of the JVM once."""
+        if self._parallelism is None:
+            self._parallelism = self.spark.sparkContext.defaultParallelism
+        return self._parallelism
 
     def keep_iterators(self, read: ReadBatch, positions: dict[str, str]) -> None:
         """Remember where each shard's iterator continues, for the next batch; and arm the gate.

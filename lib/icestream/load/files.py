@@ -42,8 +42,8 @@ from icestream.config import Settings
 from icestream.errors import ConfigError
 from icestream.ingest import dedupe
 from icestream.ingest.parse import ParsedEvent, parse_payload
+from icestream.ingest.read_job import release_rows
 from icestream.ingest.reader import ROW_FIELDS, arrow_schema, record_batch, row_schema
-from icestream.ingest.source import release_rows
 from icestream.ingest.transform import REJECT_COLUMNS, run_transform
 from icestream.lake.evolution import align_columns
 from icestream.lake.inspect import ancestry

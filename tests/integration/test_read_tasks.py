@@ -1,0 +1,58 @@
+"""Shards grouped into read tasks: the read job runs as many tasks as asked, and every event still
+lands once, in order per key, from a stream whose shards are read several to a task."""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+
+import pytest
+
+from icestream.ingest.query import job_group
+from tests.helpers.ingest import drain, table_state
+from tests.helpers.streams import event_payload, put
+
+SHARDS = 7
+
+
+def read_job_tasks(spark, group: str) -> int:
+    """The tasks of a batch's read job: the first job of its group (the read comes before any write)."""
+    context = spark.sparkContext
+    context._jsc.sc().listenerBus().waitUntilEmpty()
+    first = min(context.statusTracker().getJobIdsForGroup(group))
+    stages = context.statusTracker().getJobInfo(first).stageIds
+    return sum(context.statusTracker().getStageInfo(stage).numTasks for stage in stages)
+
+
+@pytest.mark.parametrize("per_task", [None, 3, 1], ids=["one-task-per-core", "three-per-task", "one-per-task"])
+def test_grouped_shards_are_read_once_each_in_order_per_key(spark, fresh, per_task: int | None) -> None:
+    settings = fresh(shards=SHARDS, prefix="grouped")
+    counters: Counter = Counter()
+    records = []
+    for number in range(700):
+        user = f"user-{number % 23}"
+        counters[user] += 1
+        records.append((event_payload(number, user, counter=counters[user]), user))
+    put(settings, records)
+
+    query = drain(spark, settings, max_records_per_shard=40, shards_per_task=per_task)
+
+    progress = list(query.recent_progress)
+    assert len(progress) >= 2, "a backlog over several batches"
+    cores = spark.sparkContext.defaultParallelism
+    expected = min(SHARDS, cores) if per_task is None else -(-SHARDS // per_task)
+    for batch in progress:
+        if batch["read_on"] == "spark":
+            assert read_job_tasks(spark, job_group(query.id, batch["batch_id"])) == expected
+    events, _ = table_state(spark, settings)
+    assert len(events) == 700, "nothing lost"
+    assert max(events.values()) == 1, "nothing written twice"
+    rows = spark.table(settings.table_name).select("user_id", "properties", "ingest_ts", "sequence_number").collect()
+    by_user: dict[str, list] = {}
+    for row in rows:
+        by_user.setdefault(row.user_id, []).append((int(row.properties["n"]), row.ingest_ts, int(row.sequence_number)))
+    for user, items in by_user.items():
+        items.sort()
+        for earlier, later in itertools.pairwise(items):
+            # a key's later event is never in an earlier batch, and within a batch it comes further on
+            assert earlier[1:] < later[1:], (user, earlier, later)

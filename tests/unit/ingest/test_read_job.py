@@ -1,0 +1,44 @@
+"""How many tasks a batch's read job runs: spark.default.parallelism by default, or groups of ``shards_per_task``."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from icestream.errors import ConfigError
+from icestream.ingest.options import IngestOptions
+from icestream.ingest.read_job import read_task_count
+
+
+@pytest.mark.parametrize(
+    ("shards", "per_task", "cores", "tasks"),
+    [
+        (4, None, 2, 2),  # the default: one task per core (spark.default.parallelism)
+        (1, None, 8, 1),  # never more tasks than shards
+        (128, None, 2, 2),
+        (128, None, 16, 16),
+        (128, 5, 2, 26),  # Databricks' default group: ceil(128 / 5)
+        (4, 1, 2, 4),  # one task per shard, as the ingest read before grouping
+        (7, 3, 2, 3),
+        (0, None, 2, 1),  # no plans: the job is never run, but a range needs a partition
+    ],
+)
+def test_read_task_count(shards: int, per_task: int | None, cores: int, tasks: int) -> None:
+    assert read_task_count(shards, per_task, cores) == tasks
+
+
+@given(st.integers(1, 2_000), st.one_of(st.none(), st.integers(1, 600)), st.integers(1, 512))
+def test_every_shard_is_in_a_task_and_no_task_is_empty(shards: int, per_task: int | None, cores: int) -> None:
+    tasks = read_task_count(shards, per_task, cores)
+    assert 1 <= tasks <= shards
+    # spark.range(shards, numPartitions=tasks) puts shards // tasks or one more ids in each partition
+    assert shards // tasks >= 1
+    if per_task is not None:
+        assert -(-shards // tasks) <= per_task
+
+
+@pytest.mark.parametrize("value", [0, -3])
+def test_shards_per_task_must_be_positive(value: int) -> None:
+    with pytest.raises(ConfigError, match="shards_per_task"):
+        IngestOptions(shards_per_task=value).validated()
