@@ -9,10 +9,11 @@ from collections import Counter
 import pytest
 
 from icestream.ingest.query import job_group
+from icestream.ingest.read_job import CLAUSES_UP_TO, within_ends
 from tests.helpers.ingest import drain, table_state
 from tests.helpers.streams import event_payload, put
 
-SHARDS = 7
+SHARDS = 10  # more than read_job.CLAUSES_UP_TO: the kept rows are found by the shard's number
 
 
 def read_job_tasks(spark, group: str) -> int:
@@ -56,3 +57,16 @@ def test_grouped_shards_are_read_once_each_in_order_per_key(spark, fresh, per_ta
         for earlier, later in itertools.pairwise(items):
             # a key's later event is never in an earlier batch, and within a batch it comes further on
             assert earlier[1:] < later[1:], (user, earlier, later)
+
+
+def test_the_lookup_by_shard_number_keeps_what_one_clause_per_shard_keeps(spark) -> None:
+    """Rows of 12 shards (numbers with gaps, as after resharding), sequence numbers of several lengths."""
+    shards = [f"shardId-{number:012d}" for number in (0, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144)]
+    rows = [(shard, str(sequence)) for shard in shards for sequence in (7, 99, 100, 101, 10**20, 10**20 + 1, 10**21)]
+    frame = spark.createDataFrame(rows, "shard_id string, sequence_number string")
+    ends = {shard: end for shard, end in zip(shards[:-1], ["99", "100", str(10**20), "7", "101"] * 3, strict=False)}
+    assert len(ends) > CLAUSES_UP_TO, "the lookup form"
+    assert "try_element_at" in within_ends(ends)
+    kept = {(row.shard_id, row.sequence_number) for row in frame.where(within_ends(ends)).collect()}
+    within = {(shard, sequence) for shard, sequence in rows if shard in ends and int(sequence) <= int(ends[shard])}
+    assert kept == within

@@ -10,7 +10,7 @@ fixed cost.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from icestream.ingest.reader import ReadOptions, read_arrow, row_schema
@@ -73,6 +73,50 @@ def read_with_spark(
         explain_failure(error)
         raise
     return rows, [(row.meta, bytes(row.raw_data or b"")) for row in collected]
+
+
+# Up to this many shards the kept rows' predicate is one clause per shard; beyond, each row looks its
+# shard's end up by the shard's number, in constant time (measured on 200,000 kept rows, warm: 4
+# clauses 0.11 s against 0.25 s for the lookup; 128 clauses 0.31-0.38 s against 0.21-0.25 s).
+CLAUSES_UP_TO = 8
+LOOKUP_UP_TO_INDEX = 100_000  # shard numbers grow with every split and merge; an array this long at most
+
+
+def sequence_at_most(column: str, last: str) -> str:
+    """A SQL predicate: sequence-number string ``column`` <= ``last`` (a literal or an expression) in
+    numeric order.
+
+    Digits are one byte each, so the byte length (``octet_length``, stored with the string) is the
+    number's length: ``length`` would count characters by walking every row's bytes.
+    """
+    size = f"octet_length({last})" if not last.startswith("'") else str(len(last) - 2)
+    return f"(octet_length({column}) < {size} OR (octet_length({column}) = {size} AND {column} <= {last}))"
+
+
+def within_ends(ends: Mapping[str, str]) -> str:
+    """A SQL predicate on the kept rows: ``sequence_number`` at most its shard's end in ``ends``.
+
+    Args:
+        ends: Shard id (``shardId-`` and 12 digits, checked by the caller) -> the last sequence
+            number its read reported.
+
+    Returns:
+        ``false`` without ends; else one clause per shard, or, for many shards, the shard's end
+        looked up by its number (``try_element_at``: a row of a shard without an end is NULL, so out).
+    """
+    for last in ends.values():
+        if not last.isdigit() or not last.isascii():
+            raise ValueError(f"not a sequence number: {last!r}")
+    if not ends:
+        return "false"
+    numbers = {int(shard.rsplit("-", 1)[1]): last for shard, last in ends.items()}
+    if len(ends) <= CLAUSES_UP_TO or max(numbers) > LOOKUP_UP_TO_INDEX:
+        clauses = [f"(shard_id = '{shard}' AND {sequence_at_most('sequence_number', repr(last))})"
+                   for shard, last in ends.items()]  # fmt: skip
+        return " OR ".join(clauses)
+    items = ", ".join(f"'{numbers[index]}'" if index in numbers else "NULL" for index in range(max(numbers) + 1))
+    last = f"try_element_at(array({items}), CAST(substring(shard_id, 9) AS INT) + 1)"
+    return sequence_at_most("sequence_number", last)
 
 
 def release_rows(rows: DataFrame) -> None:

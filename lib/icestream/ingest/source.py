@@ -38,7 +38,7 @@ from icestream.ingest import positions as pos
 from icestream.ingest.gate import ITERATOR_REUSE_SECONDS, TriggerGate
 from icestream.ingest.options import IngestOptions
 from icestream.ingest.progress import ReadStats
-from icestream.ingest.read_job import read_task_count, read_with_spark, release_rows
+from icestream.ingest.read_job import read_task_count, read_with_spark, release_rows, within_ends
 from icestream.ingest.reader import ReadOptions
 from icestream.ingest.tip_read import TIP_RECORDS_PER_SHARD, read_on_driver
 from icestream.limits import DEFAULT_RECORDS_PER_SHARD
@@ -72,18 +72,6 @@ class TablePositions:
     def same(cls, positions: dict[str, str]) -> TablePositions:
         """Both tables at ``positions`` (after a batch that committed, or skipped, both)."""
         return cls(dict(positions), dict(positions))
-
-
-def _sequence_at_most(column: str, last: str) -> str:
-    """A SQL predicate: sequence-number string ``column`` <= ``last`` in numeric order.
-
-    Digits are one byte each, so the byte length (``octet_length``, stored with the string) is the
-    number's length: ``length`` would count characters by walking every row's bytes.
-    """
-    if not last.isdigit() or not last.isascii():
-        raise ValueError(f"not a sequence number: {last!r}")
-    size = len(last)
-    return f"(octet_length({column}) < {size} OR (octet_length({column}) = {size} AND {column} <= '{last}'))"
 
 
 @dataclass(frozen=True)
@@ -147,13 +135,8 @@ class ReadBatch:
             # Shard ids come from ListShards; they reach SQL text only in Kinesis's own format.
             if not SHARD_ID.fullmatch(stats.shard_id):
                 raise IngestError(f"unexpected shard id {stats.shard_id!r} from ListShards")
-        clauses = [
-            f"(shard_id = '{stats.shard_id}' AND {_sequence_at_most('sequence_number', stats.last_sequence)})"
-            for stats in self.shards
-            if stats.last_sequence
-        ]
-        in_range = " OR ".join(clauses) if clauses else "false"
-        return self.rows.where(f"kind = '{kind}' AND ({in_range})")
+        ends = {stats.shard_id: stats.last_sequence for stats in self.shards if stats.last_sequence}
+        return self.rows.where(f"kind = '{kind}' AND ({within_ends(ends)})")
 
     def unpersist(self) -> None:
         """Free the kept rows (a read on the driver kept none: its rows go when its plan goes)."""

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from icestream.errors import ConfigError
 from icestream.ingest.options import IngestOptions
-from icestream.ingest.read_job import read_task_count
+from icestream.ingest.read_job import CLAUSES_UP_TO, read_task_count, within_ends
 
 
 @pytest.mark.parametrize(
@@ -42,3 +42,21 @@ def test_every_shard_is_in_a_task_and_no_task_is_empty(shards: int, per_task: in
 def test_shards_per_task_must_be_positive(value: int) -> None:
     with pytest.raises(ConfigError, match="shards_per_task"):
         IngestOptions(shards_per_task=value).validated()
+
+
+def test_few_shards_get_a_clause_each_and_many_a_lookup_by_number() -> None:
+    few = {f"shardId-{n:012d}": "1001" for n in range(CLAUSES_UP_TO)}
+    assert within_ends(few).count("shard_id = ") == CLAUSES_UP_TO
+    many = {"shardId-000000000000": "5", "shardId-000000000003": "1001"}
+    many |= {f"shardId-{n:012d}": "9" for n in range(5, 12)}
+    predicate = within_ends(many)
+    assert "shard_id = " not in predicate
+    assert "try_element_at(array('5', NULL, NULL, '1001', NULL, '9', " in predicate
+    # a shard numbered past the lookup's reach falls back to clauses
+    assert "shard_id = 'shardId-000000200000'" in within_ends({**many, "shardId-000000200000": "1"})
+    assert within_ends({}) == "false"
+
+
+def test_an_end_that_is_not_a_sequence_number_never_reaches_sql() -> None:
+    with pytest.raises(ValueError, match="not a sequence number"):
+        within_ends({"shardId-000000000000": "1' OR '1'='1"})
