@@ -12,7 +12,7 @@ which the fixed cost of a drain shows.
 
 ``--variant NAME`` adds a second way to run the same drains, alternated with the default run by run
 (the baseline is measured in the same run): more ``icestream ingest`` arguments (``--variant-args``,
-e.g. ``--shards-per-task 1``) or the driver JVM's options (``--variant-java-options``, given through
+e.g. ``--shards-per-task 1``) or the driver JVM's options (``--variant-java-options=...``, given through
 ``SPARK_SUBMIT_OPTS``). Reported: the ratio of their records per CPU-second.
 
 Run: ``.venv/bin/python bench/bench_drain.py`` (4 shards, 200,000 and 600,000 records, 2 runs: about
