@@ -34,6 +34,7 @@ from icestream.runtime.cluster import existing_conf, merged, with_master
 from icestream.runtime.gateway import children, end_unstarted_gateway
 from icestream.runtime.handles import jvm as jvm_of
 from icestream.runtime.jars import CLASSES_TO_LOAD, JarPlan, resolve_jars
+from icestream.runtime.java_options import append_java_options, drain_options
 from icestream.runtime.literals import install as install_exact_literals
 from icestream.runtime.localfs import local_fs_conf
 from icestream.runtime.shipping import ShipPlan, ship_plan
@@ -144,29 +145,6 @@ def spark_defaults() -> dict[str, str]:
         if match and not match["key"].startswith(("#", "!")):
             properties[match["key"]] = match["value"].strip()
     return properties
-
-
-def append_java_options(existing: str, options: dict[str, str]) -> str:
-    """Append ``-Dname=value`` options to a JVM options string, keeping what is there.
-
-    A property the string already sets keeps its value (the user's or cluster's choice), except
-    ``java.library.path``, which is extended: a second ``-Djava.library.path`` would replace the first.
-
-    Args:
-        existing: Options already set (``spark-defaults.conf``), possibly empty.
-        options: Properties this project needs.
-
-    Returns:
-        The combined options string.
-    """
-    combined = existing.strip()
-    for name, value in options.items():
-        present = re.search(rf"(?:^|\s)-D{re.escape(name)}=(\S*)", combined)
-        if present is None:
-            combined = f"{combined} -D{name}={value}".strip()
-        elif name == "java.library.path" and value not in present.group(1).split(os.pathsep):
-            combined = combined[: present.end(1)] + os.pathsep + value + combined[present.end(1) :]
-    return combined
 
 
 def spark_log_file(settings: Settings) -> Path:
@@ -329,7 +307,7 @@ class PreparedRuntime:
     named: bool  # the cluster's configuration names the application already
 
 
-def prepare_runtime(settings: Settings) -> PreparedRuntime:
+def prepare_runtime(settings: Settings, drain: bool = False) -> PreparedRuntime:
     """Make ready what a new session needs outside its JVM: Java checked, the cluster's configuration
     respected, the Iceberg jars found or copied, a local JVM's file system and class archive, the JDBC
     catalog's tables (or an emulator's bucket), the project shipped to a non-local master's executors.
@@ -356,6 +334,11 @@ def prepare_runtime(settings: Settings) -> PreparedRuntime:
             if archive:
                 driver = f"{conf.get('spark.driver.extraJavaOptions', '')} {archive}".strip()
                 conf["spark.driver.extraJavaOptions"] = driver
+        if drain:  # a process that drains and ends: C1 only (runtime.java_options)
+            driver = conf.get("spark.driver.extraJavaOptions", "")
+            conf["spark.driver.extraJavaOptions"] = drain_options(
+                driver, [theirs.get("spark.driver.extraJavaOptions", "")]
+            )
     if settings.catalog_type == "jdbc":
         ensure_jdbc_catalog(settings)  # Spark starts with jdbc.init-catalog-tables=false (see there)
     elif settings.profile == "localstack":
@@ -425,13 +408,14 @@ def _active_session(settings: Settings) -> SparkSession | None:
     return active
 
 
-def get_spark(settings: Settings | None = None, app_name: str = "icestream") -> SparkSession:
+def get_spark(settings: Settings | None = None, app_name: str = "icestream", drain: bool = False) -> SparkSession:
     """The process's running session (its catalog added when missing), or :func:`prepare_runtime`
     then :func:`start_session`: what notebooks call; the command line runs the two steps itself.
 
     Args:
         settings: The active settings (default: ``load_settings()``).
         app_name: The application name shown in the Spark UI and logs.
+        drain: The process drains a stream and ends: a new driver JVM starts with C1 only.
 
     Raises:
         JavaError: If Java is missing or unsupported.
@@ -445,4 +429,4 @@ def get_spark(settings: Settings | None = None, app_name: str = "icestream") -> 
     active = _active_session(settings)
     if active is not None:
         return active
-    return start_session(prepare_runtime(settings), app_name)
+    return start_session(prepare_runtime(settings, drain), app_name)

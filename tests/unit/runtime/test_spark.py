@@ -9,6 +9,7 @@ import pytest
 from icestream.config import load_settings
 from icestream.runtime import spark
 from icestream.runtime.jars import JarPlan
+from icestream.runtime.java_options import append_java_options
 
 JNI = "/usr/lib/x86_64-linux-gnu/jni"
 
@@ -99,7 +100,7 @@ def test_the_region_and_the_drivers_aws_profile_reach_the_executors(monkeypatch:
     ],
 )  # fmt: skip
 def test_java_options_are_appended(existing: str, options: dict[str, str], expected: str) -> None:
-    assert spark.append_java_options(existing, options) == expected
+    assert append_java_options(existing, options) == expected
 
 
 def test_cluster_defaults_are_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

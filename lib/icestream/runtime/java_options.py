@@ -1,0 +1,61 @@
+"""The driver JVM's options: properties appended to what a cluster sets, and the JIT of a drain.
+
+A drain (``icestream ingest --available-now``, a scheduled run) lives for seconds to minutes. The
+JVM's second compiler (C2) spends a quarter of such a process's CPU compiling code that runs for too
+short a time to repay it: measured 2026-11-27 (docs/performance.md, backlog drains), 200,000
+records drained on 4 and 128 shards cost 0.75 of the CPU with C1 only (``-XX:TieredStopAtLevel=1``),
+1.33x the records per CPU-second, and finished sooner; at 100,000 and 300,000 records 0.75 and
+0.79. A query that runs for hours keeps the JVM's default, whose C2 code is the faster once compiled.
+The tests' drivers run with C1 only for the same reason (tests/conftest.py).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+
+C1_ONLY = "-XX:TieredStopAtLevel=1"
+# Options by which a user or a cluster already chose the JIT: theirs stands.
+JIT_CHOICES = ("TieredStopAtLevel", "TieredCompilation", "CompilationMode", "-Xint", "-Xcomp")
+JAVA_OPTION_VARIABLES = ("SPARK_SUBMIT_OPTS", "JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS")
+
+
+def append_java_options(existing: str, options: dict[str, str]) -> str:
+    """Append ``-Dname=value`` options to a JVM options string, keeping what is there.
+
+    A property the string already sets keeps its value (the user's or cluster's choice), except
+    ``java.library.path``, which is extended: a second ``-Djava.library.path`` would replace the first.
+
+    Args:
+        existing: Options already set (``spark-defaults.conf``), possibly empty.
+        options: Properties this project needs.
+
+    Returns:
+        The combined options string.
+    """
+    combined = existing.strip()
+    for name, value in options.items():
+        present = re.search(rf"(?:^|\s)-D{re.escape(name)}=(\S*)", combined)
+        if present is None:
+            combined = f"{combined} -D{name}={value}".strip()
+        elif name == "java.library.path" and value not in present.group(1).split(os.pathsep):
+            combined = combined[: present.end(1)] + os.pathsep + value + combined[present.end(1) :]
+    return combined
+
+
+def drain_options(driver_options: str, others: Iterable[str] = ()) -> str:
+    """``driver_options`` with C1 only appended, unless they, ``others`` (the cluster's) or the JVM's
+    variables already choose a JIT.
+
+    Args:
+        driver_options: ``spark.driver.extraJavaOptions`` as prepared.
+        others: More option strings that reach the same JVM.
+
+    Returns:
+        The driver's options for a drain.
+    """
+    texts = [driver_options, *others, *(os.environ.get(name, "") for name in JAVA_OPTION_VARIABLES)]
+    if any(choice in text for text in texts for choice in JIT_CHOICES):
+        return driver_options
+    return f"{driver_options} {C1_ONLY}".strip()

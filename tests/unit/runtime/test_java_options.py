@@ -1,0 +1,56 @@
+"""A drain's driver JVM runs with C1 only, unless the user or the cluster chose a JIT already."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from icestream.config import load_settings
+from icestream.errors import IcestreamError
+from icestream.runtime import spark
+from icestream.runtime.java_options import C1_ONLY, JAVA_OPTION_VARIABLES, drain_options
+
+
+@pytest.fixture(autouse=True)
+def no_jit_in_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in JAVA_OPTION_VARIABLES:  # the tests' own drivers run with C1 through SPARK_SUBMIT_OPTS
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_a_drain_gets_c1_only_after_the_options_it_has() -> None:
+    assert drain_options("-Dlog4j2.configurationFile=x") == f"-Dlog4j2.configurationFile=x {C1_ONLY}"
+    assert drain_options("") == C1_ONLY
+
+
+@pytest.mark.parametrize("theirs", ["-XX:-TieredCompilation", "-XX:TieredStopAtLevel=4", "-Xint"])
+def test_a_jit_chosen_elsewhere_stands(monkeypatch: pytest.MonkeyPatch, theirs: str) -> None:
+    assert drain_options("-Da=b", [theirs]) == "-Da=b"  # the cluster's spark.driver.extraJavaOptions
+    monkeypatch.setenv("SPARK_SUBMIT_OPTS", theirs)
+    assert drain_options("-Da=b") == "-Da=b"
+
+
+@pytest.mark.parametrize("drain", [True, False])
+def test_the_prepared_driver_options_say_c1_only_for_a_drain_alone(tmp_path: Path, drain: bool) -> None:
+    settings = load_settings(catalog_type="hadoop", warehouse=str(tmp_path / "w"), class_data_sharing=False)
+    options = spark.prepare_runtime(settings, drain=drain).conf["spark.driver.extraJavaOptions"]
+    assert (C1_ONLY in options) is drain, options
+
+
+@pytest.mark.parametrize("available_now", [True, False])
+def test_start_ingest_asks_for_a_drains_jvm_only_when_it_drains(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, available_now: bool
+) -> None:
+    from icestream.ingest.query import start_ingest
+
+    asked: list[bool] = []
+
+    def get_spark(settings: object, app_name: str = "icestream", drain: bool = False) -> object:
+        asked.append(drain)
+        raise IcestreamError("stop here")
+
+    monkeypatch.setattr(spark, "get_spark", get_spark)
+    settings = load_settings(warehouse=str(tmp_path / "w"), run_dir=str(tmp_path / "run"))
+    with pytest.raises(IcestreamError, match="stop here"):
+        start_ingest(None, settings, available_now=available_now, trigger_seconds=0 if available_now else 5)
+    assert asked == [available_now]
