@@ -25,6 +25,11 @@ MAX_RECORDS_PER_GET = 10_000  # records one GetRecords call returns at most
 # cut, and each batch has a fixed cost (about 1.4 core-seconds here), so fewer, larger ones drain
 # it cheaper (see ingest.source.ShardSource).
 DEFAULT_RECORDS_PER_SHARD = 10 * MAX_RECORDS_PER_GET
+# The ingest's default bound on a batch over all its shards: what a batch keeps is bounded by this, not
+# by the backlog. A kept record costs about 580 bytes of Spark's storage memory for the generator's
+# 360-byte events (docs/ingest.md), so 250,000 is about 145 MB of a default 1 GiB driver's ~430 MB
+# (what does not fit spills to disk); a backlog of 200,000 such records still drains in one batch.
+DEFAULT_RECORDS_PER_BATCH = 250_000
 GET_CALLS_PER_SECOND = 5  # per shard and per API
 ITERATOR_LIFETIME_SECONDS = 300.0  # a shard iterator expires after 5 minutes
 

@@ -1,5 +1,5 @@
-"""Shards grouped into read tasks: the read job runs as many tasks as asked, and every event still
-lands once, in order per key, from a stream whose shards are read several to a task."""
+"""A batch's read job: shards grouped into as many tasks as asked, every event still landing once, in
+order per key; and a batch bounded over all its shards, whatever the backlog."""
 
 from __future__ import annotations
 
@@ -70,3 +70,17 @@ def test_the_lookup_by_shard_number_keeps_what_one_clause_per_shard_keeps(spark)
     kept = {(row.shard_id, row.sequence_number) for row in frame.where(within_ends(ends)).collect()}
     within = {(shard, sequence) for shard, sequence in rows if shard in ends and int(sequence) <= int(ends[shard])}
     assert kept == within
+
+
+def test_a_batch_keeps_at_most_its_bound_over_all_shards(spark, fresh) -> None:
+    settings = fresh(shards=4, prefix="bounded")
+    put(settings, [(event_payload(number, f"u{number % 31}"), f"u{number % 31}") for number in range(800)])
+
+    query = drain(spark, settings, max_records_per_batch=200)
+
+    progress = list(query.recent_progress)
+    assert all(batch["num_input_rows"] <= 200 for batch in progress), [b["num_input_rows"] for b in progress]
+    assert all(shard["read"] <= 50 for batch in progress for shard in batch["shards"].values())
+    assert len(progress) >= 4
+    events, _ = table_state(spark, settings)
+    assert (len(events), max(events.values())) == (800, 1), "every event once"

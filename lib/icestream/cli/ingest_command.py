@@ -65,6 +65,7 @@ def ingest_options_from(args: argparse.Namespace) -> dict[str, Any]:
         "starting_position": args.starting_position,
         "max_records_per_shard": args.max_records_per_shard,
         "shards_per_task": args.shards_per_task,
+        "max_records_per_batch": args.max_records_per_batch,
         "dedupe": False if args.no_dedupe else None,  # None: on for events, off for changes
         "archive": True if args.archive else None,  # None: the archive_raw setting
         "metrics": True if args.metrics else None,  # None: the metrics setting
@@ -139,6 +140,10 @@ def add_ingest_options(ingest: argparse.ArgumentParser) -> None:
     ingest.add_argument(
         "--max-records-per-shard", type=int, default=None,
         help="per batch (default: 100000, ten GetRecords answers; at the stream's tip a batch takes what is there)",
+    )  # fmt: skip
+    ingest.add_argument(
+        "--max-records-per-batch", type=int, default=None, metavar="N",
+        help="over all shards, what a batch keeps in memory (default: 250000; each shard's share is N / shards)",
     )  # fmt: skip
     ingest.add_argument(
         "--shards-per-task", type=int, default=None, metavar="N",

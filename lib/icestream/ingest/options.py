@@ -49,6 +49,9 @@ class IngestOptions:
     duration_seconds: float | None = None  # stop after this long
     # Per shard and batch. None (the default): 100,000, ten GetRecords answers (limits.DEFAULT_RECORDS_PER_SHARD).
     max_records_per_shard: int | None = None
+    # Over all shards, per batch: each shard's share is this over the shards read (at most the per-shard
+    # bound), so a batch's memory follows this, not the backlog. None: 250,000 (limits.DEFAULT_RECORDS_PER_BATCH).
+    max_records_per_batch: int | None = None
     # Shards one read task reads, one after another (Databricks' shardsPerTask). None (the default): as
     # many tasks as spark.default.parallelism (a local session's 4, a cluster's executor cores), the
     # shards spread evenly over them, never more tasks than shards (ingest.read_job.read_task_count).
@@ -108,6 +111,11 @@ class IngestOptions:
                 self.max_records_per_shard is None or 1 <= self.max_records_per_shard <= 1_000_000,
                 "max_records_per_shard",
                 "must be 1..1,000,000",
+            ),
+            (
+                self.max_records_per_batch is None or self.max_records_per_batch >= 1,
+                "max_records_per_batch",
+                "must be at least 1",
             ),
             (
                 self.shards_per_task is None or self.shards_per_task >= 1,

@@ -40,6 +40,12 @@ def read_task_count(shards: int, shards_per_task: int | None, cores: int) -> int
     return max(1, min(shards, cores))
 
 
+def shard_share(per_shard: int, per_batch: int, shards: int) -> int:
+    """Records each of ``shards`` shards may give a batch: ``per_batch`` shared evenly, at most ``per_shard``
+    and at least 1 (a shard that fills its share leaves the rest to the next batch)."""
+    return max(1, min(per_shard, per_batch // max(shards, 1)))
+
+
 def read_with_spark(
     spark: SparkSession,
     options: ReadOptions,

@@ -38,10 +38,10 @@ from icestream.ingest import positions as pos
 from icestream.ingest.gate import ITERATOR_REUSE_SECONDS, TriggerGate
 from icestream.ingest.options import IngestOptions
 from icestream.ingest.progress import ReadStats
-from icestream.ingest.read_job import read_task_count, read_with_spark, release_rows, within_ends
+from icestream.ingest.read_job import read_task_count, read_with_spark, release_rows, shard_share, within_ends
 from icestream.ingest.reader import ReadOptions
 from icestream.ingest.tip_read import TIP_RECORDS_PER_SHARD, read_on_driver
-from icestream.limits import DEFAULT_RECORDS_PER_SHARD
+from icestream.limits import DEFAULT_RECORDS_PER_BATCH, DEFAULT_RECORDS_PER_SHARD
 from icestream.stream.clients import list_shards
 
 if TYPE_CHECKING:
@@ -196,6 +196,7 @@ class ShardSource:
         self._parallelism: int | None = None  # spark.default.parallelism, once a read job needs it
         fixed = options.max_records_per_shard
         self._cap = DEFAULT_RECORDS_PER_SHARD if fixed is None else fixed  # records per shard and batch
+        self._batch_cap = options.max_records_per_batch or DEFAULT_RECORDS_PER_BATCH  # over all shards
 
     def _describe_stream(self) -> str:
         """The stream's creation time (epoch seconds as text): it tells one incarnation from another."""
@@ -293,10 +294,11 @@ class ShardSource:
         self._fault("before_read", batch_id)
         began = time.monotonic()
         ingest_ts = datetime.now(UTC)
+        cap = shard_share(self._cap, self._batch_cap, len(plans))
         read_options = ReadOptions(
             connection=self._connection,
             stream_name=self.stream_name,
-            max_records=min(self._cap, TIP_RECORDS_PER_SHARD) if on_driver else self._cap,
+            max_records=min(cap, TIP_RECORDS_PER_SHARD) if on_driver else cap,
             max_event_bytes=self.options.max_event_bytes,
             dedupe=self.options.dedupe,
             archive=self.options.archive,

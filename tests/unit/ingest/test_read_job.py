@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from icestream.errors import ConfigError
 from icestream.ingest.options import IngestOptions
-from icestream.ingest.read_job import CLAUSES_UP_TO, read_task_count, within_ends
+from icestream.ingest.read_job import CLAUSES_UP_TO, read_task_count, shard_share, within_ends
 
 
 @pytest.mark.parametrize(
@@ -60,3 +60,23 @@ def test_few_shards_get_a_clause_each_and_many_a_lookup_by_number() -> None:
 def test_an_end_that_is_not_a_sequence_number_never_reaches_sql() -> None:
     with pytest.raises(ValueError, match="not a sequence number"):
         within_ends({"shardId-000000000000": "1' OR '1'='1"})
+
+
+@pytest.mark.parametrize(
+    ("per_shard", "per_batch", "shards", "share"),
+    [
+        (100_000, 250_000, 4, 62_500),  # the defaults on 4 shards: the batch bound decides
+        (100_000, 250_000, 2, 100_000),  # on 2, the per-shard bound
+        (100_000, 250_000, 128, 1_953),
+        (100_000, 250_000, 500_000, 1),  # never nothing
+        (40, 1_000, 4, 40),
+        (100_000, 10, 0, 10),  # no shards: no division by zero
+    ],
+)
+def test_each_shard_gets_a_share_of_the_batch(per_shard: int, per_batch: int, shards: int, share: int) -> None:
+    assert shard_share(per_shard, per_batch, shards) == share
+
+
+def test_max_records_per_batch_must_be_positive() -> None:
+    with pytest.raises(ConfigError, match="max_records_per_batch"):
+        IngestOptions(max_records_per_batch=0).validated()
