@@ -82,5 +82,7 @@ def test_a_batch_keeps_at_most_its_bound_over_all_shards(spark, fresh) -> None:
     assert all(batch["num_input_rows"] <= 200 for batch in progress), [b["num_input_rows"] for b in progress]
     assert all(shard["read"] <= 50 for batch in progress for shard in batch["shards"].values())
     assert len(progress) >= 4
+    heaps = [batch["driver_heap_mib"] for batch in progress]  # what icestream ingest prints per batch
+    assert all(0 < heap["used"] <= heap["committed"] <= heap["max"] for heap in heaps), heaps
     events, _ = table_state(spark, settings)
     assert (len(events), max(events.values())) == (800, 1), "every event once"

@@ -36,12 +36,20 @@ def cmd_ship(args: argparse.Namespace) -> int:
 
 
 def _progress_line(progress: dict[str, Any]) -> str:
+    """One batch: its counts, its time and the phases that took a tenth of it or more, how far the
+    stream is behind, and the driver's heap (used / max), so a run shows where time and memory go."""
     behind = progress["millis_behind_latest"]
     lag = "-" if behind is None else f"{behind / 1000:.1f} s"
+    durations = progress["duration_ms"]
+    total = durations["total"]
+    phases = ", ".join(f"{phase} {ms / 1000:.2f}" for phase, ms in durations.items()
+                       if phase != "total" and ms >= total / 10)  # fmt: skip
+    heap = progress.get("driver_heap_mib")
+    memory = f"  heap {heap['used']:.0f}/{heap['max']:.0f} MiB" if heap else ""
     return (
         f"batch {progress['batch_id']:>5}: read {progress['num_input_rows']:>6}  written {progress['written']:>6}  "
         f"rejected {progress['rejected']:>4}  deduplicated {progress['deduplicated']:>4}  "
-        f"{progress['duration_ms']['total'] / 1000:6.2f} s  behind {lag}"
+        f"{total / 1000:6.2f} s ({phases})  behind {lag}{memory}"
     )
 
 

@@ -158,6 +158,7 @@ class BatchProgress:
     ingest_ts: datetime | None = None  # every row's ingest_ts (report.freshness finds rows by it)
     input_rows_per_second: float = 0.0
     processed_rows_per_second: float = 0.0
+    driver_heap_mib: dict[str, float] | None = None  # after the batch: used, committed, max (runtime.handles)
 
     @property
     def num_input_rows(self) -> int:
@@ -247,6 +248,7 @@ class BatchProgress:
         progress["ingest_ts"] = self.ingest_ts.isoformat() if self.ingest_ts is not None else None
         progress["input_rows_per_second"] = self.input_rows_per_second
         progress["processed_rows_per_second"] = self.processed_rows_per_second
+        progress["driver_heap_mib"] = self.driver_heap_mib
         return progress
 
 

@@ -40,6 +40,7 @@ from icestream.ingest.source import SCHEDULER_POOLS, ShardSource, TablePositions
 from icestream.lake.ddl import create_archive_table, create_namespace, create_rejects_table
 from icestream.lake.keyed import create_keyed_table
 from icestream.lake.metrics_table import METRICS_HOLDER, create_metrics_table, refresh_metrics
+from icestream.runtime.handles import heap_mib
 from icestream.runtime.shipping import raise_if_executor_import_failed
 from icestream.stream.clients import kinesis_connection
 from icestream.validation import check_writable_folders
@@ -270,6 +271,7 @@ class IngestQuery:
         now = time.monotonic()
         progress.durations.total = now - began
         progress.set_rates(began, now, self._last_batch_began)
+        progress.driver_heap_mib = heap_mib(self.spark)  # what a batch keeps shows here (max_records_per_batch)
         self._last_batch_began = began
         self._log.record(progress)
         return progress

@@ -40,3 +40,15 @@ def first_row(frame: DataFrame) -> Row:
     if row is None:
         raise IngestError("a query that always answers one row answered none")
     return row
+
+
+def heap_mib(spark: SparkSession) -> dict[str, float]:
+    """The driver JVM's heap now, in MiB: ``used``, ``committed`` (what the JVM holds of the machine)
+    and ``max`` (``spark.driver.memory``)."""
+    runtime = jvm(spark).java.lang.Runtime.getRuntime()
+    total, free, most = runtime.totalMemory(), runtime.freeMemory(), runtime.maxMemory()
+    return {
+        "used": round((total - free) / 2**20, 1),
+        "committed": round(total / 2**20, 1),
+        "max": round(most / 2**20, 1),
+    }

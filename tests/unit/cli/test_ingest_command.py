@@ -62,3 +62,23 @@ def test_ingest_and_metrics_take_the_continuous_aggregate() -> None:
     args = parser.parse_args(["metrics", "--table", "clicks", "--rebuild", "--view"])
     assert (args.table, args.rebuild, args.view) == ("clicks", True, "real_time_metrics")
     assert parser.parse_args(["metrics"]).view is None
+
+
+def test_ingest_takes_a_batch_bound_and_a_group_of_shards_per_task() -> None:
+    args = cli.build_parser().parse_args(["ingest", "--max-records-per-batch", "5000", "--shards-per-task", "3"])
+    options = ingest_options_from(args)
+    assert (options["max_records_per_batch"], options["shards_per_task"]) == (5000, 3)
+
+
+def test_a_batch_line_shows_its_longest_phases_and_the_drivers_heap() -> None:
+    from icestream.cli.ingest_command import _progress_line
+
+    progress = {
+        "batch_id": 3, "num_input_rows": 40_000, "written": 39_000, "rejected": 200, "deduplicated": 800,
+        "millis_behind_latest": 0, "driver_heap_mib": {"used": 412.4, "committed": 600.0, "max": 1024.0},
+        "duration_ms": {"plan": 6.0, "read": 2100.0, "dedupe": 40.0, "write_events": 430.0, "total": 2750.0},
+    }  # fmt: skip
+    line = _progress_line(progress)
+    assert "2.75 s (read 2.10, write_events 0.43)" in line, line  # plan and dedupe under a tenth: left out
+    assert line.endswith("behind 0.0 s  heap 412/1024 MiB"), line
+    assert "heap" not in _progress_line({**progress, "driver_heap_mib": None})
