@@ -31,7 +31,12 @@ def test_a_jit_chosen_elsewhere_stands(monkeypatch: pytest.MonkeyPatch, theirs: 
 
 
 @pytest.mark.parametrize("drain", [True, False])
-def test_the_prepared_driver_options_say_c1_only_for_a_drain_alone(tmp_path: Path, drain: bool) -> None:
+def test_the_prepared_driver_options_say_c1_only_for_a_drain_alone(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, drain: bool
+) -> None:
+    # A JVM this process starts: in a test worker another test's session may be running already, and a
+    # running JVM's options are what they are (prepare_runtime leaves them).
+    monkeypatch.setattr(spark, "existing_conf", lambda: ({}, False))
     settings = load_settings(catalog_type="hadoop", warehouse=str(tmp_path / "w"), class_data_sharing=False)
     options = spark.prepare_runtime(settings, drain=drain).conf["spark.driver.extraJavaOptions"]
     assert (C1_ONLY in options) is drain, options
