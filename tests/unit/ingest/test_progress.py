@@ -39,7 +39,7 @@ def test_the_reported_dict_keeps_its_keys_and_totals() -> None:
         "transform_dropped", "schema_changes", "duration_ms", "millis_behind_latest", "millis_behind_before_read",
         "caught_up", "events_snapshot_id", "rejects_snapshot_id", "metrics_snapshot_id", "reject_reasons",
         "first_arrival", "last_arrival", "shards", "dedupe_index", "prefetched", "read_on", "ingest_ts",
-        "input_rows_per_second", "processed_rows_per_second",
+        "input_rows_per_second", "processed_rows_per_second", "driver_heap_mib",
     ]  # fmt: skip
     assert reported["num_input_rows"] == 15
     assert reported["deduplicated"] == 3, "one in a read task, two on the driver"
