@@ -15,10 +15,11 @@ import os
 import re
 from collections.abc import Iterable
 
+from icestream.runtime.cds import JAVA_OPTION_VARIABLES  # the variables a JVM reads its options from
+
 C1_ONLY = "-XX:TieredStopAtLevel=1"
 # Options by which a user or a cluster already chose the JIT: theirs stands.
 JIT_CHOICES = ("TieredStopAtLevel", "TieredCompilation", "CompilationMode", "-Xint", "-Xcomp")
-JAVA_OPTION_VARIABLES = ("SPARK_SUBMIT_OPTS", "JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS")
 
 
 def append_java_options(existing: str, options: dict[str, str]) -> str:

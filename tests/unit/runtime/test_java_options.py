@@ -9,7 +9,8 @@ import pytest
 from icestream.config import load_settings
 from icestream.errors import IcestreamError
 from icestream.runtime import spark
-from icestream.runtime.java_options import C1_ONLY, JAVA_OPTION_VARIABLES, drain_options
+from icestream.runtime.cds import JAVA_OPTION_VARIABLES
+from icestream.runtime.java_options import C1_ONLY, drain_options
 
 
 @pytest.fixture(autouse=True)
