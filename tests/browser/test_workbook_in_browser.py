@@ -41,10 +41,10 @@ IN_MAKE_TEST = ("structured_streaming",)
 EVERY_NOTEBOOK = os.environ.get("ICESTREAM_BROWSER_ALL") == "1"
 # The prepared lake: 00 → 01 → 02 headless, one kernel. 01 with a short live part and, for make test, a third
 # of its history (the anomaly notebook scores the default one); 02 the scheduled ingest of what the stream
-# holds, without its crash demo.
+# holds (which leaves the crash demo out).
 PREPARATION = {
     "01": {"live_seconds": 5.0, **({} if EVERY_NOTEBOOK else {"backfill_records": 10_000})},
-    "02": {"available_now": True, "crash_records": 0},
+    "02": {"available_now": True},
 }
 # The browser copies get the smaller sizes the notebook pass gives them (tests/notebooks/test_run_notebooks.py),
 # each notebook those of its parameters it declares: 01's live part, the routed demo, the row-level tables.

@@ -102,3 +102,16 @@ def test_readme_times_are_written_from_a_result(tmp_path: Path) -> None:
         "| 1 | `00_setup` | the lake | 14 s |",
         "| 2 | `01_produce_events` | events | 21 s |",
     ]
+
+
+RUN_COMMAND = re.compile(r"icestream run ((?:[0-9]{2}\w*\s+)+)")
+
+
+def test_the_schedules_run_the_ingest_and_the_table_health_notebooks() -> None:
+    """docs/scheduling.md schedules two jobs, the ingest and table health: its commands name notebooks by
+    number, which a split of the workbook changes (its health job once ran the continuous aggregate)."""
+    from icestream.workbook.runner import notebook_paths
+
+    commands = RUN_COMMAND.findall((ROOT / "docs" / "scheduling.md").read_text())
+    run = {path.stem for names in commands for path in notebook_paths(names.split())}
+    assert run == {"02_stream_ingest", "09_table_health"}, run
