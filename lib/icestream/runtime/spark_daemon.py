@@ -21,7 +21,12 @@ permanent generation, so the next collection walks only what the task since allo
 still freed by reference counting as before; only a reference cycle that survived a collection and
 became garbage afterwards would stay, and a task's rows, its one large allocation, hold no cycles.
 
-Enabled for local masters by :func:`icestream.runtime.spark.spark_conf` through Spark's
+Every worker is forked from this daemon, and a read task's first act in a new worker was to import
+pyarrow, boto3 and the reader (about a second of CPU per worker, paid again by every process that
+starts an ingest): the daemon imports them once before it forks (:data:`PRELOADED`), and each worker
+starts with them.
+
+Enabled for local masters by :func:`icestream.runtime.spark.session_conf` through Spark's
 ``spark.python.daemon.module`` setting.
 """
 
@@ -31,6 +36,28 @@ import gc
 import os
 import sys
 from typing import Any
+
+# What a read task imports (ingest.read_job's mapInArrow): Spark's Arrow serializer, pyarrow, pandas
+# (its first batch converts through pyarrow's pandas layer), the distutils that pyspark's pyarrow version
+# check imports (setuptools' shim, pkg_resources: 170 modules), the reader, and the Kinesis client's
+# botocore and boto3. Imported in the daemon once, shared by every worker.
+PRELOADED = (
+    "pyarrow", "pyarrow.pandas_compat", "pandas", "pyspark.sql.pandas.serializers", "distutils.version",
+    "boto3", "botocore.client", "icestream.ingest.reader",
+)  # fmt: skip
+
+
+def preload(modules: tuple[str, ...] = PRELOADED) -> list[str]:
+    """Import ``modules`` into the daemon; return those that could not be (a worker imports them as before)."""
+    import importlib
+
+    missing = []
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+    return missing
 
 
 def is_spark_archive(entry: str) -> bool:
@@ -79,6 +106,7 @@ def main() -> None:
     # The module's own name for gc: only the daemon's loop uses it. The stand-in has the two calls it makes,
     # not the gc module's type.
     daemon.gc = FreezingCollector()  # type: ignore[assignment]
+    preload()
     daemon.manager()
 
 

@@ -1,8 +1,8 @@
-"""The Python worker daemon keeps Spark's zip and jar archives off the import path."""
+"""The Python worker daemon keeps Spark's archives off the import path and preloads what read tasks import."""
 
 from __future__ import annotations
 
-from icestream.runtime.spark_daemon import is_spark_archive, without_spark_archives
+from icestream.runtime.spark_daemon import PRELOADED, is_spark_archive, preload, without_spark_archives
 
 LIB = "/opt/venv/lib/python3.11/site-packages/pyspark/python/lib"
 
@@ -70,3 +70,10 @@ def test_after_a_freeze_a_collection_walks_only_new_objects() -> None:
         assert {id(item) for item in fresh} <= walked, "what a task allocates later is still collected"
     finally:
         gc.unfreeze()  # this test process goes on as before
+
+
+def test_every_module_the_daemon_preloads_exists() -> None:
+    """A renamed module would not fail a read task, only make every worker import it again: it fails here."""
+    assert "icestream.ingest.reader" in PRELOADED
+    assert preload() == []
+    assert preload(("pyarrow", "icestream.no_such_module")) == ["icestream.no_such_module"]
