@@ -12,8 +12,9 @@ which the fixed cost of a drain shows.
 
 ``--variant NAME`` adds a second way to run the same drains, alternated with the default run by run
 (the baseline is measured in the same run): more ``icestream ingest`` arguments (``--variant-args``,
-e.g. ``--shards-per-task 1``) or the driver JVM's options (``--variant-java-options=...``, given through
-``SPARK_SUBMIT_OPTS``). Reported: the ratio of their records per CPU-second.
+e.g. ``--shards-per-task 1``), the driver JVM's options (``--variant-java-options=...``, given through
+``SPARK_SUBMIT_OPTS``) or another checkout's code (``--variant-checkout DIR``: a clone set up with
+``make setup``, whose ``icestream`` runs the drain). Reported: the ratio of their records per CPU-second.
 
 Run: ``.venv/bin/python bench/bench_drain.py`` (4 shards, 200,000 and 600,000 records, 2 runs: about
 8 minutes); ``--shards 4 32 128 --records 200000 600000 --runs 2`` for the scale table.
@@ -91,7 +92,7 @@ def drain(stream: str, table: str, variant: dict[str, str]) -> dict[str, Any]:
     """``icestream ingest --available-now`` of ``stream`` into ``table``, sampled; what it cost."""
     environment = {**os.environ, "ICESTREAM_STREAM_NAME": stream, "ICESTREAM_TABLE": table}
     environment["SPARK_SUBMIT_OPTS"] = variant["java_options"]
-    command = [str(Path(sys.executable).parent / "icestream"), "ingest", "--available-now",
+    command = [variant["icestream"], "ingest", "--available-now",
                "--starting-position", "trim_horizon", *shlex.split(variant["args"])]  # fmt: skip
     began = time.perf_counter()
     process = subprocess.Popen(command, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -175,12 +176,16 @@ def main() -> None:
     parser.add_argument("--variant", default=None, help="the name of a second way to run each drain")
     parser.add_argument("--variant-args", default="", help="its extra icestream ingest arguments")
     parser.add_argument("--variant-java-options", default=None, help="its driver JVM options (SPARK_SUBMIT_OPTS)")
+    parser.add_argument("--variant-checkout", type=Path, default=None, help="a set-up clone whose icestream it runs")
     args = parser.parse_args()
     result = banner("backlog drains through icestream ingest --available-now", command_line())
     java_options = os.environ.get("SPARK_SUBMIT_OPTS", "")
-    variants = {"default": {"args": "", "java_options": java_options}}
+    own = str(Path(sys.executable).parent / "icestream")
+    variants = {"default": {"args": "", "java_options": java_options, "icestream": own}}
     if args.variant:
-        variants[args.variant] = {"args": args.variant_args, "java_options": args.variant_java_options or java_options}
+        checkout = args.variant_checkout.resolve() / ".venv" / "bin" / "icestream" if args.variant_checkout else None
+        variants[args.variant] = {"args": args.variant_args, "java_options": args.variant_java_options or java_options,
+                                  "icestream": str(checkout or own)}  # fmt: skip
     with bench_session("drain", spark=True) as (_, spark):
         sizes = [measure_size(args, spark, shards, records, variants) for shards in args.shards
                  for records in args.records]  # fmt: skip
