@@ -92,6 +92,9 @@ def drain(stream: str, table: str, variant: dict[str, str]) -> dict[str, Any]:
     """``icestream ingest --available-now`` of ``stream`` into ``table``, sampled; what it cost."""
     environment = {**os.environ, "ICESTREAM_STREAM_NAME": stream, "ICESTREAM_TABLE": table}
     environment["SPARK_SUBMIT_OPTS"] = variant["java_options"]
+    # This process's session set them to its own Python, which a checkout's drain would run its Python workers with.
+    python = str(Path(variant["icestream"]).parent / "python")
+    environment["PYSPARK_PYTHON"] = environment["PYSPARK_DRIVER_PYTHON"] = python
     command = [variant["icestream"], "ingest", "--available-now",
                "--starting-position", "trim_horizon", *shlex.split(variant["args"])]  # fmt: skip
     began = time.perf_counter()
