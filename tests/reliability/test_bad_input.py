@@ -27,7 +27,8 @@ from hypothesis import strategies as st
 
 from icestream.ingest.parse import ParsedEvent, parse_payload
 from icestream.ingest.query import start_ingest
-from icestream.stream.clients import kinesis_client
+from icestream.lake.table import setup_tables
+from icestream.stream.clients import ensure_stream, kinesis_client
 from icestream.stream.emulator import free_port
 from icestream.synthetic.malformed import MALFORMED_KINDS, malformed_payload
 from tests.reliability import figures
@@ -341,15 +342,18 @@ SPARK_FAILURES = {
 
 
 @pytest.mark.parametrize("case", list(SPARK_FAILURES))
-def test_a_failure_inside_spark_is_one_line_with_its_cause(settings, emulator: str, tmp_path: Path, case: str) -> None:
+def test_a_failure_inside_spark_is_one_line_with_its_cause(
+    spark, settings, emulator: str, tmp_path: Path, case: str
+) -> None:
     options, cause = SPARK_FAILURES[case]
     name = f"spark_fails_{uuid.uuid4().hex[:8]}"
     env = {"ICESTREAM_STREAM_NAME": name.replace("_", "-"), "ICESTREAM_TABLE": name, "PYTHONPATH": str(tmp_path),
            # a run folder of its own for its log file: the emulator's state file is elsewhere, hence the endpoint
            "ICESTREAM_RUN_DIR": str(tmp_path / "run"), "ICESTREAM_KINESIS_ENDPOINT": emulator}  # fmt: skip
     (tmp_path / "spoiled_transform.py").write_text(FAILING_TRANSFORM)
-    assert _cli(["setup", "--shards", "1"], tmp_path, **env)[0] == 0
     there = dataclasses.replace(settings, stream_name=env["ICESTREAM_STREAM_NAME"], table=name)
+    ensure_stream(there, shard_count=1)  # what `icestream setup --shards 1` makes, without a JVM of its own
+    setup_tables(spark, there)
     record = json.dumps(event_document("spark-fails-1", "u", 1)).encode()
     kinesis_client(there).put_record(StreamName=there.stream_name, Data=record, PartitionKey="k")
     locked: list[Path] = []
