@@ -86,7 +86,9 @@ def archive_key(extra_class_path: str = "", jars: str = "") -> str | None:
     if not spark_jars.is_dir():
         return None
     facts = [_identity(java), *(_identity(path) for path in sorted(java.parents[1].glob("lib/server/*.so")))]
-    facts += sorted(path.name for path in spark_jars.glob("*.jar"))
+    # Size and time of each, as the JVM checks them: a reinstalled pyspark (the same names, new times) made the
+    # JVM refuse the archive without a word, and every driver started at its old cost.
+    facts += [_identity(path) for path in sorted(spark_jars.glob("*.jar"))]
     facts += [_identity(Path(entry)) for entry in extra_class_path.split(os.pathsep) if entry]
     facts += [_identity(Path(entry)) for entry in jars.split(",") if entry]
     return hashlib.sha256("\n".join(facts).encode()).hexdigest()[:16]

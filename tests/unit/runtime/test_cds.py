@@ -61,6 +61,21 @@ def test_the_key_follows_the_jars_spark_loads(tmp_path: Path) -> None:
     assert cds.archive_path(tmp_path, jars=f"{runtime},{driver}") != cds.archive_path(tmp_path)
 
 
+def test_the_key_follows_spark_s_own_jars(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The JVM refuses an archive once a class path jar has another size or time (pyspark reinstalled)."""
+    import os
+
+    from pyspark import find_spark_home
+
+    (tmp_path / "jars").mkdir()
+    core = tmp_path / "jars" / "spark-core_2.12-3.5.8.jar"
+    core.write_bytes(b"classes")
+    monkeypatch.setattr(find_spark_home, "_find_spark_home", lambda: str(tmp_path))
+    before = cds.archive_key()
+    os.utime(core, (core.stat().st_atime, core.stat().st_mtime + 60))
+    assert cds.archive_key() not in (None, before), "the same jar names installed again need a new archive"
+
+
 def test_without_java_there_is_no_archive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-java"))
     assert cds.archive_key() is None
