@@ -21,7 +21,7 @@ from urllib.parse import urlparse
 from icestream.config import Settings
 from icestream.errors import ConfigError, ServiceUnavailableError
 from icestream.limits import MAX_SHARD_COUNT
-from icestream.runtime.aws import profile_session
+from icestream.runtime.aws import KEPT_LOCK, kept_session, profile_session
 from icestream.stream.emulator import START_COMMAND, Emulator
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -63,8 +63,12 @@ class KinesisConnection:
         }
         if self.endpoint:
             options["endpoint_url"] = self.endpoint
-        session = profile_session(self.profile, self.region, self.role_arn, botocore_session=_botocore_session())
-        return session.client("kinesis", **options)
+        session = kept_session(
+            ("kinesis", self.profile, self.region, self.role_arn),
+            lambda: profile_session(self.profile, self.region, self.role_arn, botocore_session=_botocore_session()),
+        )
+        with KEPT_LOCK:
+            return session.client("kinesis", **options)
 
 
 def utc_timestamp(value: Any) -> Any:
