@@ -5,7 +5,9 @@ fault hook that (1) appends each phase it reaches to ``RELIABILITY_PHASE_LOG``, 
 knows where a kill landed, and (2) when ``RELIABILITY_KILL_PHASE`` is set, SIGKILLs its own process
 group (Python and the JVM together, like a machine losing power) at that phase of the
 ``RELIABILITY_KILL_BATCH``-th batch this process runs, or ``RELIABILITY_KILL_AFTER`` seconds later.
-SIGKILL cannot be caught: nothing gets to clean up, which is the point.
+SIGKILL cannot be caught: nothing gets to clean up, which is the point. Unkilled, it stops as
+``icestream ingest`` does at ``RELIABILITY_DURATION`` seconds, or as soon as ``RELIABILITY_STOP_FILE``
+exists (the concurrent-writers campaign: when the other writers are done).
 """
 
 from __future__ import annotations
@@ -111,7 +113,11 @@ def main() -> int:
         fault_hook=hook,
     )
     log.write(f"{time.time():.3f} started -1\n")
-    query.await_termination()
+    stop_file = os.environ.get("RELIABILITY_STOP_FILE")
+    while not query.await_termination(timeout=0.2):
+        if stop_file and Path(stop_file).exists():
+            query.stop()
+            break
     return 0
 
 

@@ -40,7 +40,8 @@ def test_ingest_maintenance_and_another_writer_lose_nothing(spark, fresh, tmp_pa
     processes = {
         "ingest": spawn("ingest_runner.py", [], {
             **base_env, "RELIABILITY_PHASE_LOG": str(tmp_path / "ingest.phases"), "RELIABILITY_TRIGGER": "1",
-            "RELIABILITY_MAX_RECORDS": "500", "RELIABILITY_DURATION": str(seconds + 20),
+            "RELIABILITY_MAX_RECORDS": "500", "RELIABILITY_DURATION": str(seconds + 60),
+            "RELIABILITY_STOP_FILE": str(tmp_path / "stop"),
         }, logs["ingest"]),
         "maintain": spawn("writer_runner.py", ["maintain"], {
             **base_env, "WRITER_SECONDS": str(seconds), "WRITER_RESULT": str(results["maintain"]),
@@ -55,7 +56,8 @@ def test_ingest_maintenance_and_another_writer_lose_nothing(spark, fresh, tmp_pa
             finish(processes[name], seconds + 180, logs[name])
     finally:
         workload.stop()
-    finish(processes["ingest"], 240, logs["ingest"])  # its duration ends it
+        (tmp_path / "stop").touch()  # the ingest ran before, during and after both other writers
+    finish(processes["ingest"], 240, logs["ingest"])
 
     verdict = drain_and_verify(spark, settings, workload.ledger, tmp_path / "p.jsonl")
     spark.catalog.refreshTable(other_name)  # the appender committed from its own process
