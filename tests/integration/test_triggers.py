@@ -75,3 +75,30 @@ def test_min_records_holds_batches_back_and_one_batch_commits_them_all(spark, fr
     assert len(position_only) >= 1
     assert position_only["added_records"].fillna(0).eq(0).all()
     assert position_only["freshness_oldest_s"].isna().all()
+
+
+def test_a_drain_runs_its_batches_back_to_back_whatever_the_trigger(spark, fresh) -> None:
+    """A drain of three batches' worth never waits for a trigger between them (the CLI's default 5 s
+    trigger made a scheduled drain of a backlog idle 5 s after every batch)."""
+    import threading
+
+    from icestream.ingest.options import ingest_options
+    from icestream.ingest.query import build_ingest
+    from tests.helpers.streams import event_payload, put
+
+    made = fresh(shards=1, prefix="backtoback")
+    put(made, [(event_payload(number, "u"), "u") for number in range(30)])
+    options = ingest_options(made, available_now=True, trigger_seconds=10, max_records_per_shard=10).validated()
+    query = build_ingest(spark, made, options)
+    waits: list[float | None] = []
+
+    class Recorded(threading.Event):
+        def wait(self, timeout: float | None = None) -> bool:
+            waits.append(timeout)
+            return super().wait(timeout)
+
+    query._stop = Recorded()
+    query.start()
+    assert query.await_termination(timeout=300)
+    assert [progress["num_input_rows"] for progress in query.recent_progress] == [10, 10, 10]
+    assert waits == [], "a drain waited for its trigger between batches"

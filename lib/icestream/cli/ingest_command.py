@@ -135,7 +135,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 def add_ingest_options(ingest: argparse.ArgumentParser) -> None:
     """The options of ``icestream ingest``, shared with the job entry point (:mod:`icestream.jobs.ingest`)."""
     ingest.add_argument(
-        "--trigger", default="5s", help="processing-time trigger, 200ms to 1m (default 5s; 0 with --available-now)"
+        "--trigger",
+        default="5s",
+        help="processing-time trigger, 200ms to 1m (default 5s); --available-now runs its batches back to back",
     )
     ingest.add_argument("--available-now", action="store_true", help="read what the stream holds now, commit, stop")
     ingest.add_argument("--duration", type=float, help="stop after this many seconds")

@@ -29,7 +29,7 @@ PHASES = ("before_read", "after_read", "between_commits", "after_commit")
 # A trigger's bounds. An idle query polls every shard once a trigger, and Kinesis allows 5 GetRecords
 # calls a second per shard, shared by every reader of it: 200 ms would take them all. The table's lease
 # is renewed once a trigger, so two triggers must fit in its 120 s. A drain (available_now) stops at the
-# tip and may run its batches back to back (trigger 0).
+# tip and runs its batches back to back, whatever the trigger (as Spark's availableNow does).
 MIN_TRIGGER_SECONDS = 1 / GET_CALLS_PER_SECOND
 MAX_TRIGGER_SECONDS = DEFAULT_TTL_SECONDS / 2
 
@@ -38,7 +38,7 @@ MAX_TRIGGER_SECONDS = DEFAULT_TTL_SECONDS / 2
 class IngestOptions:
     """How the ingest query runs. Every field is validated by :meth:`validated`."""
 
-    trigger_seconds: float = 5.0  # processing-time trigger: a batch starts at most this often
+    trigger_seconds: float = 5.0  # processing-time trigger: a batch starts at most this often (a drain: no wait)
     available_now: bool = False  # read what the stream holds now, commit, stop (min_records does not apply)
     # Spark's Kafka minOffsetsPerTrigger / maxTriggerDelay: a trigger runs a batch only once this many
     # Kinesis records wait (a KPL aggregate is one), or once max_trigger_delay_seconds passed since the

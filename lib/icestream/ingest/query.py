@@ -207,8 +207,10 @@ class IngestQuery:
                 self._status = {"message": "Processing new data", "isDataAvailable": True, "isTriggerActive": True}
                 self._renew_leases()
                 progress = run_with_retries(self._batch, self._recover, self.options.batch_retries, self._stop)
-                if self.options.available_now and (progress is None or progress.caught_up):
-                    break
+                if self.options.available_now:
+                    if progress is None or progress.caught_up:
+                        break
+                    continue  # a drain runs its batches back to back, as Spark's availableNow trigger does
                 self._status = {"message": "Waiting for next trigger", "isDataAvailable": progress is not None,
                                 "isTriggerActive": False}  # fmt: skip
                 remaining = self.options.trigger_seconds - (time.monotonic() - tick)
