@@ -3,9 +3,9 @@
 Each notebook is opened from a copy of ``notebooks/`` and run through JupyterLab's own command
 ("Run All Cells"); at the end no cell may show an error, every prompt is numbered and every chart
 cell rendered its image. Notebook 02 runs while events flow into its stream, and its live dashboard
-must change between two looks while the ingest runs. The others run on a lake that 00 → 01 → 02
-prepared headless first (the runner, as ``make run``): ``make test`` runs the Structured Streaming
-notebook that way, ``make browser-all`` (``ICESTREAM_BROWSER_ALL=1``) every one of them. ``make test``
+must change between two looks while the ingest runs. The others run on a lake prepared first as
+00 → 01 → 02 would leave it (their library calls, in this process): ``make test`` runs the Structured
+Streaming notebook that way, ``make browser-all`` (``ICESTREAM_BROWSER_ALL=1``) every one of them. ``make test``
 installs ``chromium`` and ``chromium-driver`` with apt-get (``make browser``).
 """
 
@@ -40,13 +40,9 @@ PARAMETERS_02 = {"run_seconds": 20.0, "trigger_seconds": 1.0, **({} if EVERY_NOT
 # Structured Streaming one, the lesson a learner copies into a job of their own (about 40 s headless,
 # plus the lake's preparation); the rest, each its headless time again, under make browser-all.
 IN_MAKE_TEST = ("structured_streaming",)
-# The prepared lake: 00 → 01 → 02 headless, one kernel. 01 with a short live part and, for make test, a third
-# of its history (the anomaly notebook scores the default one); 02 the scheduled ingest of what the stream
-# holds (which leaves the crash demo out).
-PREPARATION = {
-    "01": {"live_seconds": 5.0, **({} if EVERY_NOTEBOOK else {"backfill_records": 10_000})},
-    "02": {"available_now": True},
-}
+# The prepared lake's backfill: 01's parameters, and for make test a third of its history (the anomaly
+# notebook, under make browser-all, scores the default one).
+PREPARATION = {} if EVERY_NOTEBOOK else {"backfill_records": 10_000}
 # The browser copies get the smaller sizes the notebook pass gives them (tests/notebooks/test_run_notebooks.py),
 # each notebook those of its parameters it declares: 01's live part, the routed demo, the row-level tables.
 SMALLER = {name: value for _, sizes in FIRST_PASS for name, value in sizes.items()}
@@ -89,15 +85,21 @@ def browser_order() -> list[object]:
     ]  # fmt: skip
 
 
-def smaller(notebook: str) -> dict:
-    """The sizes of :data:`SMALLER` that ``notebook`` declares in its parameters cell."""
+def parameters(notebook: str) -> dict:
+    """The parameters ``notebook`` declares in its parameters cell, with their default values."""
     import ast
 
     import nbformat
 
     cells = nbformat.read(project_home() / "notebooks" / notebook, as_version=4).cells
     source = next(cell.source for cell in cells if "parameters" in cell.metadata.get("tags", []))
-    declared = {node.target.id for node in ast.parse(source).body if isinstance(node, ast.AnnAssign)}
+    return {node.target.id: ast.literal_eval(node.value) for node in ast.parse(source).body
+            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value}  # fmt: skip
+
+
+def smaller(notebook: str) -> dict:
+    """The sizes of :data:`SMALLER` that ``notebook`` declares in its parameters cell."""
+    declared = parameters(notebook)
     return {name: value for name, value in SMALLER.items() if name in declared}
 
 
@@ -144,26 +146,40 @@ def flowing(fresh) -> Iterator[Settings]:
 
 
 @pytest.fixture(scope="module")
-def prepared_lake(emulator: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
-    """A private stream and tables (named as ``fresh`` names them) that 00 → 01 → 02 filled headless.
+def prepared_lake(spark, emulator: str) -> Iterator[Settings]:
+    """A private stream and tables (named as ``fresh`` names them) holding 01's backfill as 02's drain leaves it.
 
-    The notebooks make the stream and tables themselves (00), from the names in the environment.
+    Made in this process with the library calls those notebooks make (the stream, the tables, the
+    backfill at 01's parameters but for :data:`PREPARATION`'s size, an ``available_now`` drain), not by
+    running them in a kernel of their own: the notebook pass runs 00 → 02 headless, and each has its own
+    browser test under make browser-all. No live producer runs: the notebooks here read the backfill.
     """
+    from icestream.lake.table import setup_tables
     from icestream.producer.background import stop_background_producer
-    from icestream.workbook.runner import run_notebooks
+    from icestream.producer.run import run_production
+    from icestream.stream.clients import ensure_stream
+    from icestream.synthetic.generator import EventGenerator, backfill_config
+    from icestream.synthetic.ground_truth import parse_anomalies
+    from tests.helpers.ingest import drain
 
     suffix = uuid.uuid4().hex[:8]
+    set_up, produced = parameters("00_setup.ipynb"), {**parameters("01_produce_events.ipynb"), **PREPARATION}
     lake = load_settings(stream_name=f"browser-{suffix}", table=f"browser_{suffix}")
-    output = tmp_path_factory.mktemp("browser-preparation")
-    with pytest.MonkeyPatch.context() as environment:
-        environment.setenv("ICESTREAM_STREAM_NAME", lake.stream_name)
-        environment.setenv("ICESTREAM_TABLE", lake.table)
-        try:
-            run_notebooks(notebook_paths(["00", "01", "02"]), output, overrides=PREPARATION, report=lambda _: None,
-                          progress=False)  # fmt: skip
-            yield lake
-        finally:
-            stop_background_producer(lake)  # 01 starts one (here, and in its browser run)
+    ensure_stream(lake, shard_count=set_up["shard_count"])
+    setup_tables(spark, lake)
+    generator = EventGenerator(backfill_config(
+        hours=produced["backfill_hours"], records=produced["backfill_records"], seed=produced["seed"],
+        anomalies=parse_anomalies(produced["anomalies"]), bad_rate=produced["bad_rate"],
+        duplicate_rate=produced["duplicate_rate"], late_rate=produced["late_rate"],
+        kinesis_oversized=produced["kinesis_oversized"],
+    ))  # fmt: skip
+    records = list(generator)
+    run_production(lake, records, mode="backfill", generator=generator, total=len(records))
+    drain(spark, lake)
+    try:
+        yield lake
+    finally:
+        stop_background_producer(lake)  # 01's browser run starts one
 
 
 def served_copy(root: Path, notebook: str, parameters: dict) -> Path:
