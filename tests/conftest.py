@@ -19,6 +19,7 @@ from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
 from icestream.config import Settings, load_settings, project_home
+from icestream.runtime.java_options import C1_ONLY
 
 # A test's kind is the folder it lives in; the marker follows from it, so `-m unit` can never
 # start a JVM or the emulator because someone marked an integration test `unit` by mistake.
@@ -35,7 +36,7 @@ LONGEST_FIRST = ("notebook", "cluster", "browser", "reliability", "integration",
 SERVICE_FIXTURES = frozenset(("spark", "emulator", "stream_settings", "fresh", "spark_cluster"))
 TESTS = Path(__file__).resolve().parent
 # Java options of the drivers the tests start (see test_home); ICESTREAM_TEST_JVM_OPTIONS= (empty) measures without.
-TEST_JVM_OPTIONS = os.environ.get("ICESTREAM_TEST_JVM_OPTIONS", "-XX:TieredStopAtLevel=1")
+TEST_JVM_OPTIONS = os.environ.get("ICESTREAM_TEST_JVM_OPTIONS", C1_ONLY)
 
 # No per-example deadline: on a shared 2-core machine it turns a correctness test into a timing test.
 hypothesis_settings.register_profile("icestream", deadline=None, suppress_health_check=[HealthCheck.too_slow])

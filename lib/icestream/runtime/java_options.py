@@ -17,7 +17,10 @@ from collections.abc import Iterable
 
 from icestream.runtime.cds import JAVA_OPTION_VARIABLES  # the variables a JVM reads its options from
 
-C1_ONLY = "-XX:TieredStopAtLevel=1"
+# C1 alone would also get the code cache of a JVM without tiers, 48 MB instead of 240: a long-lived session
+# that compiles Spark's generated classes filled it in 8 minutes of tests (2026-11-27), then failed a DROP
+# TABLE with "InternalError: Out of space in CodeCache for method handle intrinsic". It keeps the 240 MB.
+C1_ONLY = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 # Options by which a user or a cluster already chose the JIT: theirs stands.
 JIT_CHOICES = ("TieredStopAtLevel", "TieredCompilation", "CompilationMode", "-Xint", "-Xcomp")
 

@@ -60,3 +60,21 @@ def test_start_ingest_asks_for_a_drains_jvm_only_when_it_drains(
     with pytest.raises(IcestreamError, match="stop here"):
         start_ingest(None, settings, available_now=available_now, trigger_seconds=0 if available_now else 5)
     assert asked == [available_now]
+
+
+def test_c1_only_keeps_the_code_cache_of_a_tiered_jvm() -> None:
+    """C1 alone would shrink the code cache to 48 MB: a long-lived test session filled it and failed with
+    "Out of space in CodeCache for method handle intrinsic" (2026-11-27)."""
+    import subprocess
+
+    from tests.conftest import TEST_JVM_OPTIONS
+
+    def code_cache(options: str) -> int:
+        flags = subprocess.run(["java", *options.split(), "-XX:+PrintFlagsFinal", "-version"],
+                               capture_output=True, text=True, check=True).stdout  # fmt: skip
+        line = next(line for line in flags.splitlines() if " ReservedCodeCacheSize " in line)
+        return int(line.split("=")[1].split()[0])
+
+    tiered = code_cache("")
+    assert code_cache(C1_ONLY) >= tiered
+    assert code_cache(TEST_JVM_OPTIONS) >= tiered
