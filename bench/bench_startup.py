@@ -5,8 +5,9 @@ namespace (the first query loads the catalog, Iceberg and the JDBC driver), as a
 a CLI command or a scheduled job does first. Runs alternate between the default (the driver JVM maps
 the class data sharing archive ``make setup`` built, :mod:`icestream.runtime.cds`) and
 ``ICESTREAM_CLASS_DATA_SHARING=false`` (the baseline), with the JVM's default JIT and, with
-``--c1``, with C1 only as the tests run it. ``--without bytecode`` takes the compiled Python bytecode
-``make`` writes at install away from the baseline instead (``PYTHONPYCACHEPREFIX`` pointed at an empty
+``--c1``, with C1 only as the tests run it (``icestream.runtime.java_options.C1_ONLY``).
+``--without bytecode`` takes the compiled Python bytecode ``make`` writes at install away from the
+baseline instead (``PYTHONPYCACHEPREFIX`` pointed at an empty
 folder: Python compiles every module it imports from source, as it did before, where
 ``PYTHONDONTWRITEBYTECODE`` is set). Reported: medians of the imports, the session start, the first
 query and all together, and the ratio default / baseline.
@@ -26,6 +27,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import SCRATCH, banner, command_line, private_environment, shown, summary, write_results
+
+from icestream.runtime.java_options import C1_ONLY
 
 CHILD = """
 import json, time
@@ -51,7 +54,7 @@ def one_run(archive: bool, c1: bool, bytecode: bool = True) -> dict[str, float]:
     if not bytecode:  # a folder with no bytecode in it, which Python reads instead of __pycache__
         env["PYTHONPYCACHEPREFIX"] = str(SCRATCH / "no-bytecode")
     if c1:
-        env["SPARK_SUBMIT_OPTS"] = f"{env.get('SPARK_SUBMIT_OPTS', '')} -XX:TieredStopAtLevel=1".strip()
+        env["SPARK_SUBMIT_OPTS"] = f"{env.get('SPARK_SUBMIT_OPTS', '')} {C1_ONLY}".strip()
     result = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, check=True)
     return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -78,10 +81,8 @@ def main() -> None:
     runs: dict[str, list[dict[str, float]]] = {default: [], "baseline": []}
     for _ in range(args.runs):
         for kind in runs:
-            base = kind == "baseline"
-            runs[kind].append(
-                one_run(not (base and default == "archive"), args.c1, not (base and default == "bytecode"))
-            )
+            without = args.without if kind == "baseline" else None  # what this run goes without
+            runs[kind].append(one_run(without != "archive", args.c1, without != "bytecode"))
     results: dict[str, dict] = {}
     for kind, values in runs.items():
         results[kind] = {part: summary([value[part] for value in values]) for part in PARTS}
