@@ -219,7 +219,7 @@ def pipeline_load(spark: Any, settings: Any, cap: int) -> dict[str, Any]:
 
 def per_core(args: argparse.Namespace, spark: Any, settings: Any) -> dict[str, Any]:
     """Pipeline and native, alternating, per core-second; ratios per pair."""
-    from icestream.ingest import source
+    from icestream.ingest import read_job
     from icestream.stream.clients import ensure_stream, kinesis_client, list_shards
     from icestream.synthetic.generator import backfill_config, generate
 
@@ -234,7 +234,7 @@ def per_core(args: argparse.Namespace, spark: Any, settings: Any) -> dict[str, A
         (folder / f"{shard_id}.pickle").write_bytes(pickle.dumps(rows, protocol=pickle.HIGHEST_PROTOCOL))
     payload_file = folder.parent / "payloads.jsonl"
     payload_file.write_bytes(b"".join(record.data + b"\n" for record in records))
-    source.read_arrow = memory_read_arrow(str(folder))  # the read tasks' client: the records in memory
+    read_job.read_arrow = memory_read_arrow(str(folder))  # the read tasks' client: the records in memory
     print(f"{len(records):,} records ({sum(len(r.data) for r in records) / len(records):.0f} bytes on average) "
           f"in {args.shards} shards: {', '.join(str(len(rows)) for rows in routed.values())}", flush=True)  # fmt: skip
 
@@ -362,15 +362,15 @@ def main() -> None:
     facts = banner("ingest pipeline vs Spark's native JSON load, and end to end", command_line())
     with bench_session("pipeline", shards=args.shards) as (settings, spark):
         results: dict[str, Any] = {"machine": facts, "command": command_line()}
-        from icestream.ingest import source
+        from icestream.ingest import read_job
 
-        real_reader = source.read_arrow
+        real_reader = read_job.read_arrow
         try:
             results["per_core"] = per_core(args, spark, settings)
         finally:
             # per_core's read tasks read from memory; the end-to-end ingest must read the emulator
             # (until 2026-11-23 it did not: its "ingest" rates were the in-memory records' drain).
-            source.read_arrow = real_reader
+            read_job.read_arrow = real_reader
         if args.e2e_records:
             results["end_to_end"] = end_to_end(args, spark, settings)
     write_results("pipeline", results)

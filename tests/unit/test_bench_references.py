@@ -1,0 +1,61 @@
+"""The benchmarks name the library's modules, functions and patch points: they must still exist.
+
+The benchmarks are not run by ``make test`` (they measure; they take minutes), so a moved function
+broke them silently: ``bench_pipeline.py`` replaced ``icestream.ingest.source.read_arrow`` for its
+in-memory read tasks after the function had moved to ``icestream.ingest.read_job``, and stopped
+with an AttributeError only when run. Had the replacement been an assignment alone, it would have
+measured the emulator instead of the in-memory records, with no error at all.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+def references(tree: ast.AST) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """``(module, name)`` for each ``from icestream... import name``, and for each assignment
+    ``alias.attr = ...`` to a module imported that way (a patch point)."""
+    imported: list[tuple[str, str]] = []
+    modules: dict[str, str] = {}  # local alias -> the icestream module it names
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "icestream":
+            for alias in node.names:
+                imported.append((node.module or "", alias.name))
+                modules[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    patched = [
+        (modules[target.value.id], target.attr)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id in modules
+    ]
+    return imported, patched
+
+
+@pytest.mark.parametrize("script", sorted(BENCH.glob("*.py")), ids=lambda path: path.name)
+def test_what_a_benchmark_imports_or_replaces_exists(script: Path) -> None:
+    imported, patched = references(ast.parse(script.read_text(), filename=str(script)))
+    missing = []
+    for module, name in imported:
+        owner = importlib.import_module(module)
+        if not hasattr(owner, name):
+            try:
+                importlib.import_module(f"{module}.{name}")
+            except ModuleNotFoundError:
+                missing.append(f"from {module} import {name}")
+    for module, name in patched:
+        if not hasattr(importlib.import_module(module), name):
+            missing.append(f"{module}.{name} (replaced by the benchmark)")
+    assert not missing, f"{script.name} names what the library no longer has: {missing}"
+
+
+def test_a_replaced_function_that_moved_is_found() -> None:
+    tree = ast.parse("from icestream.ingest import source\nsource.read_arrow = None\n")
+    assert references(tree)[1] == [("icestream.ingest.source", "read_arrow")]
+    assert not hasattr(importlib.import_module("icestream.ingest.source"), "read_arrow")
