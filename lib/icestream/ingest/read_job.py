@@ -2,14 +2,16 @@
 
 One Spark job reads every shard of a batch (:func:`~icestream.ingest.reader.read_arrow` in each
 task), keeps the rows in Spark's block store and collects one small meta row per shard. A task
-reads its shards one after another, each within Kinesis's per-shard limits (its own GetRecords
-loop), through the one client its Python worker keeps: a stream of 128 shards is read by
-``spark.default.parallelism`` tasks (a local session's 4), not by 128 tasks each paying a task's
-fixed cost.
+reads its shards side by side (:mod:`~icestream.ingest.side_by_side`: a thread per shard, a few at
+once), each within Kinesis's per-shard limits (its own GetRecords loop), through the one client its
+Python worker keeps: a stream of 128 shards is read by as many tasks as the session runs at once
+(:func:`task_slots`: a local session's cores), not by 128 tasks each paying a task's fixed cost.
 """
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -28,7 +30,7 @@ def read_task_count(shards: int, shards_per_task: int | None, cores: int) -> int
         shards: The batch's shard plans.
         shards_per_task: The group's size (Databricks' ``shardsPerTask``); None: ``cores`` tasks, the
             shards spread evenly (more tasks than cores would only queue, each with a task's cost).
-        cores: The session's ``spark.default.parallelism`` (a local session's 4, a cluster's cores).
+        cores: The tasks the session runs at once (:func:`task_slots`).
 
     Returns:
         At least 1, at most ``shards`` (when there are any).
@@ -38,6 +40,23 @@ def read_task_count(shards: int, shards_per_task: int | None, cores: int) -> int
     if shards_per_task is not None:
         return -(-shards // shards_per_task)
     return max(1, min(shards, cores))
+
+
+def task_slots(master: str, parallelism: int, machine_cores: int | None = None) -> int:
+    """How many tasks a session runs at once: N of ``local[N]`` (the machine's cores for ``local[*]``),
+    else ``spark.default.parallelism`` (on a cluster, its executors' cores).
+
+    A local session's ``spark.default.parallelism`` is 4 whatever the machine (runtime.spark), so it
+    cannot say how many tasks run side by side: on 2 cores, 4 read tasks ran as two rounds of two.
+    """
+    found = re.fullmatch(r"local(?:\[(\d+|\*)(?:,\s*\d+)?\])?", master.strip())
+    if found is None:
+        return max(1, parallelism)
+    if found.group(1) is None:
+        return 1
+    if found.group(1) == "*":
+        return max(1, machine_cores or os.cpu_count() or 1)
+    return max(1, int(found.group(1)))
 
 
 def shard_share(per_shard: int, per_batch: int, shards: int) -> int:

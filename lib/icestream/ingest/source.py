@@ -2,7 +2,7 @@
 
 :class:`ShardSource` plans a batch (``positions.plan_shards``: a child shard waits until its
 parents are read to the end) and runs one Spark job (:mod:`~icestream.ingest.read_job`: the shards
-spread over ``spark.default.parallelism`` tasks, or ``shards_per_task`` each), which keeps the rows
+spread over the tasks the session runs at once, or ``shards_per_task`` each), which keeps the rows
 in Spark's block store and collects one small meta row per shard
 (:class:`~icestream.ingest.progress.ReadStats`). Everything after works on the kept rows,
 restricted to the sequence range the first read reported (:meth:`ReadBatch.kept`), so a batch's
@@ -38,7 +38,14 @@ from icestream.ingest import positions as pos
 from icestream.ingest.gate import ITERATOR_REUSE_SECONDS, TriggerGate
 from icestream.ingest.options import IngestOptions
 from icestream.ingest.progress import ReadStats
-from icestream.ingest.read_job import read_task_count, read_with_spark, release_rows, shard_share, within_ends
+from icestream.ingest.read_job import (
+    read_task_count,
+    read_with_spark,
+    release_rows,
+    shard_share,
+    task_slots,
+    within_ends,
+)
 from icestream.ingest.reader import ReadOptions
 from icestream.ingest.tip_read import TIP_RECORDS_PER_SHARD, read_on_driver
 from icestream.limits import DEFAULT_RECORDS_PER_BATCH, DEFAULT_RECORDS_PER_SHARD
@@ -327,9 +334,10 @@ class ShardSource:
         return read_with_spark(self.spark, read_options, plans, tasks, self._explain_read_failure)
 
     def _cores(self) -> int:
-        """The session's cores for tasks (``spark.default.parallelism``), asked of the JVM once."""
+        """The tasks the session runs at once (:func:`~icestream.ingest.read_job.task_slots`), asked once."""
         if self._parallelism is None:
-            self._parallelism = self.spark.sparkContext.defaultParallelism
+            context = self.spark.sparkContext
+            self._parallelism = task_slots(context.master or "", context.defaultParallelism)
         return self._parallelism
 
     def keep_iterators(self, read: ReadBatch, positions: dict[str, str]) -> None:

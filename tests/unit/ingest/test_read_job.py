@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from icestream.errors import ConfigError
 from icestream.ingest.options import IngestOptions
-from icestream.ingest.read_job import CLAUSES_UP_TO, read_task_count, shard_share, within_ends
+from icestream.ingest.read_job import CLAUSES_UP_TO, read_task_count, shard_share, task_slots, within_ends
 
 
 @pytest.mark.parametrize(
@@ -80,3 +80,18 @@ def test_each_shard_gets_a_share_of_the_batch(per_shard: int, per_batch: int, sh
 def test_max_records_per_batch_must_be_positive() -> None:
     with pytest.raises(ConfigError, match="max_records_per_batch"):
         IngestOptions(max_records_per_batch=0).validated()
+
+
+@pytest.mark.parametrize(
+    ("master", "parallelism", "slots"),
+    [
+        ("local[*]", 4, 2),  # the machine's 2 cores, not a local session's spark.default.parallelism of 4
+        ("local[3]", 4, 3),
+        ("local[2,4]", 4, 2),  # with task retries
+        ("local", 4, 1),
+        ("spark://127.0.0.1:7077", 6, 6),  # a cluster: its executors' cores
+        ("local-cluster[2,1,1024]", 2, 2),
+    ],
+)
+def test_task_slots_are_the_tasks_a_session_runs_at_once(master: str, parallelism: int, slots: int) -> None:
+    assert task_slots(master, parallelism, machine_cores=2) == slots

@@ -1,0 +1,86 @@
+"""Several sources read at once in threads, their items handed on in one stream: a read task's shards.
+
+A read task that holds several shards used to read them one after another: while a GetRecords call
+waited (on Kinesis's network round trip, or on an emulator serving another task) the task did
+nothing, and the task after it could not start. Read side by side, one thread per shard (at most
+``threads`` at once), the waits overlap, while each shard is still read by one thread, in order,
+within its own per-shard limits. The Python work itself (parsing, Arrow) still takes the worker's
+one interpreter lock in turn: what is gained is the waiting, not more CPU.
+
+Each source's items keep their order; items of different sources interleave. The queue between the
+threads and the consumer holds at most ``threads`` items, so memory stays bounded by the threads'
+chunks, whatever the consumer's pace. A source that fails ends the stream with its error once every
+thread has stopped (no read is left running), as a read task of one shard would fail.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+Item = TypeVar("Item")
+
+_DONE = object()  # a source ended
+
+
+class _StoppedError(Exception):
+    """The consumer went away: a source's thread stops at its next item."""
+
+
+def side_by_side(sources: Sequence[Callable[[], Iterator[Item]]], threads: int) -> Iterator[Item]:
+    """Every item of every source, at most ``threads`` sources read at once.
+
+    Args:
+        sources: Each called once, in a thread of its own, to start its iterator.
+        threads: At most this many sources at once; 1 (or a single source) reads them in turn, here.
+
+    Raises:
+        The first error a source raised, once all threads have stopped.
+    """
+    if threads <= 1 or len(sources) <= 1:
+        for source in sources:
+            yield from source()
+        return
+    handed: queue.Queue[object] = queue.Queue(maxsize=threads)
+    stop = threading.Event()
+
+    def put(item: object) -> None:
+        while not stop.is_set():
+            try:
+                handed.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+        raise _StoppedError
+
+    def run(source: Callable[[], Iterator[Item]]) -> None:
+        try:
+            for item in source():
+                put(item)
+            put(_DONE)
+        except _StoppedError:
+            pass
+        except BaseException as error:  # noqa: BLE001 - handed to the consumer, which raises it
+            if not stop.is_set():
+                put(error)
+
+    pool = ThreadPoolExecutor(max_workers=min(threads, len(sources)), thread_name_prefix="icestream-shard")
+    futures = [pool.submit(run, source) for source in sources]
+    try:
+        ended = 0
+        while ended < len(sources):
+            item = handed.get()
+            if item is _DONE:
+                ended += 1
+            elif isinstance(item, BaseException):
+                raise item
+            else:
+                yield item  # type: ignore[misc]
+    finally:
+        stop.set()  # a failure, or a consumer that stopped early: the threads end at their next item
+        for future in futures:
+            future.cancel()
+        pool.shutdown(wait=True)
