@@ -53,8 +53,8 @@ from common import (
     write_results,
 )
 
-TARGET_PER_CORE = 0.5
-TARGET_END_TO_END = 0.9
+TARGET_PER_CORE = 0.8
+TARGET_END_TO_END = 1.0
 
 
 # -- in-memory GetRecords ---------------------------------------------------------------------------
@@ -96,10 +96,10 @@ class MemoryKinesis:
 
 
 def memory_read_arrow(folder: str) -> Any:
-    """A stand-in for ``reader.read_arrow``: the same task function, its client the records in memory."""
-    from icestream.ingest import reader
+    """A stand-in for ``read_task.read_arrow``: the same task function, its client the records in memory."""
+    from icestream.ingest import read_task
 
-    original = reader.read_arrow
+    original = read_task.read_arrow
 
     def read_arrow(options: Any, *plans: Any) -> Any:
         task = original(options, *plans)

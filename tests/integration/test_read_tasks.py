@@ -79,8 +79,8 @@ def test_a_batch_keeps_at_most_its_bound_over_all_shards(spark, fresh) -> None:
     query = drain(spark, settings, max_records_per_batch=200)
 
     progress = list(query.recent_progress)
+    # 50 records a shard; a task's shards share theirs (one may take what another left): 200 a batch.
     assert all(batch["num_input_rows"] <= 200 for batch in progress), [b["num_input_rows"] for b in progress]
-    assert all(shard["read"] <= 50 for batch in progress for shard in batch["shards"].values())
     assert len(progress) >= 4
     heaps = [batch["driver_heap_mib"] for batch in progress]  # what icestream ingest prints per batch
     assert all(0 < heap["used"] <= heap["committed"] <= heap["max"] for heap in heaps), heaps

@@ -53,6 +53,7 @@ class ReadStats:
     last_sub: int | None = None  # the read ended inside aggregate last_sequence, after this user record
     aggregated: int = 0  # KPL aggregates among the Kinesis records read
     finished: bool = False  # a closed shard read to its end
+    capped: bool = False  # stopped at its cap (its own, or its task's shared records) with records left
     millis_behind: int | None = None
     # How far behind the tip the read began: the age of the oldest record it took, when it began
     # (0 when it found nothing new; None when it made no call).

@@ -1,6 +1,6 @@
 """A batch's read job: the shards' plans spread over a bounded number of tasks, the rows kept.
 
-One Spark job reads every shard of a batch (:func:`~icestream.ingest.reader.read_arrow` in each
+One Spark job reads every shard of a batch (:func:`~icestream.ingest.read_task.read_arrow` in each
 task), keeps the rows in Spark's block store and collects one small meta row per shard. A task
 reads its shards side by side (:mod:`~icestream.ingest.side_by_side`: a thread per shard, a few at
 once), each within Kinesis's per-shard limits (its own GetRecords loop), through the one client its
@@ -15,7 +15,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from icestream.ingest.reader import ReadOptions, read_arrow, row_schema
+from icestream.ingest.read_task import read_arrow
+from icestream.ingest.reader import ReadOptions, row_schema
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -18,13 +18,11 @@ retries), so a batch needs a single Spark job to both read and learn what was re
 
 from __future__ import annotations
 
-import gc
 import random
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from functools import partial
 from typing import Any
 
 from icestream.errors import ShardReadError
@@ -36,7 +34,7 @@ from icestream.ingest.parse import Rejection, parse_event
 from icestream.ingest.positions import ShardPlan, sequence_key
 from icestream.ingest.progress import ReadStats
 from icestream.ingest.retry import THROTTLE_CODES, error_code, is_transient_call
-from icestream.ingest.side_by_side import side_by_side
+from icestream.ingest.side_by_side import RecordBudget
 from icestream.lake.schema import DEVICE_FIELDS
 from icestream.limits import DEFAULT_MAX_EVENT_BYTES, GET_CALLS_PER_SECOND, MAX_RECORDS_PER_GET
 from icestream.stream.clients import KinesisConnection
@@ -57,7 +55,8 @@ class ReadOptions:
 
     connection: KinesisConnection
     stream_name: str
-    max_records: int = MAX_RECORDS_PER_GET  # per shard per batch: one full GetRecords answer
+    max_records: int = MAX_RECORDS_PER_GET  # per shard per batch (a task's shards pool theirs: pooled_cap)
+    pooled_cap: int | None = None  # pooled: one shard of a task takes at most this many (None: not pooled)
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
     dedupe: bool = True
     archive: bool = False  # also yield a ``raw`` row per record (the raw archive)
@@ -103,8 +102,14 @@ class _ShardReader:
         client: Any,
         sleep: Callable[[float], None],
         now: Callable[[], float] = time.time,
+        budget: RecordBudget | None = None,
     ) -> None:
         self.plan = plan
+        # What this shard may take: its share, then what its task's other shards left (side_by_side).
+        self.pool = budget
+        self.own = options.max_records  # of its share, not yet granted
+        self.limit = (options.pooled_cap or options.max_records) if budget is not None else options.max_records
+        self.cap = 0  # records granted so far: the read ends at this many user records
         self.options = options
         self.client = client
         self.sleep = sleep
@@ -138,6 +143,23 @@ class _ShardReader:
         ceiling = min(self.options.max_backoff, self.options.base_backoff * 2**self.failures)
         self.sleep(random.uniform(ceiling / 2, ceiling))  # noqa: S311 - jitter, not cryptography
 
+    def _end_share(self) -> None:
+        """Leave what this shard did not take of its share to the task's other shards."""
+        if self.pool is not None:
+            self.pool.ended(self.own + max(0, self.cap - self.stats.read))
+            self.own, self.cap = 0, self.stats.read
+
+    def _granted(self) -> bool:
+        """Reserve what the next GetRecords may return; False (the shard is capped) when none is left."""
+        wanted = min(MAX_RECORDS_PER_GET, self.limit - self.stats.read) - (self.cap - self.stats.read)
+        mine = max(0, min(wanted, self.own))
+        self.own -= mine
+        self.cap += mine
+        if self.pool is not None and self.cap <= self.stats.read and wanted > 0:
+            self.cap += self.pool.take(wanted)  # past its share: what the task's other shards leave
+        self.stats.capped = self.cap <= self.stats.read
+        return not self.stats.capped
+
     def _new_iterator(self) -> str:
         position = f"AFTER:{self.stats.last_sequence}" if self.stats.last_sequence else self.plan.start
         while True:
@@ -155,68 +177,78 @@ class _ShardReader:
                 self._backoff(error)
 
     def read(self) -> Iterator[tuple]:
-        # An iterator handed over from the previous batch continues exactly after its last record
-        # (and is valid for 5 minutes): it saves a GetShardIterator call per shard and batch.
-        iterator = self.plan.iterator or self._new_iterator()
         stats = self.stats
         started = time.monotonic()
         began = self.now()
         parse_time = 0.0
-        while self.stats.read < self.options.max_records and self.stats.calls < self.options.max_calls:
-            self._pace("GetRecords")
-            self.stats.calls += 1
-            try:
-                answer = self.client.get_records(
-                    ShardIterator=iterator, Limit=min(MAX_RECORDS_PER_GET, self.options.max_records - self.stats.read)
-                )
-            except Exception as error:
-                if error_code(error) == "ExpiredIteratorException":
-                    self.stats.iterator_renewals += 1
-                    iterator = self._new_iterator()
+        if self.pool is not None:
+            self.pool.started()
+        try:
+            # An iterator handed over from the previous batch continues exactly after its last record
+            # (and is valid for 5 minutes): it saves a GetShardIterator call per shard and batch.
+            iterator = self.plan.iterator or self._new_iterator()
+            while self.stats.calls < self.options.max_calls and self._granted():
+                self._pace("GetRecords")
+                self.stats.calls += 1
+                asked = min(MAX_RECORDS_PER_GET, self.cap - self.stats.read)
+                try:
+                    answer = self.client.get_records(ShardIterator=iterator, Limit=asked)
+                except Exception as error:
+                    if error_code(error) == "ExpiredIteratorException":
+                        self.stats.iterator_renewals += 1
+                        iterator = self._new_iterator()
+                        continue
+                    if not is_transient_call(error):
+                        raise
+                    self.stats.throttled += error_code(error) in THROTTLE_CODES
+                    self.stats.retried += 1
+                    self._backoff(error)
                     continue
-                if not is_transient_call(error):
-                    raise
-                self.stats.throttled += error_code(error) in THROTTLE_CODES
-                self.stats.retried += 1
-                self._backoff(error)
-                continue
-            self.failures = 0
-            records = answer.get("Records", [])
-            began_parse = time.monotonic()
-            cut = False
-            taken = len(records)
-            for index, record in enumerate(records):
-                data = record["Data"]
-                if self.options.archive or (data and data[0] in SPECIAL_FIRST_BYTES and needs_decoding(data)):
-                    yield from self._record(record)
-                else:  # the common case, a plain payload: one user record, no expansion's objects
-                    stats.read += 1
-                    sequence = stats.last_sequence = record["SequenceNumber"]
-                    row = self._user_record(sequence, None, record.get("PartitionKey"),
-                                            record.get("ApproximateArrivalTimestamp"), data, data, None)  # fmt: skip
-                    if row is not None:
-                        yield row
-                # At the cap with user records left (in this aggregate or this answer): stop here;
-                # the answer's iterator continues after its last record, so it is not handed over.
-                if stats.read >= self.options.max_records and (stats.last_sub is not None or index + 1 < len(records)):
-                    cut = True
-                    taken = index + 1
+                self.failures = 0
+                records = answer.get("Records", [])
+                began_parse = time.monotonic()
+                cut = False
+                taken = len(records)
+                for index, record in enumerate(records):
+                    data = record["Data"]
+                    if self.options.archive or (data and data[0] in SPECIAL_FIRST_BYTES and needs_decoding(data)):
+                        yield from self._record(record)
+                    else:  # the common case, a plain payload: one user record, no expansion's objects
+                        stats.read += 1
+                        sequence = stats.last_sequence = record["SequenceNumber"]
+                        arrival = record.get("ApproximateArrivalTimestamp")
+                        row = self._user_record(sequence, None, record.get("PartitionKey"), arrival, data, data, None)
+                        if row is not None:
+                            yield row
+                    # At the cap with user records left (in this aggregate or this answer): stop here;
+                    # the answer's iterator continues after its last record, so it is not handed over.
+                    if stats.read >= self.cap and (stats.last_sub is not None or index + 1 < len(records)):
+                        cut = True
+                        taken = index + 1
+                        break
+                _note_arrivals(stats, records[:taken])
+                parse_time += time.monotonic() - began_parse
+                self.own += self.cap - stats.read  # what the answer did not hold stays this shard's
+                self.cap = stats.read
+                self.stats.millis_behind = answer.get("MillisBehindLatest")
+                if cut:
+                    self.stats.next_iterator = None
+                    self.stats.capped = True
                     break
-            _note_arrivals(stats, records[:taken])
-            parse_time += time.monotonic() - began_parse
-            self.stats.millis_behind = answer.get("MillisBehindLatest")
-            if cut:
-                self.stats.next_iterator = None
-                break
-            next_iterator = answer.get("NextShardIterator")
-            caught_up = self.stats.millis_behind in (0, None)
-            if next_iterator is None or (self.plan.closed and caught_up and not records):
-                self.stats.finished = True  # closed shard read to its end
-                break
-            iterator = next_iterator
-            self.stats.next_iterator = next_iterator
-            if caught_up and (not records or not self.plan.closed):
-                break  # at the tip: what arrives next belongs to the next batch
+                next_iterator = answer.get("NextShardIterator")
+                caught_up = self.stats.millis_behind in (0, None)
+                if next_iterator is None or (self.plan.closed and caught_up and not records):
+                    self.stats.finished = True  # closed shard read to its end
+                    break
+                iterator = next_iterator
+                self.stats.next_iterator = next_iterator
+                if caught_up and (not records or not self.plan.closed):
+                    # At the tip: what arrives next belongs to the next batch. MillisBehindLatest is a time,
+                    # not a count: an answer as full as asked may have left records that arrived just now.
+                    self.stats.capped = len(records) >= asked
+                    break
+        finally:
+            self._end_share()
         self.stats.parse_seconds = parse_time
         self.stats.read_seconds = time.monotonic() - started - parse_time
         # The lag when the read began (docs/glossary.md): the shard's newest arrival then (the last record
@@ -261,7 +293,7 @@ class _ShardReader:
                                     part.rejection)  # fmt: skip
             if row is not None:
                 yield row
-            if part.sub is not None and part.sub < len(parts) - 1 and stats.read >= self.options.max_records:
+            if part.sub is not None and part.sub < len(parts) - 1 and stats.read >= self.cap:
                 stats.last_sub = part.sub  # the cap falls inside the aggregate
                 return
 
@@ -360,6 +392,7 @@ def read_shard(
     client: Any = None,
     sleep: Callable[[float], None] = time.sleep,
     now: Callable[[], float] = time.time,
+    budget: RecordBudget | None = None,
 ) -> Iterator[tuple]:
     """Read one shard for one batch; yields event and reject rows, then one meta row.
 
@@ -369,6 +402,7 @@ def read_shard(
         client: A Kinesis client (default: one built from ``options.connection``); tests pass fakes.
         sleep: The pause function (tests pass a fake clock).
         now: The wall clock in epoch seconds (tests pass a fixed one).
+        budget: The records the task's shards share (None: this shard's ``max_records`` alone).
 
     Yields:
         Tuples in :data:`ROW_FIELDS` order.
@@ -377,7 +411,7 @@ def read_shard(
         ShardReadError: After ``max_attempts`` consecutive transient failures.
     """
     client = client or _worker_client(options)
-    yield from _ShardReader(plan, options, client, sleep, now).read()
+    yield from _ShardReader(plan, options, client, sleep, now, budget).read()
 
 
 ARROW_CHUNK_ROWS = 10_000
@@ -408,43 +442,3 @@ def record_batch(rows: list[tuple], schema: Any, batch_id: int | None = None, in
     for name, value in zip(BATCH_FIELDS, (batch_id, ingest_ts), strict=True):
         arrays.append(pa.repeat(pa.scalar(value, type=schema.field(name).type), count))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
-
-
-def shard_batches(plan: ShardPlan, options: ReadOptions, schema: Any) -> Iterator[Any]:
-    """One shard's rows as Arrow record batches of at most :data:`ARROW_CHUNK_ROWS` rows."""
-    chunk: list[tuple] = []
-    for row in read_shard(plan, options):
-        chunk.append(row)
-        if len(chunk) >= ARROW_CHUNK_ROWS:
-            yield record_batch(chunk, schema, options.batch_id, options.ingest_ts)
-            chunk = []
-    if chunk:
-        yield record_batch(chunk, schema, options.batch_id, options.ingest_ts)
-
-
-def read_arrow(options: ReadOptions, plans: Sequence[ShardPlan]) -> Callable[[Iterable[Any]], Iterator[Any]]:
-    """The function Spark's ``mapInArrow`` runs per partition of ``spark.range(len(plans))``: the
-    ids in, the rows of ``plans[id]`` out.
-
-    The plans travel in this function's closure, so a batch's read needs no DataFrame built from
-    Python data (that cost a Python RDD, its closure cleaning and a schema conversion per batch).
-    Rows leave the Python worker as Arrow record batches, not pickled tuples: measured here about
-    20 % less time per 10,000 rows for the hand-over to the JVM, which is a fixed share of every read.
-    A task's shards are read side by side, ``options.shard_threads`` at once (:mod:`.side_by_side`).
-    """
-
-    def run(batches: Iterable[Any]) -> Iterator[Any]:
-        schema = arrow_schema()
-        # The rows are acyclic (tuples, strings, dicts): reference counting frees them, and the
-        # cyclic collector would only rescan the growing chunk, again and again (bench: a third
-        # of the client's time per 60,000 records). The task's Python worker runs nothing else.
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
-            chosen = [plans[index] for batch in batches for index in batch.column(0).to_pylist()]
-            yield from side_by_side([partial(shard_batches, p, options, schema) for p in chosen], options.shard_threads)
-        finally:
-            if collecting:
-                gc.enable()
-
-    return run

@@ -84,3 +84,49 @@ def side_by_side(sources: Sequence[Callable[[], Iterator[Item]]], threads: int) 
         for future in futures:
             future.cancel()
         pool.shutdown(wait=True)
+
+
+class RecordBudget:
+    """What a read task's shards left of their shares, for those of its shards that hold more.
+
+    A batch's bound is split evenly over its shards, but a stream's shards are seldom even: with a
+    share each, a shard holding a little more than its share left the rest for another batch (and
+    its fixed cost) while the others held less. Here each shard reads its own share first (so none
+    is starved), gives what it did not need to this pool when it ends, and a shard past its share
+    takes from the pool, waiting for it while other shards of the task are still reading (never
+    when none is: so no thread waits for ever, nor keeps a queued shard from starting). The task
+    still keeps at most the sum of its shards' shares.
+    """
+
+    def __init__(self, shards: int = 0) -> None:
+        """``shards``: the task's shards when they all read at once (a thread each), so none of them
+        is waited for before it starts; 0: each counts from when its read starts (threads are fewer
+        than shards, and a shard waiting for records must not wait for one that needs its thread)."""
+        self._left = 0
+        self._reading = shards  # shards of the task reading now (not waiting here)
+        self._counted = shards > 0
+        self._changed = threading.Condition()
+
+    def started(self) -> None:
+        """A shard's read began."""
+        if not self._counted:
+            with self._changed:
+                self._reading += 1
+
+    def ended(self, unused: int) -> None:
+        """A shard's read ended, leaving ``unused`` records of its share."""
+        with self._changed:
+            self._left += max(0, unused)
+            self._reading -= 1
+            self._changed.notify_all()
+
+    def take(self, wanted: int) -> int:
+        """Up to ``wanted`` records, once there are any or no other shard is reading; 0: none will come."""
+        with self._changed:
+            self._reading -= 1
+            while self._left <= 0 and self._reading > 0:
+                self._changed.wait()
+            self._reading += 1
+            granted = max(0, min(wanted, self._left))
+            self._left -= granted
+            return granted

@@ -115,8 +115,8 @@ class ReadBatch:
 
     @property
     def capped(self) -> bool:
-        """Some shard hit the cap: a backlog is known to wait."""
-        return any(stats.read >= self.max_records for stats in self.shards)
+        """Some shard hit its cap: a backlog is known to wait."""
+        return any(stats.capped for stats in self.shards)
 
     def advance(self, positions: dict[str, str]) -> dict[str, str]:
         """``positions`` moved past what this read covered."""
@@ -306,6 +306,7 @@ class ShardSource:
             connection=self._connection,
             stream_name=self.stream_name,
             max_records=min(cap, TIP_RECORDS_PER_SHARD) if on_driver else cap,
+            pooled_cap=None if on_driver else self._cap,  # a task's shards share their records (side_by_side)
             max_event_bytes=self.options.max_event_bytes,
             dedupe=self.options.dedupe,
             archive=self.options.archive,

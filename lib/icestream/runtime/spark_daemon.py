@@ -43,7 +43,7 @@ from typing import Any
 # botocore and boto3. Imported in the daemon once, shared by every worker.
 PRELOADED = (
     "pyarrow", "pyarrow.pandas_compat", "pandas", "pyspark.sql.pandas.serializers", "distutils.version",
-    "boto3", "botocore.client", "icestream.ingest.reader",
+    "boto3", "botocore.client", "icestream.ingest.read_task",
 )  # fmt: skip
 
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import UTC, datetime
+from functools import partial
 
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
@@ -254,3 +256,56 @@ def test_a_read_that_finds_nothing_new_began_at_the_tip() -> None:
     stats = _read_at(fake, 1e10, ShardPlan("shardId-0", after("1001"), False, None, None))
     assert stats["read"] == 0
     assert stats["behind_before_ms"] == 0
+
+
+def test_a_shard_stopped_by_its_cap_says_so_and_one_read_to_its_tip_does_not() -> None:
+    _, capped, _ = read_fake_shard(FakeKinesis([payload(i) for i in range(50)]), max_records=20)
+    _, whole, _ = read_fake_shard(FakeKinesis([payload(i) for i in range(15)]), max_records=20)
+    _, full, _ = read_fake_shard(FakeKinesis([payload(i) for i in range(20)]), max_records=20)
+    assert (capped["read"], capped["capped"]) == (20, True)
+    assert (whole["read"], whole["capped"], whole["millis_behind"]) == (15, False, 0)
+    # An answer as full as asked may have left records behind, whatever MillisBehindLatest (a time) says.
+    assert (full["read"], full["capped"], full["millis_behind"]) == (20, True, 0)
+
+
+def _pooled(fakes: dict[str, FakeKinesis], share: int, threads: int | None = None) -> dict[str, dict]:
+    """Read ``fakes`` as one task's shards, side by side, each with a share of ``share`` records, pooled."""
+    from icestream.ingest.side_by_side import RecordBudget, side_by_side
+
+    threads = threads or len(fakes)
+    budget = RecordBudget(len(fakes) if threads >= len(fakes) else 0)  # as read_task.read_arrow makes it
+    read = options(max_records=share, pooled_cap=1000, min_call_interval=0.0)
+    metas = {}
+
+    def one(shard_id: str, fake: FakeKinesis) -> Iterator[dict]:
+        plan = ShardPlan(shard_id, TRIM_HORIZON, False, None, None)
+        rows = [dict(zip(ROW_FIELDS, row, strict=True)) for row in read_shard(plan, read, fake, budget=budget)]
+        metas[shard_id] = json.loads(rows[-1]["meta"]) | {"rows": len(rows) - 1}
+        return iter(())
+
+    list(side_by_side([partial(one, shard_id, fake) for shard_id, fake in fakes.items()], threads=threads))
+    return dict(sorted(metas.items()))
+
+
+def test_a_tasks_shards_share_their_records() -> None:
+    # 30 and 5 records, a share of 20 each: the big shard takes what the small one left, in one batch.
+    metas = _pooled({"shardId-1": FakeKinesis([payload(i) for i in range(30)]),
+                     "shardId-2": FakeKinesis([payload(i) for i in range(5)])}, share=20)  # fmt: skip
+    assert [(meta["read"], meta["rows"], meta["capped"]) for meta in metas.values()] == [(30, 30, False), (5, 5, False)]
+
+
+def test_shared_records_never_exceed_the_tasks_bound_nor_starve_a_shard() -> None:
+    # Three shards of 30, a share of 20 each: each reads its own 20 first, none has any to spare.
+    metas = _pooled({f"shardId-{n}": FakeKinesis([payload(i) for i in range(30)]) for n in range(3)}, share=20)
+    assert [(meta["read"], meta["capped"]) for meta in metas.values()] == [(20, True)] * 3
+
+
+def test_shards_waiting_for_records_never_hold_up_those_waiting_for_a_thread() -> None:
+    # Six shards on two threads: a shard past its share waits only for shards already reading, so the
+    # queued ones still get a thread; every shard reads at least its share, the task at most six shares.
+    sizes = [30, 2, 30, 2, 30, 2]
+    fakes = {f"shardId-{n}": FakeKinesis([payload(i) for i in range(size)]) for n, size in enumerate(sizes)}
+    metas = _pooled(fakes, share=10, threads=2)
+    reads = [meta["read"] for meta in metas.values()]
+    assert all(read >= min(size, 10) for read, size in zip(reads, sizes, strict=True))
+    assert sum(reads) <= 60

@@ -59,7 +59,7 @@ def test_a_shard_id_not_in_kinesis_format_never_reaches_sql() -> None:
 
 
 def test_a_read_that_ended_inside_an_aggregate_advances_to_its_sub_sequence_number() -> None:
-    read = read_of(ReadStats("shardId-000000000000", read=100, last_sequence="1002", last_sub=41))
+    read = read_of(ReadStats("shardId-000000000000", read=100, last_sequence="1002", last_sub=41, capped=True))
     assert read.advance({}) == {"shardId-000000000000": "AFTER:1002:41"}
     assert read.capped
     # The rows kept are by sequence number: the read yielded no user record past 41 of 1002.
@@ -161,6 +161,7 @@ class Trigger:
                     plan.shard_id, read=len(records) - first,
                     last_sequence=str(len(records)) if len(records) > first else None,
                     next_iterator=f"{plan.shard_id}/{len(records)}", millis_behind=0,
+                    capped=len(records) - first >= 100,  # as a reader capped at 100 says it
                 )
             )  # fmt: skip
         read = ReadBatch(batch_id, listing, plans, FakeRows(), shards, {}, datetime.now(UTC), 100, read_seconds=0.1)
