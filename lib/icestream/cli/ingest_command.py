@@ -157,7 +157,7 @@ def add_ingest_options(ingest: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     ingest.add_argument(
         "--shards-per-task", type=int, default=None, metavar="N",
-        help="shards one read task reads in turn (default: spread over spark.default.parallelism tasks)",
+        help="shards one read task reads, side by side (default: spread over as many tasks as Spark runs at once)",
     )  # fmt: skip
     ingest.add_argument(
         "--min-records", type=int, default=None, metavar="N",

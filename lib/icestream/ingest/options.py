@@ -52,8 +52,8 @@ class IngestOptions:
     # Over all shards, per batch: each shard's share is this over the shards read (at most the per-shard
     # bound), so a batch's memory follows this, not the backlog. None: 250,000 (limits.DEFAULT_RECORDS_PER_BATCH).
     max_records_per_batch: int | None = None
-    # Shards one read task reads, one after another (Databricks' shardsPerTask). None (the default): as
-    # many tasks as spark.default.parallelism (a local session's 4, a cluster's executor cores), the
+    # Shards one read task reads, side by side (Databricks' shardsPerTask). None (the default): as many
+    # tasks as the session runs at once (a local session's cores, a cluster's executor cores), the
     # shards spread evenly over them, never more tasks than shards (ingest.read_job.read_task_count).
     shards_per_task: int | None = None
     starting_position: str = DEFAULT_START_POSITION  # for shards with no committed position
@@ -120,7 +120,7 @@ class IngestOptions:
             (
                 self.shards_per_task is None or self.shards_per_task >= 1,
                 "shards_per_task",
-                "must be at least 1 (None: spark.default.parallelism tasks)",
+                "must be at least 1 (None: as many tasks as the session runs at once)",
             ),
             (
                 self.starting_position in START_POSITIONS,
