@@ -1,4 +1,4 @@
-"""The driver JVM's options: properties appended to what a cluster sets, and the JIT of a drain.
+"""The driver JVM's options: properties appended to what a cluster sets, and the JIT and GC of a drain.
 
 A drain (``icestream ingest --available-now``, a scheduled run) lives for seconds to minutes. The
 JVM's second compiler (C2) spends a quarter of such a process's CPU compiling code that runs for too
@@ -7,6 +7,12 @@ records drained on 4 and 128 shards cost 0.75 of the CPU with C1 only (``-XX:Tie
 1.33x the records per CPU-second, and finished sooner; at 100,000 and 300,000 records 0.75 and
 0.79. A query that runs for hours keeps the JVM's default, whose C2 code is the faster once compiled.
 The tests' drivers run with C1 only for the same reason (tests/conftest.py).
+
+A drain's JVM also collects with the serial collector (``-XX:+UseSerialGC``) rather than G1, whose
+concurrent threads and write barriers cost a short process about a CPU-second whatever its size:
+measured 2026-11-27 (docs/performance.md, backlog drains), drains of 200,000 and 600,000 records cost
+1.1 and 1.2 CPU-seconds less, with a smaller peak (the JVM's 0.7 GiB against 0.85 at 200,000). Its
+pauses stop the batch, not a reader waiting on fresh data: a query that runs for hours keeps G1.
 """
 
 from __future__ import annotations
@@ -23,6 +29,11 @@ from icestream.runtime.cds import JAVA_OPTION_VARIABLES  # the variables a JVM r
 C1_ONLY = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 # Options by which a user or a cluster already chose the JIT: theirs stands.
 JIT_CHOICES = ("TieredStopAtLevel", "TieredCompilation", "CompilationMode", "-Xint", "-Xcomp")
+
+SERIAL_GC = "-XX:+UseSerialGC"
+# Options by which a user or a cluster already chose the collector: theirs stands.
+GC_CHOICES = ("UseSerialGC", "UseParallelGC", "UseG1GC", "UseZGC", "UseShenandoahGC", "UseEpsilonGC",
+              "UseConcMarkSweepGC")  # fmt: skip
 
 
 def append_java_options(existing: str, options: dict[str, str]) -> str:
@@ -49,8 +60,8 @@ def append_java_options(existing: str, options: dict[str, str]) -> str:
 
 
 def drain_options(driver_options: str, others: Iterable[str] = ()) -> str:
-    """``driver_options`` with C1 only appended, unless they, ``others`` (the cluster's) or the JVM's
-    variables already choose a JIT.
+    """``driver_options`` with C1 only and the serial collector appended, each unless they, ``others``
+    (the cluster's) or the JVM's variables already choose a JIT or a collector.
 
     Args:
         driver_options: ``spark.driver.extraJavaOptions`` as prepared.
@@ -60,6 +71,9 @@ def drain_options(driver_options: str, others: Iterable[str] = ()) -> str:
         The driver's options for a drain.
     """
     texts = [driver_options, *others, *(os.environ.get(name, "") for name in JAVA_OPTION_VARIABLES)]
-    if any(choice in text for text in texts for choice in JIT_CHOICES):
-        return driver_options
-    return f"{driver_options} {C1_ONLY}".strip()
+    added = [
+        options
+        for options, choices in ((C1_ONLY, JIT_CHOICES), (SERIAL_GC, GC_CHOICES))
+        if not any(choice in text for text in texts for choice in choices)
+    ]
+    return " ".join([driver_options, *added]).strip()

@@ -1,4 +1,5 @@
-"""A drain's driver JVM runs with C1 only, unless the user or the cluster chose a JIT already."""
+"""A drain's driver JVM runs with C1 only and the serial collector, unless the user or the cluster chose a
+JIT or a collector already."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from icestream.config import load_settings
 from icestream.errors import IcestreamError
 from icestream.runtime import spark
 from icestream.runtime.cds import JAVA_OPTION_VARIABLES
-from icestream.runtime.java_options import C1_ONLY, drain_options
+from icestream.runtime.java_options import C1_ONLY, SERIAL_GC, drain_options
 
 
 @pytest.fixture(autouse=True)
@@ -19,16 +20,24 @@ def no_jit_in_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
-def test_a_drain_gets_c1_only_after_the_options_it_has() -> None:
-    assert drain_options("-Dlog4j2.configurationFile=x") == f"-Dlog4j2.configurationFile=x {C1_ONLY}"
-    assert drain_options("") == C1_ONLY
+def test_a_drain_gets_c1_only_and_the_serial_collector_after_the_options_it_has() -> None:
+    assert drain_options("-Dlog4j2.configurationFile=x") == f"-Dlog4j2.configurationFile=x {C1_ONLY} {SERIAL_GC}"
+    assert drain_options("") == f"{C1_ONLY} {SERIAL_GC}"
 
 
 @pytest.mark.parametrize("theirs", ["-XX:-TieredCompilation", "-XX:TieredStopAtLevel=4", "-Xint"])
 def test_a_jit_chosen_elsewhere_stands(monkeypatch: pytest.MonkeyPatch, theirs: str) -> None:
-    assert drain_options("-Da=b", [theirs]) == "-Da=b"  # the cluster's spark.driver.extraJavaOptions
+    # the cluster's spark.driver.extraJavaOptions
+    assert drain_options("-Da=b", [theirs]) == f"-Da=b {SERIAL_GC}"
     monkeypatch.setenv("SPARK_SUBMIT_OPTS", theirs)
-    assert drain_options("-Da=b") == "-Da=b"
+    assert drain_options("-Da=b") == f"-Da=b {SERIAL_GC}"
+
+
+@pytest.mark.parametrize("theirs", ["-XX:+UseG1GC", "-XX:+UseParallelGC", "-XX:+UseZGC"])
+def test_a_collector_chosen_elsewhere_stands(monkeypatch: pytest.MonkeyPatch, theirs: str) -> None:
+    assert drain_options("-Da=b", [theirs]) == f"-Da=b {C1_ONLY}"
+    monkeypatch.setenv("JAVA_TOOL_OPTIONS", theirs)
+    assert drain_options("-Da=b") == f"-Da=b {C1_ONLY}"
 
 
 @pytest.mark.parametrize("drain", [True, False])
@@ -40,7 +49,7 @@ def test_the_prepared_driver_options_say_c1_only_for_a_drain_alone(
     monkeypatch.setattr(spark, "existing_conf", lambda: ({}, False))
     settings = load_settings(catalog_type="hadoop", warehouse=str(tmp_path / "w"), class_data_sharing=False)
     options = spark.prepare_runtime(settings, drain=drain).conf["spark.driver.extraJavaOptions"]
-    assert (C1_ONLY in options) is drain, options
+    assert (C1_ONLY in options, SERIAL_GC in options) == (drain, drain), options
 
 
 @pytest.mark.parametrize("available_now", [True, False])
