@@ -9,10 +9,11 @@ records drained on 4 and 128 shards cost 0.75 of the CPU with C1 only (``-XX:Tie
 The tests' drivers run with C1 only for the same reason (tests/conftest.py).
 
 A drain's JVM also collects with the serial collector (``-XX:+UseSerialGC``) rather than G1, whose
-concurrent threads and write barriers cost a short process about a CPU-second whatever its size:
-measured 2026-11-27 (docs/performance.md, backlog drains), drains of 200,000 and 600,000 records cost
-1.1 and 1.2 CPU-seconds less, with a smaller peak (the JVM's 0.7 GiB against 0.85 at 200,000). Its
-pauses stop the batch, not a reader waiting on fresh data: a query that runs for hours keeps G1.
+concurrent threads and write barriers cost a short process up to a CPU-second: measured 2026-11-27
+(docs/performance.md, backlog drains), drains of 200,000 and 600,000 records cost 1.1 and 0.6
+CPU-seconds less (1.08x and 1.02x the records per CPU-second), the JVM's peak 0.7 GiB against 0.85
+at 200,000. Its pauses stop the batch, not a reader waiting on fresh data: a query that runs for
+hours keeps G1.
 """
 
 from __future__ import annotations
