@@ -53,7 +53,7 @@ def read_arrow(options: ReadOptions, plans: Sequence[ShardPlan]) -> Callable[[It
             together = len(chosen) if len(chosen) <= options.shard_threads else 0  # all at once: counted now
             pool = RecordBudget(together) if options.pooled_cap and len(chosen) > 1 else None
             reads = [partial(shard_batches, plan, options, schema, pool) for plan in chosen]
-            yield from side_by_side(reads, options.shard_threads)
+            yield from side_by_side(reads, options.shard_threads, pool.close if pool is not None else None)
         finally:
             if collecting:
                 gc.enable()

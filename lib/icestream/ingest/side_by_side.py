@@ -30,12 +30,16 @@ class _StoppedError(Exception):
     """The consumer went away: a source's thread stops at its next item."""
 
 
-def side_by_side(sources: Sequence[Callable[[], Iterator[Item]]], threads: int) -> Iterator[Item]:
+def side_by_side(
+    sources: Sequence[Callable[[], Iterator[Item]]], threads: int, on_stop: Callable[[], None] | None = None
+) -> Iterator[Item]:
     """Every item of every source, at most ``threads`` sources read at once.
 
     Args:
         sources: Each called once, in a thread of its own, to start its iterator.
         threads: At most this many sources at once; 1 (or a single source) reads them in turn, here.
+        on_stop: Called when the stream ends (also early: a failure, or a consumer that stopped), before the
+            threads are waited for: a source waiting on another (:class:`RecordBudget`) must stop too.
 
     Raises:
         The first error a source raised, once all threads have stopped.
@@ -81,6 +85,8 @@ def side_by_side(sources: Sequence[Callable[[], Iterator[Item]]], threads: int) 
                 yield item  # type: ignore[misc]
     finally:
         stop.set()  # a failure, or a consumer that stopped early: the threads end at their next item
+        if on_stop is not None:
+            on_stop()
         for future in futures:
             future.cancel()
         pool.shutdown(wait=True)
@@ -105,7 +111,14 @@ class RecordBudget:
         self._left = 0
         self._reading = shards  # shards of the task reading now (not waiting here)
         self._counted = shards > 0
+        self._closed = False
         self._changed = threading.Condition()
+
+    def close(self) -> None:
+        """The task's read ends early: no shard waits any longer (a shard counted may never start)."""
+        with self._changed:
+            self._closed = True
+            self._changed.notify_all()
 
     def started(self) -> None:
         """A shard's read began."""
@@ -124,7 +137,7 @@ class RecordBudget:
         """Up to ``wanted`` records, once there are any or no other shard is reading; 0: none will come."""
         with self._changed:
             self._reading -= 1
-            while self._left <= 0 and self._reading > 0:
+            while self._left <= 0 and self._reading > 0 and not self._closed:
                 self._changed.wait()
             self._reading += 1
             granted = max(0, min(wanted, self._left))

@@ -91,3 +91,36 @@ def test_a_consumer_that_stops_early_stops_the_threads() -> None:
     stream.close()  # returns once the threads have ended
     assert len(made) <= 2 * 3  # each thread at most an item queued, one waiting and one being made
     assert not [thread for thread in threading.enumerate() if thread.name.startswith("icestream-shard")]
+
+
+def test_a_shard_waiting_for_records_stops_waiting_when_the_read_ends_early() -> None:
+    from icestream.ingest.side_by_side import RecordBudget
+
+    budget = RecordBudget(shards=2)  # counted before they start: the other may never start
+    granted: list[int] = []
+    waiter = threading.Thread(target=lambda: granted.append(budget.take(10)))
+    waiter.start()
+    for _ in range(500):  # until it waits (it counts itself out while it does)
+        if budget._reading == 1:
+            break
+        time.sleep(0.01)
+    budget.close()  # what side_by_side's on_stop does when the task's read fails or is stopped
+    waiter.join(timeout=30)
+    assert not waiter.is_alive(), "a closed budget releases its waiters"
+    assert granted == [0]
+
+
+def test_side_by_side_calls_on_stop_before_it_waits_for_its_threads() -> None:
+    stopped = threading.Event()
+
+    def waits() -> Iterator[int]:
+        assert stopped.wait(30), "on_stop came after the threads were waited for"
+        yield 1
+
+    def fails() -> Iterator[int]:
+        raise RuntimeError("shard read failed")
+        yield 0  # a generator
+
+    with pytest.raises(RuntimeError, match="shard read failed"):
+        list(side_by_side([waits, fails], threads=2, on_stop=stopped.set))
+    assert stopped.is_set()
