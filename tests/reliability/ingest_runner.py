@@ -105,8 +105,8 @@ def main() -> int:
         settings=load_settings(),
         trigger_seconds=float(os.environ.get("RELIABILITY_TRIGGER", "0.5")),
         max_records_per_shard=int(os.environ.get("RELIABILITY_MAX_RECORDS", "40")),
-        # Shards grouped in every campaign: two to a read task (the default groups beyond
-        # spark.default.parallelism's 4 shards, and the campaigns' streams have 2).
+        # Shards grouped in every campaign: two to a read task, read side by side and sharing their
+        # shares (the default groups beyond the session's cores, and the campaigns' streams have 2).
         shards_per_task=int(os.environ.get("RELIABILITY_SHARDS_PER_TASK", "2")),
         available_now=os.environ.get("RELIABILITY_AVAILABLE_NOW") == "1",
         duration_seconds=float(os.environ.get("RELIABILITY_DURATION", "180")),  # bounded even if never killed
