@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 from icestream.ingest.query import job_group
-from icestream.ingest.read_job import CLAUSES_UP_TO, task_slots, within_ends
+from icestream.ingest.read_job import CLAUSES_UP_TO, session_task_slots, within_ends
 from tests.helpers.ingest import drain, table_state
 from tests.helpers.streams import event_payload, put
 
@@ -40,7 +40,7 @@ def test_grouped_shards_are_read_once_each_in_order_per_key(spark, fresh, per_ta
 
     progress = list(query.recent_progress)
     assert len(progress) >= 2, "a backlog over several batches"
-    cores = task_slots(spark.sparkContext.master, spark.sparkContext.defaultParallelism)  # 2 on 2 cores, not 4
+    cores = session_task_slots(spark)  # local[*] on 2 cores: 2, not spark.default.parallelism's 4
     expected = min(SHARDS, cores) if per_task is None else -(-SHARDS // per_task)
     for batch in progress:
         if batch["read_on"] == "spark":

@@ -60,6 +60,17 @@ def task_slots(master: str, parallelism: int, machine_cores: int | None = None) 
     return max(1, int(found.group(1)))
 
 
+def session_task_slots(spark: SparkSession) -> int:
+    """:func:`task_slots` of a running session; ``local[*]``'s cores as its JVM counts them (what Spark
+    itself runs), which follows a container's CPU limit where Python's ``os.cpu_count`` may not."""
+    from icestream.runtime.handles import jvm
+
+    context = spark.sparkContext
+    master = context.master or ""
+    cores = jvm(spark).java.lang.Runtime.getRuntime().availableProcessors() if "[*" in master else None
+    return task_slots(master, context.defaultParallelism, cores)
+
+
 def shard_share(per_shard: int, per_batch: int, shards: int) -> int:
     """Records each of ``shards`` shards may give a batch: ``per_batch`` shared evenly, at most ``per_shard``
     and at least 1 (a shard that fills its share leaves the rest to the next batch)."""

@@ -42,8 +42,8 @@ from icestream.ingest.read_job import (
     read_task_count,
     read_with_spark,
     release_rows,
+    session_task_slots,
     shard_share,
-    task_slots,
     within_ends,
 )
 from icestream.ingest.reader import ReadOptions
@@ -335,10 +335,9 @@ class ShardSource:
         return read_with_spark(self.spark, read_options, plans, tasks, self._explain_read_failure)
 
     def _cores(self) -> int:
-        """The tasks the session runs at once (:func:`~icestream.ingest.read_job.task_slots`), asked once."""
+        """The tasks the session runs at once (``read_job.session_task_slots``), asked of the JVM once."""
         if self._parallelism is None:
-            context = self.spark.sparkContext
-            self._parallelism = task_slots(context.master or "", context.defaultParallelism)
+            self._parallelism = session_task_slots(self.spark)
         return self._parallelism
 
     def keep_iterators(self, read: ReadBatch, positions: dict[str, str]) -> None:
