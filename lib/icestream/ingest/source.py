@@ -97,7 +97,6 @@ class ReadBatch:
     shards: list[ReadStats]
     packed: dict[str, bytes]  # shard -> its new events' digests (dedupe.Packer), when dedupe is on
     ingest_ts: datetime  # when the read began: every row's ingest_ts
-    max_records: int  # the per-shard cap it read with
     read_seconds: float
     plan_seconds: float = 0.0
     prefetched: bool = False  # read while the previous batch committed
@@ -323,7 +322,7 @@ class ShardSource:
         shards = [ReadStats.from_json(meta) for meta, _ in collected]
         packed = {stats.shard_id: digests for stats, (_, digests) in zip(shards, collected, strict=True)}
         return ReadBatch(
-            batch_id, listing, plans, rows, shards, packed, ingest_ts, read_options.max_records,
+            batch_id, listing, plans, rows, shards, packed, ingest_ts,
             read_seconds=time.monotonic() - began, on_driver=on_driver,
         )  # fmt: skip
 

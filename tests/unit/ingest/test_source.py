@@ -25,7 +25,7 @@ class FakeRows:
 
 def read_of(*stats: ReadStats, closed: bool = False) -> ReadBatch:
     plans = [ShardPlan(shard.shard_id, TRIM_HORIZON, closed, None, None) for shard in stats]
-    return ReadBatch(1, [], plans, FakeRows(), list(stats), {}, datetime.now(UTC), 100, read_seconds=0.1)
+    return ReadBatch(1, [], plans, FakeRows(), list(stats), {}, datetime.now(UTC), read_seconds=0.1)
 
 
 def test_positions_advance_past_what_was_read() -> None:
@@ -164,7 +164,7 @@ class Trigger:
                     capped=len(records) - first >= 100,  # as a reader capped at 100 says it
                 )
             )  # fmt: skip
-        read = ReadBatch(batch_id, listing, plans, FakeRows(), shards, {}, datetime.now(UTC), 100, read_seconds=0.1)
+        read = ReadBatch(batch_id, listing, plans, FakeRows(), shards, {}, datetime.now(UTC), read_seconds=0.1)
         self.reads.append(read.records)
         return read
 
