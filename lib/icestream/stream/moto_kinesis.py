@@ -1,8 +1,9 @@
 """moto's Kinesis model, patched to behave and scale like Kinesis Data Streams.
 
-Two sets of replacements, both installed by :func:`install` in the emulator process: resharding
-as Kinesis does it (:func:`faithful_resharding`), and a record store whose cost per call does not
-grow with the shard, with retention (below).
+Three sets of replacements, all installed by :func:`install` in the emulator process: resharding
+as Kinesis does it (:func:`faithful_resharding`), a record store whose cost per call does not
+grow with the shard, with retention (below), and GetRecords answers written directly
+(:mod:`icestream.stream.records_answer`).
 
 **Record store.**
 moto 5.2.5 keeps a shard's records in an ``OrderedDict`` keyed by sequence number and finds its
@@ -29,6 +30,7 @@ from typing import Any
 
 from icestream.errors import EmulatorError
 from icestream.limits import MAX_BYTES_PER_PUT, MAX_RECORD_BYTES, MAX_RECORDS_PER_PUT, THROTTLED
+from icestream.stream.records_answer import direct_records_answer
 from icestream.stream.write_limits import WriteLimits, throttled_message
 
 CHECKED_MOTO_VERSIONS = ("5.2.5",)  # the versions whose Shard internals these replacements mirror
@@ -108,6 +110,9 @@ def install(write_limits: WriteLimits | None = None) -> None:
     faithful_resharding()
     constant_cost_records(models)
     enforce_write_limits(models)
+    from moto.kinesis import responses
+
+    direct_records_answer(responses)
 
 
 def enforce_write_limits(models: Any) -> None:
