@@ -82,7 +82,9 @@ def test_the_answers_are_moto_s_own_bytes(kinesis: Any, monkeypatch: pytest.Monk
     assert {content_type for content_type, _ in direct} == {"application/x-amz-json-1.1"}
     # And the records read back are the records put, through botocore's parser.
     iterator = client.get_shard_iterator(StreamName=STREAM, ShardId=SHARD, ShardIteratorType="TRIM_HORIZON")
-    records = client.get_records(ShardIterator=iterator["ShardIterator"])["Records"]
+    answer = client.get_records(ShardIterator=iterator["ShardIterator"])
+    assert answer["ResponseMetadata"]["RequestId"]  # moto's request id header, still there
+    records = answer["Records"]
     assert [(record["Data"], record["PartitionKey"]) for record in records] == [
         (entry["Data"], entry["PartitionKey"]) for entry in entries
     ]
