@@ -142,3 +142,9 @@ def test_the_driver_logs_its_traces_to_the_run_folder(tmp_path: Path) -> None:
     conf = spark.java_options(JarPlan("test"), tmp_path / "run" / spark.SPARK_LOG_NAME)
     assert f"-D{spark.LOG_FILE_PROPERTY}={tmp_path / 'run' / 'spark.log'}" in conf["spark.driver.extraJavaOptions"]
     assert f"${{sys:{spark.LOG_FILE_PROPERTY}:-/dev/null}}" in spark.LOG4J_CONFIG.read_text()  # the file's name
+
+
+def test_without_a_ui_the_plans_spark_keeps_for_it_are_the_cheap_kind() -> None:
+    assert spark.session_conf(load_settings(catalog_type="hadoop"))["spark.sql.ui.explainMode"] == "simple"
+    with_ui = spark.session_conf(load_settings(catalog_type="hadoop", spark_ui=True))
+    assert "spark.sql.ui.explainMode" not in with_ui  # Spark's own default: the SQL tab shows formatted plans
