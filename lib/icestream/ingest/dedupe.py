@@ -35,6 +35,7 @@ import numpy as np
 
 from icestream.lake.inspect import ancestry
 from icestream.lake.summary import QUERY_KEY
+from icestream.runtime.arrow_frames import collect_arrow, map_in_arrow
 from icestream.timestamps import to_micros
 
 if TYPE_CHECKING:
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
 
 DIGEST_BYTES = 16
 UNBOUNDED = np.iinfo(np.int64).max
+DIGEST_SCHEMA = "hi bigint, lo bigint, times bigint"  # what digest_batches gives for each event
 NO_SNAPSHOT = -1  # the index was built from an empty table (no snapshot yet)
 CONTENT_KEEPING = frozenset(("replace",))  # compaction and manifest rewrites: same rows, new files
 
@@ -225,14 +227,10 @@ class CommittedIndex:
         condition = F.col("event_ts") >= F.timestamp_micros(F.lit(start))
         if end != UNBOUNDED:
             condition &= F.col("event_ts") < F.timestamp_micros(F.lit(end))
-        loaded = (
-            frame.where(condition)
-            .select("event_id", "event_ts")
-            .mapInArrow(digest_batches, "hi bigint, lo bigint, times bigint")
-            .toPandas()
-        )
-        self.loaded_rows += len(loaded)
-        self._extend(*(loaded[name].to_numpy(np.int64) for name in ("hi", "lo", "times")))
+        digests = map_in_arrow(frame.where(condition).select("event_id", "event_ts"), digest_batches, DIGEST_SCHEMA)
+        loaded = collect_arrow(digests)  # Arrow, not pandas: the driver does not import pandas for this
+        self.loaded_rows += loaded.num_rows
+        self._extend(*(loaded.column(name).to_numpy().astype(np.int64) for name in ("hi", "lo", "times")))
 
     def _extend(self, hi: np.ndarray, lo: np.ndarray, times: np.ndarray) -> None:
         self.hi = np.concatenate((self.hi, hi))

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from icestream.ingest.read_task import read_arrow
 from icestream.ingest.reader import ReadOptions, row_schema
+from icestream.runtime.arrow_frames import map_in_arrow
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -99,7 +100,7 @@ def read_with_spark(
     """
     # range spreads the plans' ids evenly over the tasks, in order: each task reads its shards in turn.
     ids = spark.range(len(plans), numPartitions=tasks)
-    read_rows = ids.mapInArrow(read_arrow(options, tuple(plans)), row_schema())
+    read_rows = map_in_arrow(ids, read_arrow(options, tuple(plans)), row_schema())  # no pandas on the driver
     # Kept as they are read, not in Spark's columnar cache (see source.ReadBatch.rows); lazily, so the
     # one job that collects the meta rows also reads and keeps every row.
     rows = read_rows.localCheckpoint(eager=False)
