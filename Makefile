@@ -64,6 +64,9 @@ $(STAMP): pyproject.toml constraints.txt
 	@$(BIN)/python -c 'import sys; assert sys.version_info[:2] == (3, 11), "icestream needs Python 3.11, not " + sys.version.split()[0]'
 	@# uv installs the pinned set in about 40 s where pip took 2 m 21 s on the same machine (docs/testing.md).
 	@$(BIN)/pip install -q -c constraints.txt uv 2>&1 | grep -v -E '^WARNING: Location' || true
+	@# venv seeds setuptools 65, which nothing here needs at run time (uv builds in isolation) and whose
+	@# distutils shim cost every driver and worker 0.17 s when pyspark imports distutils: Python's own is 8 ms.
+	@$(BIN)/python -m pip uninstall -q -y setuptools >/dev/null 2>&1 || true
 	@# Bytecode compiled once here: where PYTHONDONTWRITEBYTECODE is set (the machines this project runs its CI on) Python
 	@# otherwise compiled pyspark, pandas and the rest anew in every process, 2 of its 3 CPU-seconds of imports.
 	@$(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python -c constraints.txt -e '.[workbook,dev]'

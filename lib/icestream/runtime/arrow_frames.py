@@ -1,9 +1,9 @@
 """Arrow in and out of Spark on the driver without pandas.
 
 pyspark 3.5's ``DataFrame.mapInArrow`` builds its function through ``pandas_udf``, whose first act
-is pandas' version check: the driver imports pandas (and, through pyspark's ``LooseVersion``,
-setuptools' distutils shim) only to start a job whose Python runs in the workers. In a drain's
-process that was 0.57 of its 1.2 CPU-seconds of Python (py-spy, 2026-11-27). The ingest never
+is pandas' version check: the driver imports pandas (and distutils, for pyspark's
+``LooseVersion``) only to start a job whose Python runs in the workers. In a drain's process that
+was 0.57 of its 1.2 CPU-seconds of Python (py-spy, 2026-11-27). The ingest never
 needs pandas on the driver: :func:`map_in_arrow` makes the same plan from the same pieces
 (a ``SQL_MAP_ARROW_ITER_UDF`` user-defined function over every column, then the Dataset's
 ``pythonMapInArrow``), and :func:`collect_arrow` collects a frame as Arrow, as ``toPandas``

@@ -39,8 +39,9 @@ from typing import Any
 
 # What a read task imports (ingest.read_job's mapInArrow): Spark's Arrow serializer, pyarrow, pandas
 # (its first batch converts through pyarrow's pandas layer), the distutils that pyspark's pyarrow version
-# check imports (setuptools' shim, pkg_resources: 170 modules), the reader, and the Kinesis client's
-# botocore and boto3. Imported in the daemon once, shared by every worker.
+# check imports (Python's own since make leaves setuptools out of the venv; its shim and pkg_resources were
+# 170 modules), the reader, and the Kinesis client's botocore and boto3. Imported in the daemon once,
+# shared by every worker.
 PRELOADED = (
     "pyarrow", "pyarrow.pandas_compat", "pandas", "pyspark.sql.pandas.serializers", "distutils.version",
     "boto3", "botocore.client", "icestream.ingest.read_task",
@@ -50,11 +51,16 @@ PRELOADED = (
 def preload(modules: tuple[str, ...] = PRELOADED) -> list[str]:
     """Import ``modules`` into the daemon; return those that could not be (a worker imports them as before)."""
     import importlib
+    import warnings
 
     missing = []
     for name in modules:
         try:
-            importlib.import_module(name)
+            with warnings.catch_warnings():
+                # What pyspark imports warns as pyspark's when pyspark imports it (Python 3.11's own
+                # distutils is deprecated): not a warning about this daemon.
+                warnings.simplefilter("ignore", DeprecationWarning)
+                importlib.import_module(name)
         except ImportError:
             missing.append(name)
     return missing
