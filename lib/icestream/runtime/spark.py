@@ -34,7 +34,7 @@ from icestream.runtime.cluster import existing_conf, merged, with_master
 from icestream.runtime.gateway import children, end_unstarted_gateway
 from icestream.runtime.handles import jvm as jvm_of
 from icestream.runtime.jars import CLASSES_TO_LOAD, JarPlan, resolve_jars
-from icestream.runtime.java_options import append_java_options, drain_options
+from icestream.runtime.java_options import append_java_options, drain_options, launcher_environ
 from icestream.runtime.literals import install as install_exact_literals
 from icestream.runtime.localfs import local_fs_conf
 from icestream.runtime.shipping import ShipPlan, ship_plan
@@ -355,7 +355,7 @@ def prepare_runtime(settings: Settings, drain: bool = False) -> PreparedRuntime:
         conf.setdefault("spark.driver.bindAddress", "127.0.0.1")
     # The driver JVM starts with the same AWS variables its executors get (see aws_executor_conf).
     driver_environ = aws.executor_environ(settings) if aws_executor_conf(settings) else {}
-    environ = {**driver_environ, **shipped.environ}
+    environ = {**driver_environ, **shipped.environ, **(launcher_environ() if not running else {})}
     return PreparedRuntime(settings, merged(conf, theirs), environ, running, "spark.app.name" in theirs)
 
 

@@ -11,12 +11,12 @@ from icestream.config import load_settings
 from icestream.errors import IcestreamError
 from icestream.runtime import spark
 from icestream.runtime.cds import JAVA_OPTION_VARIABLES
-from icestream.runtime.java_options import C1_ONLY, SERIAL_GC, drain_options
+from icestream.runtime.java_options import C1_ONLY, LAUNCHER_VARIABLE, SERIAL_GC, drain_options, launcher_environ
 
 
 @pytest.fixture(autouse=True)
 def no_jit_in_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in JAVA_OPTION_VARIABLES:  # the tests' own drivers run with C1 through SPARK_SUBMIT_OPTS
+    for name in (*JAVA_OPTION_VARIABLES, LAUNCHER_VARIABLE):  # the tests' own drivers run with C1 (SPARK_SUBMIT_OPTS)
         monkeypatch.delenv(name, raising=False)
 
 
@@ -87,3 +87,14 @@ def test_c1_only_keeps_the_code_cache_of_a_tiered_jvm() -> None:
     tiered = code_cache("")
     assert code_cache(C1_ONLY) >= tiered
     assert code_cache(TEST_JVM_OPTIONS) >= tiered
+
+
+def test_spark_s_launcher_jvm_gets_c1_only_and_the_serial_collector() -> None:
+    assert launcher_environ() == {LAUNCHER_VARIABLE: f"-XX:TieredStopAtLevel=1 {SERIAL_GC}"}
+
+
+def test_the_launcher_s_options_or_a_collector_chosen_elsewhere_stand(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JAVA_TOOL_OPTIONS", "-XX:+UseG1GC")  # a second collector would stop the JVM
+    assert launcher_environ() == {LAUNCHER_VARIABLE: "-XX:TieredStopAtLevel=1"}
+    monkeypatch.setenv(LAUNCHER_VARIABLE, "-Xmx64m")
+    assert launcher_environ() == {}
