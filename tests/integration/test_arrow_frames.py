@@ -65,4 +65,5 @@ def test_a_drain_s_driver_needs_no_pandas(spark, fresh, monkeypatch: pytest.Monk
     second = drain(spark, settings, tip_on_driver=False)
     assert sum(batch["deduplicated"] for batch in second.recent_progress) == 60
     events, _ = table_state(spark, settings)
-    assert len(events) == 60 and max(events.values()) == 1
+    assert len(events) == 60, "every event once"
+    assert max(events.values()) == 1, "none twice"
