@@ -211,3 +211,33 @@ def test_a_missing_sqlite_driver_names_the_debian_packages(
 def test_other_catalogs_need_no_driver(runtime_jar: Path) -> None:
     settings = load_settings(iceberg_jars=str(runtime_jar), catalog_type="hadoop", sqlite_jdbc_jar="/no")
     assert jars.resolve_jars(settings).library_path == ()
+
+
+def test_a_cached_jar_found_complete_is_not_read_again_until_it_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    settings = load_settings(jar_cache_dir=str(cache), catalog_type="hadoop")
+    jar = make_jar(cache / jars.runtime_jar_name(settings.iceberg_version), tuple(jars.RUNTIME_CLASSES))
+    reads: list[tuple[Path, ...]] = []
+    real = jars.missing_classes
+    monkeypatch.setattr(jars, "missing_classes", lambda *paths: reads.append(paths) or real(*paths))
+    assert jars.resolve_jars(settings).jars == (jar,)
+    assert jars.resolve_jars(settings).jars == (jar,)
+    assert len(reads) == 1, "read once, then known complete"
+    assert jars.checked_marker(jar).read_text() == jars.jar_stamp(jar)
+    make_jar(jar, STRIPPED)  # replaced by an incomplete jar: checked again, and not used
+    monkeypatch.setattr(jars, "copy_runtime_jar", lambda _: (jar,))
+    assert jars.resolve_jars(settings).source == "copied from wheel"
+    assert len(reads) == 2
+
+
+def test_an_incomplete_cached_jar_is_never_marked(tmp_path: Path, wheel_folder: Path) -> None:
+    settings = load_settings(jar_cache_dir=str(tmp_path / "cache"), catalog_type="hadoop")
+    name = jars.runtime_jar_name(settings.iceberg_version)
+    (tmp_path / "cache").mkdir()
+    make_jar(tmp_path / "cache" / name, STRIPPED)
+    with pytest.raises(JarError):
+        jars.resolve_jars(settings)  # the wheel's folder is empty: nothing complete to copy
+    assert not jars.checked_marker(tmp_path / "cache" / name).exists()
