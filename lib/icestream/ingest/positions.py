@@ -44,7 +44,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from icestream.lake.ddl import checked_table_name
-from icestream.lake.inspect import ancestry
+from icestream.lake.inspect import ancestry, load_iceberg_table
 from icestream.lake.summary import BATCH_KEY, CREATED_KEY, POSITIONS_KEY, STREAM_KEY
 
 if TYPE_CHECKING:
@@ -220,18 +220,26 @@ def _derive_from_data(
 
 
 def mark_source_stream(spark: SparkSession, table: str, stream_name: str, stream_created: str | None = None) -> None:
-    """Record which stream (and incarnation) feeds the table: table properties survive maintenance."""
+    """Record which stream (and incarnation) feeds the table: table properties survive maintenance.
+
+    Read and set through Iceberg's table API, not ``SHOW TBLPROPERTIES`` and ``ALTER TABLE``: in the
+    fresh JVM of a drain those were its first SQL commands to parse, analyse and plan. For the events
+    and rejects tables, already marked, they took 0.86-0.93 CPU-seconds of a new driver JVM, the
+    table API 0.03-0.05 (3 processes each, 2026-11-27).
+    """
     table = checked_table_name(table)
-    properties = {row.key: row.value for row in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
     wanted = {SOURCE_PROPERTY: stream_name}
     if stream_created is not None:
         if not re.fullmatch(r"\d+(\.\d+)?", stream_created):
             raise ValueError(f"not a creation time: {stream_created!r}")
         wanted[SOURCE_CREATED_PROPERTY] = stream_created
+    iceberg = load_iceberg_table(spark, table)
+    properties = iceberg.properties()
     if any(properties.get(key) != value for key, value in wanted.items()):
-        # The stream name passed config validation (letters, digits, _ . -) and the time is digits.
-        assignments = ", ".join(f"'{key}' = '{value}'" for key, value in wanted.items())
-        spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ({assignments})")
+        update = iceberg.updateProperties()
+        for key, value in wanted.items():
+            update = update.set(key, value)
+        update.commit()
 
 
 def earliest_of(tables: Iterable[Mapping[str, str]]) -> dict[str, str]:
