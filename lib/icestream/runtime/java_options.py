@@ -27,7 +27,8 @@ from icestream.runtime.cds import JAVA_OPTION_VARIABLES  # the variables a JVM r
 # C1 alone would also get the code cache of a JVM without tiers, 48 MB instead of 240: a long-lived session
 # that compiles Spark's generated classes filled it in 8 minutes of tests (2026-11-27), then failed a DROP
 # TABLE with "InternalError: Out of space in CodeCache for method handle intrinsic". It keeps the 240 MB.
-C1_ONLY = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
+C1 = "-XX:TieredStopAtLevel=1"
+C1_ONLY = f"{C1} -XX:ReservedCodeCacheSize=240m"
 # Options by which a user or a cluster already chose the JIT: theirs stands.
 JIT_CHOICES = ("TieredStopAtLevel", "TieredCompilation", "CompilationMode", "-Xint", "-Xcomp")
 
@@ -94,5 +95,6 @@ def launcher_environ() -> dict[str, str]:
     the variable is set already or the JVM's variables choose a JIT or a collector (theirs stands)."""
     if os.environ.get(LAUNCHER_VARIABLE) is not None:
         return {}
-    added = _not_chosen([], (("-XX:TieredStopAtLevel=1", JIT_CHOICES), (SERIAL_GC, GC_CHOICES)))
+    # C1 without the larger code cache: the launcher ends long before it could fill one.
+    added = _not_chosen([], ((C1, JIT_CHOICES), (SERIAL_GC, GC_CHOICES)))
     return {LAUNCHER_VARIABLE: " ".join(added)} if added else {}
