@@ -427,9 +427,8 @@ def arrow_schema() -> Any:
 def record_batch(rows: list[tuple], schema: Any, batch_id: int | None = None, ingest_ts: datetime | None = None) -> Any:
     """Turn row tuples (``ROW_FIELDS`` order) and the batch's constants into one Arrow record batch.
 
-    Column by column, each from its Python values in one conversion: ``device_info`` from its
-    field tuples, ``properties`` from dicts (None is a null struct or map). A column no row fills
-    (a chunk of events has no reject columns) is an all-null array without looking at its values.
+    Column by column, each from its Python values in one conversion (``device_info`` from tuples,
+    ``properties`` from dicts); a column no row fills (reject columns of events) is ``pa.nulls``.
     """
     import pyarrow as pa
 
@@ -438,7 +437,13 @@ def record_batch(rows: list[tuple], schema: Any, batch_id: int | None = None, in
     arrays = []
     for name, values in zip(ROW_FIELDS, columns, strict=True):
         kind = schema.field(name).type
-        arrays.append(pa.nulls(count, kind) if values.count(None) == count else pa.array(values, type=kind))
+        arrays.append(pa.nulls(count, kind) if _all_null(values) else pa.array(values, type=kind))
     for name, value in zip(BATCH_FIELDS, (batch_id, ingest_ts), strict=True):
         arrays.append(pa.repeat(pa.scalar(value, type=schema.field(name).type), count))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _all_null(values: tuple) -> bool:
+    """All None? Past the first value only if it is None: ``count(None)`` asks each value's ``__eq__``
+    (4.1 of a 10,000-row chunk's 42 ms, 2026-11-27); over Nones alone it checks identity."""
+    return not values or (values[0] is None and values[-1] is None and values.count(None) == len(values))

@@ -309,3 +309,23 @@ def test_shards_waiting_for_records_never_hold_up_those_waiting_for_a_thread() -
     reads = [meta["read"] for meta in metas.values()]
     assert all(read >= min(size, 10) for read, size in zip(reads, sizes, strict=True))
     assert sum(reads) <= 60
+
+
+def test_a_chunk_becomes_arrow_without_comparing_its_values_with_none() -> None:
+    from icestream.ingest.reader import arrow_schema, record_batch
+
+    compared = []
+
+    class Text(str):
+        def __eq__(self, other: object) -> bool:
+            compared.append(other)
+            return str.__eq__(self, other)
+
+        __hash__ = str.__hash__
+
+    rows = list(read_shard(ShardPlan("shardId-0", TRIM_HORIZON, False, None, None), options(), FakeKinesis([
+        payload(0), payload(1)]), lambda _: None))  # fmt: skip
+    rows = [tuple(Text(value) if type(value) is str else value for value in row) for row in rows]
+    batch = record_batch(rows, arrow_schema())
+    assert batch.column("event_id").to_pylist() == ["e0", "e1", None]
+    assert compared == [], "only the first and last values of a column are looked at, by identity"
