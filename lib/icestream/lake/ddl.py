@@ -45,6 +45,12 @@ TABLE_PROPERTIES = {
     "write.metadata.previous-versions-max": "100",
     "commit.retry.num-retries": "10",
     "write.target-file-size-bytes": str(128 * 1024 * 1024),
+    # A column chunk stops its dictionary once it passes this size: soon for a column of unique values
+    # (event_id, sequence_number), which Parquet otherwise encodes twice, by dictionary and then plainly,
+    # for its first page (20,000 rows) in every file; a column of few values (event_type, the device
+    # fields, the property names) keeps its dictionary. Iceberg's default is 2 MiB. Measured 2026-11-27
+    # (bench/bench_write_properties.py): see docs/performance.md.
+    "write.parquet.dict-size-bytes": str(64 * 1024),
 }
 
 
