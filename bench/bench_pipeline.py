@@ -19,6 +19,12 @@ Two measurements, each alternating its two sides in one run:
    table: records per wall second and the ratios (target ≥ 1.0 against the first), and the
    emulator's CPU per drain (it serves both sides from the same cores).
 
+Both sides run in the session's one JVM, with the JVM's default compilers; ``--c1`` starts it with
+C1 only, as ``icestream ingest --available-now`` runs a drain (``icestream.runtime.java_options``),
+and writes ``pipeline_c1.json``. The native load's JSON parsing is JVM code that C2 makes faster once
+it has compiled it; most of the pipeline's per-record work is Python, Arrow and zstd, which no JIT
+touches, so the ratio depends on the choice: compare runs of the same mode.
+
 Run: ``.venv/bin/python bench/bench_pipeline.py`` (about 4 minutes; ``--help`` for sizes).
 """
 
@@ -53,6 +59,8 @@ from common import (
     timed,
     write_results,
 )
+
+from icestream.runtime.java_options import C1_ONLY
 
 TARGET_PER_CORE = 0.8
 TARGET_END_TO_END = 1.0
@@ -382,11 +390,18 @@ def main() -> None:
         help="per shard and batch (default: the ingest's own, 10,000 doubling to 40,000 during a backlog)",
     )  # fmt: skip
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--c1", action="store_true",
+        help="the session's JVM with C1 only, as `icestream ingest --available-now` runs (writes pipeline_c1.json)",
+    )  # fmt: skip
     args = parser.parse_args()
+    if args.c1:  # read by spark-submit when the session's JVM starts (both sides run in that JVM)
+        os.environ["SPARK_SUBMIT_OPTS"] = f"{os.environ.get('SPARK_SUBMIT_OPTS', '')} {C1_ONLY}".strip()
 
     facts = banner("ingest pipeline vs Spark's native JSON load, and end to end", command_line())
     with bench_session("pipeline", shards=args.shards) as (settings, spark):
-        results: dict[str, Any] = {"machine": facts, "command": command_line()}
+        jit = "C1 only" if args.c1 else "default"
+        results: dict[str, Any] = {"machine": facts, "command": command_line(), "jit": jit}
         from icestream.ingest import read_job
 
         real_reader = read_job.read_arrow
@@ -398,7 +413,7 @@ def main() -> None:
             read_job.read_arrow = real_reader
         if args.e2e_records:
             results["end_to_end"] = end_to_end(args, spark, settings)
-    write_results("pipeline", results)
+    write_results("pipeline_c1" if args.c1 else "pipeline", results)
 
 
 if __name__ == "__main__":
