@@ -49,6 +49,7 @@ from common import (
     bench_session,
     command_line,
     fill_stream,
+    line_records,
     new_table_settings,
     parallel_drain,
     raw_drain,
@@ -230,11 +231,8 @@ def per_core(args: argparse.Namespace, spark: Any, settings: Any) -> dict[str, A
     """Pipeline and native, alternating, per core-second; ratios per pair."""
     from icestream.ingest import read_job
     from icestream.stream.clients import ensure_stream, kinesis_client, list_shards
-    from icestream.synthetic.generator import backfill_config, generate
 
-    generated, _ = generate(backfill_config(hours=3, count=args.records, seed=args.seed))
-    # What Kinesis would accept, one JSON line each (a payload with a newline byte cannot be a line).
-    records = [r for r in generated if r.kind != "kinesis_oversized" and b"\n" not in r.data and b"\r" not in r.data]
+    records = line_records(args.records, args.seed)
     ensure_stream(settings, shard_count=args.shards)  # empty: only ListShards is asked of it
     folder = SCRATCH / "pipeline" / "records"
     folder.mkdir(parents=True, exist_ok=True)

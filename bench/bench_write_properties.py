@@ -29,7 +29,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import SCRATCH, banner, bench_session, command_line, summary, write_results
+from common import SCRATCH, banner, bench_session, command_line, line_records, summary, write_results
 
 MIB = 1024 * 1024
 VARIANTS: dict[str, dict[str, str]] = {
@@ -45,13 +45,10 @@ def event_rows(spark: Any, records: int, seed: int) -> Any:
     from pyspark.sql import functions as F  # noqa: N812
 
     from icestream.lake.schema import wire_schema
-    from icestream.synthetic.generator import backfill_config, generate
 
-    generated, _ = generate(backfill_config(hours=3, count=records, seed=seed))
-    lines = [r.data for r in generated if r.kind != "kinesis_oversized" and b"\n" not in r.data and b"\r" not in r.data]
     payloads = SCRATCH / "write_properties" / "payloads.jsonl"
     payloads.parent.mkdir(parents=True, exist_ok=True)
-    payloads.write_bytes(b"".join(line + b"\n" for line in lines))
+    payloads.write_bytes(b"".join(record.data + b"\n" for record in line_records(records, seed)))
     frame = spark.read.schema(wire_schema()).json(str(payloads)).where(F.col("event_id").isNotNull())
     number = F.monotonically_increasing_id()
     return frame.select(

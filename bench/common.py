@@ -159,6 +159,15 @@ def bench_session(
         emulator.stop()
 
 
+def line_records(count: int, seed: int = 7) -> list[Any]:
+    """The generator's records (3 hours of backfill) that Kinesis would accept and that fit one JSON
+    line each (a payload with a newline byte cannot be a line): both sides of a native-load comparison."""
+    from icestream.synthetic.generator import backfill_config, generate
+
+    generated, _ = generate(backfill_config(hours=3, count=count, seed=seed))
+    return [r for r in generated if r.kind != "kinesis_oversized" and b"\n" not in r.data and b"\r" not in r.data]
+
+
 def fill_stream(settings: Any, records: int, shards: int, seed: int = 7) -> int:
     """Create the stream with ``shards`` shards and send about ``records`` generated records to it.
 
