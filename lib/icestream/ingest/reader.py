@@ -1,15 +1,14 @@
 """Read one shard in one Spark task: GetRecords within Kinesis limits, then parse each record.
 
 This runs on an executor, with boto3 inside the task and nothing from the driver but a
-:class:`~icestream.ingest.positions.ShardPlan` and :class:`ReadOptions`. It respects the per-shard
-read limits (at most ``1 / min_call_interval`` GetRecords calls per second, at most 10,000 records
-per call), backs off with jitter on throttling and transient errors, renews an expired iterator
-from the last record it read, and stops when the shard is caught up, closed, or the cap is met.
+:class:`~icestream.ingest.positions.ShardPlan` and :class:`ReadOptions`. It keeps to the per-shard read
+limits (``1 / min_call_interval`` GetRecords calls per second, 10,000 records per call), backs off with
+jitter on throttling and transient errors, renews an expired iterator, and stops at the tip, the end or the cap.
 
 Each Kinesis record first expands to the user records it carries (:mod:`icestream.ingest.expand`:
-KPL aggregates, gzip and zlib); the cap ``max_records`` counts user records, so a batch may end
-inside an aggregate, at a position with a sub-sequence number (``AFTER:<seq>:<sub>``), and the next
-batch starts at that record again and skips the user records already done.
+KPL aggregates, gzip and zlib); the cap ``max_records`` counts user records (an answer of aggregates
+can hold more than one call's 10,000: it is read on to the cap), so a batch may end inside an aggregate,
+at ``AFTER:<seq>:<sub>``; the next batch starts at that record again and skips those already done.
 
 It yields one row per user record kept (an event, or a change of a change stream, or a reject) and,
 last, one ``meta`` row describing the read (counts, last sequence, whether the shard ended, lag,
@@ -150,7 +149,7 @@ class _ShardReader:
             self.own, self.cap = 0, self.stats.read
 
     def _granted(self) -> bool:
-        """Reserve what the next GetRecords may return; False (the shard is capped) when none is left."""
+        """Reserve what the next GetRecords may return (or more of an answer of KPL aggregates); False: none left."""
         wanted = min(MAX_RECORDS_PER_GET, self.limit - self.stats.read) - (self.cap - self.stats.read)
         mine = max(0, min(wanted, self.own))
         self.own -= mine
@@ -220,9 +219,11 @@ class _ShardReader:
                         row = self._user_record(sequence, None, record.get("PartitionKey"), arrival, data, data, None)
                         if row is not None:
                             yield row
-                    # At the cap with user records left (in this aggregate or this answer): stop here;
-                    # the answer's iterator continues after its last record, so it is not handed over.
-                    if stats.read >= self.cap and (stats.last_sub is not None or index + 1 < len(records)):
+                    # At the cap with user records left (in this aggregate or this answer), none more granted:
+                    # stop here; the answer's iterator continues after its last record, so it is not handed over.
+                    if stats.read >= self.cap and (
+                        stats.last_sub is not None or (index + 1 < len(records) and not self._granted())
+                    ):
                         cut = True
                         taken = index + 1
                         break
@@ -293,7 +294,7 @@ class _ShardReader:
                                     part.rejection)  # fmt: skip
             if row is not None:
                 yield row
-            if part.sub is not None and part.sub < len(parts) - 1 and stats.read >= self.cap:
+            if part.sub is not None and part.sub < len(parts) - 1 and stats.read >= self.cap and not self._granted():
                 stats.last_sub = part.sub  # the cap falls inside the aggregate
                 return
 

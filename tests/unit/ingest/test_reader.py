@@ -13,6 +13,7 @@ from botocore.exceptions import ClientError, EndpointConnectionError
 from icestream.errors import ShardReadError
 from icestream.ingest.positions import TRIM_HORIZON, ShardPlan, after
 from icestream.ingest.reader import ROW_FIELDS, read_shard
+from icestream.stream.kpl import encode_aggregate
 from tests.helpers.fake_kinesis import FakeKinesis, options, payload, read_fake_shard
 
 
@@ -329,3 +330,41 @@ def test_a_chunk_becomes_arrow_without_comparing_its_values_with_none() -> None:
     batch = record_batch(rows, arrow_schema())
     assert batch.column("event_id").to_pylist() == ["e0", "e1", None]
     assert compared == [], "only the first and last values of a column are looked at, by identity"
+
+
+def _aggregates(count: int, size: int) -> list[bytes]:
+    """``count`` KPL aggregates of ``size`` user records each, events e0, e1, ... in order."""
+    return [
+        encode_aggregate([(f"k{number}", payload(number)) for number in range(first, first + size)])
+        for first in range(0, count * size, size)
+    ]
+
+
+def test_an_answer_of_aggregates_larger_than_one_call_is_read_to_the_batch_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    # One GetRecords answer holds up to 10,000 Kinesis records, and an aggregate many user records
+    # each: an answer can hold more user records than one call's grant (here 4 for 15). The read goes
+    # on within the answer to the shard's cap; until 2026-11-28 it stopped at the first grant, ended
+    # the batch there and left the answer's rest to be asked again by the next batch.
+    monkeypatch.setattr("icestream.ingest.reader.MAX_RECORDS_PER_GET", 4)
+    fake = FakeKinesis(_aggregates(3, 5))
+    rows, meta, _ = read_fake_shard(fake, max_records=15)
+    assert [row["event_id"] for row in rows] == [f"e{number}" for number in range(15)]
+    assert (meta["read"], meta["capped"], meta["last_sub"]) == (15, False, None)
+    assert sum(1 for name, _ in fake.calls if name == "get_records") == 1
+
+
+def test_the_cap_still_ends_a_read_inside_an_aggregate_past_one_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("icestream.ingest.reader.MAX_RECORDS_PER_GET", 4)
+    rows, meta, _ = read_fake_shard(FakeKinesis(_aggregates(3, 5)), max_records=7)
+    assert [row["event_id"] for row in rows] == [f"e{number}" for number in range(7)]
+    # Seven user records: the first aggregate's five and the second's subs 0 and 1.
+    assert (meta["read"], meta["capped"], meta["last_sequence"], meta["last_sub"]) == (7, True, "1001", 1)
+
+
+def test_an_answer_of_aggregates_takes_what_the_tasks_other_shards_left(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Shares of 10: the shard of aggregates (one answer, 20 user records) takes the 8 its task-mate left.
+    monkeypatch.setattr("icestream.ingest.reader.MAX_RECORDS_PER_GET", 4)
+    fakes = {"shardId-1": FakeKinesis(_aggregates(4, 5)), "shardId-2": FakeKinesis([payload(i) for i in range(2)])}
+    metas = _pooled(fakes, share=10)
+    assert [(meta["read"], meta["rows"]) for meta in metas.values()] == [(18, 18), (2, 2)]
+    assert metas["shardId-1"]["capped"] and metas["shardId-1"]["last_sub"] == 2
