@@ -367,4 +367,4 @@ def test_an_answer_of_aggregates_takes_what_the_tasks_other_shards_left(monkeypa
     fakes = {"shardId-1": FakeKinesis(_aggregates(4, 5)), "shardId-2": FakeKinesis([payload(i) for i in range(2)])}
     metas = _pooled(fakes, share=10)
     assert [(meta["read"], meta["rows"]) for meta in metas.values()] == [(18, 18), (2, 2)]
-    assert metas["shardId-1"]["capped"] and metas["shardId-1"]["last_sub"] == 2
+    assert (metas["shardId-1"]["capped"], metas["shardId-1"]["last_sub"]) == (True, 2)
