@@ -264,6 +264,18 @@ def new_table_settings(stream_name: str, prefix: str = "bench") -> Any:
     return load_settings(stream_name=stream_name, table=f"{prefix}_{uuid.uuid4().hex[:8]}")
 
 
+def ingest_call_options(options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` with :func:`run_ingest`'s defaults: a drain (``available_now``) unless a batch count
+    or a duration bounds the query; a drain's batches back to back, a bounded query's at the ingest's
+    shortest trigger (a trigger under it is refused: 0 s stopped two benchmarks from 2026-11-26 to 11-28)."""
+    from icestream.ingest.options import MIN_TRIGGER_SECONDS
+
+    chosen = dict(options)
+    chosen.setdefault("available_now", "max_batches" not in options and "duration_seconds" not in options)
+    chosen.setdefault("trigger_seconds", 0 if chosen["available_now"] else MIN_TRIGGER_SECONDS)
+    return chosen
+
+
 def run_ingest(spark: Any, target: Any, **options: Any) -> dict[str, Any]:
     """Run the ingest query on ``target`` (stream and tables) until its options stop it; time it.
 
@@ -280,10 +292,8 @@ def run_ingest(spark: Any, target: Any, **options: Any) -> dict[str, Any]:
     from icestream.lake import setup_tables
 
     setup_tables(spark, target)
-    options.setdefault("available_now", "max_batches" not in options and "duration_seconds" not in options)
-    options.setdefault("trigger_seconds", 0)
     began = time.perf_counter()
-    query = start_ingest(spark, target, **options)
+    query = start_ingest(spark, target, **ingest_call_options(options))
     query.await_termination()
     seconds = time.perf_counter() - began
     progress = list(query.recent_progress)

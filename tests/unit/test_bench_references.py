@@ -59,3 +59,23 @@ def test_a_replaced_function_that_moved_is_found() -> None:
     tree = ast.parse("from icestream.ingest import source\nsource.read_arrow = None\n")
     assert references(tree)[1] == [("icestream.ingest.source", "read_arrow")]
     assert not hasattr(importlib.import_module("icestream.ingest.source"), "read_arrow")
+
+
+@pytest.mark.parametrize(
+    "options", [{}, {"max_batches": 2}, {"duration_seconds": 5.0}, {"max_batches": 3, "dedupe": False}]
+)
+def test_the_benchmarks_ingest_options_pass_the_ingests_checks(options: dict) -> None:
+    # A bounded query's trigger of 0 s was refused from 2026-11-26 (a trigger is 200 ms to 60 s but for
+    # a drain): bench_growth.py and bench_schema_evolution.py stopped at their first ingest, unnoticed.
+    import sys
+
+    from icestream.config import load_settings
+    from icestream.ingest.options import ingest_options
+
+    sys.path.insert(0, str(BENCH))
+    try:
+        from common import ingest_call_options
+    finally:
+        sys.path.remove(str(BENCH))
+        sys.modules.pop("common", None)  # a name too general to leave for other tests' imports
+    ingest_options(load_settings(), **ingest_call_options(options)).validated()
