@@ -106,3 +106,22 @@ def test_unknown_fields_are_skipped() -> None:
 def test_varint_out_of_range_is_refused() -> None:
     with pytest.raises(ValueError, match="uint64"):
         encode_varint(-1)
+
+
+@pytest.mark.parametrize("size", [0, 1, 127, 128, 16383, 16384, 70000])
+def test_payload_lengths_of_one_two_and_three_varint_bytes_decode(size: int) -> None:
+    # fields() reads one- and two-byte varints itself and leaves longer ones to decode_varint.
+    data = bytes(range(256)) * (size // 256) + bytes(range(size % 256))
+    decoded = decode_aggregate(encode_aggregate([("k", data), ("k", b"x")]))
+    assert decoded == [UserRecord("k", data), UserRecord("k", b"x")]
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [(b"\x0a", "truncated varint at byte 1"), (b"\x0a\x80", "truncated varint at byte 1"),
+     (b"\x0a\x80\x80", "truncated varint at byte 1"), (b"\x1a\xff\x01\x00", "field 3: 255 bytes announced, 1 left"),
+     (b"\x08\x80", "truncated varint at byte 1")],
+)  # fmt: skip
+def test_a_varint_cut_short_is_refused_at_its_first_byte(body: bytes, message: str) -> None:
+    with pytest.raises(AggregateError, match=message):
+        decode_aggregate(wrap(body))
