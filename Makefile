@@ -23,7 +23,7 @@ TEST_WORKERS ?= 2
 BENCH_ARGS ?=
 LINT_PATHS := $(wildcard lib tests bench notebooks)
 
-.PHONY: help setup system browser venv jars emulator run test lint format lab stop clear-outputs clean reliability browser-all bench reset prune-uv-cache
+.PHONY: help setup system browser venv jars emulator run test lint format lab stop clear-outputs clean reliability browser-all bench bench-smoke reset prune-uv-cache
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -126,6 +126,9 @@ reliability: setup  ## the full reliability campaigns, and the cluster tests inc
 
 bench: setup  ## the benchmark suite (about 15 minutes); BENCH_ARGS=--full for the larger sizes
 	@$(BIN)/python bench/run_all.py $(BENCH_ARGS)
+
+bench-smoke: setup  ## every benchmark once at small sizes: do they still run? (about 15 minutes; results not kept)
+	@$(BIN)/python bench/smoke.py
 
 lab: emulator  ## JupyterLab on 127.0.0.1 (notebooks/ and the executed copies in output/); Ctrl-C stops it
 	@$(BIN)/icestream lab

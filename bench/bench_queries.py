@@ -22,8 +22,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results"
-WAREHOUSE = RESULTS / "tmp" / "bench-warehouse"
+RESULTS = Path(os.environ.get("ICESTREAM_BENCH_RESULTS") or HERE / "results")  # as common.RESULTS
+WAREHOUSE = HERE / "results" / "tmp" / "bench-warehouse"
 TARGETS_S = {"spark": 3.0, "duckdb": 1.0}
 
 

@@ -26,8 +26,9 @@ from typing import Any
 from icestream.config import ICEBERG_VERSION  # the runtime jar the session uses (docs/stack.md)
 
 BENCH = Path(__file__).resolve().parent
-RESULTS = BENCH / "results"
-SCRATCH = RESULTS / "tmp"  # gitignored: warehouses and emulator state of benchmark runs
+SCRATCH = BENCH / "results" / "tmp"  # gitignored: warehouses and emulator state of benchmark runs
+# Where results go: bench/results/, or a folder of a run that must not replace them (bench/smoke.py).
+RESULTS = Path(os.environ.get("ICESTREAM_BENCH_RESULTS") or BENCH / "results")
 
 
 def load_average() -> str:

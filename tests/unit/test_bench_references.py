@@ -79,3 +79,20 @@ def test_the_benchmarks_ingest_options_pass_the_ingests_checks(options: dict) ->
         sys.path.remove(str(BENCH))
         sys.modules.pop("common", None)  # a name too general to leave for other tests' imports
     ingest_options(load_settings(), **ingest_call_options(options)).validated()
+
+
+def test_the_smoke_run_covers_every_benchmark() -> None:
+    # A benchmark added without a line in bench/smoke.py would never be run before someone measures with it.
+    import sys
+
+    sys.path.insert(0, str(BENCH))
+    try:
+        import smoke
+    finally:
+        sys.path.remove(str(BENCH))
+        sys.modules.pop("common", None)
+    scripts = {path.stem for path in BENCH.glob("bench_*.py")}
+    run = [script for script, _ in smoke.RUNS]
+    assert len(run) == len(set(run))
+    assert set(run) | set(smoke.SKIPPED) == scripts
+    assert not set(run) & set(smoke.SKIPPED)
