@@ -114,7 +114,7 @@ def fields(buffer: bytes) -> Iterable[tuple[int, int, int | bytes]]:
     offset, size = 0, len(buffer)
     while offset < size:
         # A varint of one or two bytes (keys, indexes, a payload's length under 16 KiB) is read here,
-        # not by decode_varint's loop: aggregates of 100 decoded in 0.58 of the time (2026-11-28).
+        # not by decode_varint's loop: aggregates of 100 decode in about 0.7 of the time (2026-11-28).
         key = buffer[offset]
         if key < 0x80:
             offset += 1
