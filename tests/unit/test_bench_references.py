@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import ast
 import importlib
+import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -61,36 +63,34 @@ def test_a_replaced_function_that_moved_is_found() -> None:
     assert not hasattr(importlib.import_module("icestream.ingest.source"), "read_arrow")
 
 
+def bench_module(name: str) -> ModuleType:
+    """A module of bench/, imported as its scripts import each other; ``common`` and it are not left in
+    ``sys.modules`` (names too general for other tests' imports)."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(BENCH))
+        for loaded in (name, "common"):
+            sys.modules.pop(loaded, None)
+
+
 @pytest.mark.parametrize(
     "options", [{}, {"max_batches": 2}, {"duration_seconds": 5.0}, {"max_batches": 3, "dedupe": False}]
 )
 def test_the_benchmarks_ingest_options_pass_the_ingests_checks(options: dict) -> None:
     # A bounded query's trigger of 0 s was refused from 2026-11-26 (a trigger is 200 ms to 60 s but for
     # a drain): bench_growth.py and bench_schema_evolution.py stopped at their first ingest, unnoticed.
-    import sys
-
     from icestream.config import load_settings
     from icestream.ingest.options import ingest_options
 
-    sys.path.insert(0, str(BENCH))
-    try:
-        from common import ingest_call_options
-    finally:
-        sys.path.remove(str(BENCH))
-        sys.modules.pop("common", None)  # a name too general to leave for other tests' imports
+    ingest_call_options = bench_module("common").ingest_call_options
     ingest_options(load_settings(), **ingest_call_options(options)).validated()
 
 
 def test_the_smoke_run_covers_every_benchmark() -> None:
     # A benchmark added without a line in bench/smoke.py would never be run before someone measures with it.
-    import sys
-
-    sys.path.insert(0, str(BENCH))
-    try:
-        import smoke
-    finally:
-        sys.path.remove(str(BENCH))
-        sys.modules.pop("common", None)
+    smoke = bench_module("smoke")
     scripts = {path.stem for path in BENCH.glob("bench_*.py")}
     run = [script for script, _ in smoke.RUNS]
     assert len(run) == len(set(run))
