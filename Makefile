@@ -28,9 +28,10 @@ LINT_PATHS := $(wildcard lib tests bench notebooks)
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
-system:  ## Java 17 and the SQLite JDBC driver, through apt-get when missing
+system:  ## Java 17, Maven (fetches the JVM packages) and the SQLite JDBC driver, through apt-get when missing
 	@missing=""; \
 	java -version 2>&1 | grep -q 'version "17' || missing="$$missing openjdk-17-jre-headless"; \
+	command -v mvn >/dev/null || missing="$$missing maven"; \
 	if [ "$(CATALOG_TYPE)" = jdbc ] && [ -n "$(ICESTREAM_SQLITE_JDBC_JAR)" ]; then \
 	  [ -f "$(ICESTREAM_SQLITE_JDBC_JAR)" ] || { echo "error: ICESTREAM_SQLITE_JDBC_JAR=$(ICESTREAM_SQLITE_JDBC_JAR) is not a file" >&2; exit 2; }; \
 	elif [ "$(CATALOG_TYPE)" = jdbc ]; then \
@@ -43,7 +44,7 @@ system:  ## Java 17 and the SQLite JDBC driver, through apt-get when missing
 	    echo ">> installing$$missing with apt-get"; \
 	    $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	  else \
-	    echo "error: please install$$missing (Java 17 JRE, the SQLite JDBC driver for the catalog), or use" \
+	    echo "error: please install$$missing (Java 17 JRE, Maven, the SQLite JDBC driver for the catalog), or use" \
 	      "environment.yml with conda and set ICESTREAM_SQLITE_JDBC_JAR (see docs/catalog.md)" >&2; exit 2; \
 	  fi; \
 	fi
@@ -85,8 +86,8 @@ venv: $(STAMP)
 prune-uv-cache:
 	@[ ! -x $(BIN)/uv ] || $(BIN)/uv cache prune -q 2>/dev/null || true
 
-jars: system venv  ## copy the Iceberg runtime jar from its wheel, and build the driver's class archive, into .cache/jars (once)
-	@$(BIN)/python -c 'from icestream.config import load_settings; from icestream.runtime.jars import resolve_jars; p = resolve_jars(load_settings()); print(">> iceberg jars:", p.source)'
+jars: system venv  ## resolve the JVM packages (lib/icestream/stack.toml) from Maven Central, and build the driver's class archive, into .cache/jars (once)
+	@$(BIN)/python -c 'from icestream.config import load_settings; from icestream.runtime.jars import resolve_jars; p = resolve_jars(load_settings()); print(">> jvm packages:", p.source, *p.notes)'
 	@# Driver JVMs then start in about half the time (docs/performance.md); building it takes about a minute, once.
 	@$(BIN)/python -m icestream.runtime.cds
 

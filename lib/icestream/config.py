@@ -26,6 +26,7 @@ import yaml
 
 from icestream.errors import ConfigError
 from icestream.limits import DEFAULT_START_POSITION
+from icestream.stack import pinned_iceberg
 from icestream.validation import (
     ENV_PREFIX,
     MAX_IDENTIFIER_CHARS,
@@ -52,8 +53,7 @@ COPY_SUFFIXES = (LAYOUT_DEMO_SUFFIX, TIME_TRAVEL_SUFFIX, SORT_DEMO_SUFFIX, *STRE
 # Every suffix the workbook appends to the table's own name (the demos' tables add theirs: cli.local).
 COMPANION_SUFFIXES = (REJECTS_SUFFIX, ARCHIVE_SUFFIX, METRICS_SUFFIX, *COPY_SUFFIXES)
 
-ICEBERG_VERSION = "1.10.2"
-SPARK_SCALA = "3.5_2.12"
+ICEBERG_VERSION = pinned_iceberg()  # the installed Spark line's (icestream/stack.toml)
 
 # Dummy keys the emulators accept; they are never sent anywhere but a local endpoint
 # (see icestream.stream.clients), so they are not credentials.

@@ -21,7 +21,7 @@ from tests.helpers.ingest import refresh_tables, table_state
 from tests.helpers.streams import event_payload, put
 
 # What the platform provides, not icestream's own dependencies (docs/platforms.md).
-PLATFORM_PACKAGES = ("pyspark", "snowpark-connect-deps-iceberg")
+PLATFORM_PACKAGES = ("pyspark",)
 WORKBOOK_ONLY = ("moto", "duckdb", "pyiceberg", "matplotlib", "papermill", "ipykernel", "tqdm")
 
 
@@ -65,7 +65,10 @@ def test_the_job_entry_points_import_from_the_slim_install(slim_python: Path) ->
 def test_the_slim_install_ingests_from_the_emulator(fresh, spark, slim_python: Path, tmp_path: Path) -> None:
     made: Settings = fresh(shards=1, prefix="slim")
     put(made, [(event_payload(number, f"u{number % 3}"), f"u{number % 3}") for number in range(40)])
+    # The platform's jars: those make setup resolved from Maven Central (the slim install has no checkout of its own).
+    jar_cache = str(made.path("jar_cache_dir"))
     env = {**os.environ, "ICESTREAM_STREAM_NAME": made.stream_name, "ICESTREAM_TABLE": made.table}
+    env["ICESTREAM_JAR_CACHE_DIR"] = jar_cache
     result = subprocess.run(
         [str(slim_python), "-m", "icestream.jobs.ingest", "--available-now"],
         env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path, stdin=subprocess.DEVNULL,

@@ -25,7 +25,7 @@ MAX_LINES = 450
 # tables through the lake, and the lake knows nothing of Kinesis. The workbook's scenarios (demos)
 # sit above everything they drive and check, so nothing below them can reach them.
 LAYERS = (
-    ("errors", "limits", "timestamps", "validation", "config", "face"),
+    ("errors", "limits", "timestamps", "validation", "stack", "config", "face"),
     ("runtime",),
     ("stream",),
     ("lake",),
@@ -39,8 +39,8 @@ LAYERS = (
 )  # fmt: skip
 # What a scheduled job is made of (maintenance is lake/routine and lake/maintenance): these rooms may
 # never import the workbook's scenarios, directly or through another module.
-JOB_CORE = ("errors", "limits", "timestamps", "validation", "config", "face", "runtime", "stream", "ingest", "load",
-            "lake")  # fmt: skip
+JOB_CORE = ("errors", "limits", "timestamps", "validation", "stack", "config", "face", "runtime", "stream",
+            "ingest", "load", "lake")  # fmt: skip
 
 
 def layer_of(module: str) -> int:

@@ -1,17 +1,18 @@
-"""Provision the Apache Iceberg Spark runtime: the one place that knows where jars come from.
+"""Provision the JVM packages a session loads: the one place that knows where jars come from.
 
+The packages are named once, by Maven coordinates, in ``icestream/stack.toml`` (per Spark line).
 Resolution order (``resolve_jars``):
 
-1. explicit paths from configuration (``ICESTREAM_ICEBERG_JARS``);
-2. the runtime jar already copied into the cache folder (``ICESTREAM_JAR_CACHE_DIR``, default
-   ``.cache/jars``), when it holds every class in ``RUNTIME_CLASSES``;
-3. a copy of the runtime jar from the pinned PyPI wheel ``snowpark-connect-deps-iceberg`` into that
-   folder (a path in the project that ``spark-submit --jars`` lines can name; docs/cluster.md). The
-   pinned release's jar is complete: shaded Jackson and HttpClient 5 included (docs/stack.md);
-4. Maven coordinates through ``spark.jars.packages`` when configuration asks for them
-   (``ICESTREAM_JAR_SOURCE=maven``: machines with internet, EMR, Glue; the ``aws`` profile);
-5. nothing, when the platform provides Iceberg itself (``ICESTREAM_JAR_SOURCE=provided``: EMR with
-   Iceberg enabled, Glue with ``--datalake-formats iceberg``); the session checks that it loads.
+1. explicit paths from configuration (``ICESTREAM_ICEBERG_JARS``), checked to hold a complete
+   Iceberg runtime (``RUNTIME_CLASSES``);
+2. Maven coordinates through ``spark.jars.packages`` when configuration asks for them
+   (``ICESTREAM_JAR_SOURCE=maven``: EMR, Glue, a laptop with internet; the ``aws`` profile);
+3. nothing, when the platform provides Iceberg itself (``ICESTREAM_JAR_SOURCE=provided``: EMR with
+   Iceberg enabled, Glue with ``--datalake-formats iceberg``); the session checks that it loads;
+4. otherwise (``auto``, the default) the jars resolved from Maven Central into the cache folder
+   (``ICESTREAM_JAR_CACHE_DIR``, default ``.cache/jars``) by :mod:`icestream.runtime.maven`,
+   checksums checked; later runs read its manifest and need no network. These are paths in the
+   project that ``spark-submit --jars`` lines can name (docs/cluster.md).
 
 The JDBC catalog (the ``local`` default) also needs the SQLite JDBC driver on the driver's
 classpath: ``ICESTREAM_SQLITE_JDBC_JAR``, by default Debian's ``/usr/share/java/sqlite-jdbc.jar``.
@@ -24,27 +25,21 @@ Every failure raises :class:`~icestream.errors.JarError` naming what is missing 
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import glob
-import hashlib
 import importlib.util
-import os
-import shutil
-import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from icestream.config import SPARK_SCALA, Settings
+from icestream.config import Settings
 from icestream.errors import JarError
+from icestream.runtime import maven
+from icestream.stack import Package, SparkLine, spark_line
 
-WHEEL_DISTRIBUTION = "snowpark-connect-deps-iceberg==1.0.2"
-WHEEL_PACKAGE = "snowpark_connect_deps_iceberg"
-
-# A class from each part of the runtime jar the project uses, and who uses it. Release 1.0.3 of the
-# wheel shipped the same Iceberg 1.10.2 runtime stripped of its shaded Jackson and HttpClient 5: its
-# first CREATE TABLE failed with ClassNotFoundException ...JsonFactoryBuilder.
+# A class from each part of the runtime jar the project uses, and who uses it: a jar given by path is
+# checked for them. A runtime stripped of its shaded Jackson and HttpClient 5 (one Python wheel shipped
+# such a copy) failed its first CREATE TABLE with ClassNotFoundException ...JsonFactoryBuilder.
 RUNTIME_CLASSES = {
     "org/apache/iceberg/spark/SparkCatalog.class": "the catalog",
     "org/apache/iceberg/spark/extensions/IcebergSparkSessionExtensions.class": "the SQL extensions (CALL, branches)",
@@ -65,9 +60,21 @@ SQLITE_NATIVE_LIBRARY = "libsqlitejdbc.so"
 SQLITE_NATIVE_FOLDERS = ("/usr/lib/*/jni", "/usr/lib/jni")  # Debian multiarch, then the generic folder
 
 
-def runtime_jar_name(version: str) -> str:
-    """File name of the Iceberg Spark runtime jar for Spark 3.5 / Scala 2.12."""
-    return f"iceberg-spark-runtime-{SPARK_SCALA}-{version}.jar"
+def runtime_jar_name(version: str, line: SparkLine | None = None) -> str:
+    """File name of the Iceberg Spark runtime jar of a Spark line (the installed pyspark's by default)."""
+    runtime = (line or spark_line()).runtime
+    return f"{runtime.artifact}-{version}.jar"
+
+
+def line_packages(settings: Settings, line: SparkLine | None = None) -> tuple[Package, ...]:
+    """The line's packages with Iceberg's at ``settings.iceberg_version`` (the pinned one unless set)."""
+    line = line or spark_line()
+    return tuple(
+        dataclasses.replace(package, coordinate=f"{package.group}:{package.artifact}:{settings.iceberg_version}")
+        if package.group == "org.apache.iceberg"
+        else package
+        for package in line.packages
+    )
 
 
 @dataclass(frozen=True)
@@ -91,11 +98,9 @@ class JarPlan:
 
 
 def maven_packages(settings: Settings) -> tuple[str, ...]:
-    """Maven coordinates of the runtime, plus the AWS bundle (Glue, S3FileIO) for the Glue catalog."""
-    packages = [f"org.apache.iceberg:iceberg-spark-runtime-{SPARK_SCALA}:{settings.iceberg_version}"]
-    if settings.catalog_type == "glue":
-        packages.append(f"org.apache.iceberg:iceberg-aws-bundle:{settings.iceberg_version}")
-    return tuple(packages)
+    """The coordinates a session with these settings loads, for ``spark.jars.packages`` / ``--packages``."""
+    wanted = ("always", settings.catalog_type)
+    return tuple(package.coordinate for package in line_packages(settings) if package.when in wanted)
 
 
 def missing_classes(*paths: Path) -> list[str]:
@@ -135,63 +140,8 @@ def check_jars(jars: tuple[Path, ...]) -> None:
         raise JarError(
             f"The jars {', '.join(path.name for path in jars)} hold no complete Iceberg Spark runtime: "
             f"missing the classes of {needs}. Point ICESTREAM_ICEBERG_JARS at a complete "
-            f"{runtime_jar_name('1.10.x')}, or unset it to use the one in {WHEEL_DISTRIBUTION}."
+            f"{runtime_jar_name(spark_line().iceberg)}, or unset it to use the one resolved from Maven Central."
         )
-
-
-def checked_marker(jar: Path) -> Path:
-    """The file beside a cached jar that says which jar was found complete (:func:`jar_stamp`)."""
-    return jar.with_name(jar.name + ".complete")
-
-
-def jar_stamp(jar: Path) -> str:
-    """What a completeness check of ``jar`` depends on: the file's size and time, and the classes asked for."""
-    status = jar.stat()
-    wanted = hashlib.sha256("\n".join(sorted(RUNTIME_CLASSES)).encode()).hexdigest()[:16]
-    return f"{status.st_size} {status.st_mtime_ns} {wanted}"
-
-
-def _cached(settings: Settings) -> tuple[Path, ...] | None:
-    """The cached runtime jar, unless it is missing or incomplete (a copy from an older, stripped wheel).
-
-    Reading the 47 MB jar's table of contents to check it took 0.17 CPU-seconds of every process that
-    started a session (py-spy, 2026-11-27): a jar found complete is marked (:func:`checked_marker`),
-    and checked again only when it, or the classes asked for, change.
-    """
-    cached = settings.path("jar_cache_dir") / runtime_jar_name(settings.iceberg_version)
-    if not cached.is_file():
-        return None
-    marker, stamp = checked_marker(cached), jar_stamp(cached)
-    with contextlib.suppress(OSError):
-        if marker.read_text() == stamp:
-            return (cached,)
-    try:
-        if missing_classes(cached):
-            return None
-    except JarError:  # unreadable: copied anew from the wheel
-        return None
-    with contextlib.suppress(OSError):  # a read-only cache: checked by every process, as before
-        scratch = marker.with_name(f"{marker.name}.{os.getpid()}")
-        scratch.write_text(stamp)
-        scratch.replace(marker)
-    return (cached,)
-
-
-def wheel_jar_folder() -> Path:
-    """The folder of jars inside the installed ``snowpark-connect-deps-iceberg`` wheel.
-
-    Raises:
-        JarError: If the wheel is not installed.
-    """
-    spec = importlib.util.find_spec(WHEEL_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise JarError(
-            f"The Iceberg runtime jars are not installed. Run `make run` (or "
-            f"`pip install {WHEEL_DISTRIBUTION}`), or point ICESTREAM_ICEBERG_JARS at "
-            f"{runtime_jar_name('1.10.x')}, or set ICESTREAM_JAR_SOURCE=maven "
-            "on a machine that reaches Maven Central."
-        )
-    return Path(next(iter(spec.submodule_search_locations))) / "jars"
 
 
 def pyspark_jar_folder() -> Path:
@@ -202,39 +152,35 @@ def pyspark_jar_folder() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "jars"
 
 
-def copy_runtime_jar(settings: Settings) -> tuple[Path, ...]:
-    """Copy the runtime jar from the pinned wheel into the cache folder.
+def resolved_jars(settings: Settings, resolve: bool = True) -> tuple[Path, ...]:
+    """The jars of the line's packages this session loads, resolved from Maven Central once and cached.
+
+    Every package of the line is resolved together (one manifest for every catalog); the session gets
+    those its catalog needs (``when`` in ``stack.toml``).
 
     Args:
-        settings: Supplies the cache folder and Iceberg version.
-
-    Returns:
-        The cached runtime jar, as a one-element tuple (the plan's ``jars``).
+        settings: Supplies the cache folder, the catalog and Iceberg's version.
+        resolve: Start Maven when the cache has no valid manifest (False: only report).
 
     Raises:
-        JarError: If the wheel is missing or does not ship the runtime for ``settings.iceberg_version``.
+        JarError: If the jars are not resolved yet and ``resolve`` is False, or Maven fails.
     """
-    name = runtime_jar_name(settings.iceberg_version)
-    runtime_source = wheel_jar_folder() / name
-    if not runtime_source.is_file():
-        raise JarError(
-            f"{name} is not in the installed wheel. Pin {WHEEL_DISTRIBUTION} or set "
-            "ICESTREAM_ICEBERG_VERSION to the version it ships."
-        )
-    missing = missing_classes(runtime_source)
-    if missing:
-        raise JarError(
-            f"The installed wheel's {name} is incomplete (no {missing[0]}): install "
-            f"{WHEEL_DISTRIBUTION}, whose jar is complete (`make setup` does)."
-        )
+    line = spark_line()
+    packages = line_packages(settings, line)
     cache = settings.path("jar_cache_dir")
-    cache.mkdir(parents=True, exist_ok=True)
-    # Copy, then rename into place, so a crash never leaves a half-written jar in the cache.
-    with tempfile.TemporaryDirectory(dir=cache) as scratch:
-        partial = Path(scratch) / name
-        shutil.copyfile(runtime_source, partial)
-        os.replace(partial, cache / name)
-    return (cache / name,)
+    own = tuple(sorted(path.name for path in pyspark_jar_folder().glob("*.jar")))
+    if resolve:
+        jars = maven.resolve(line, packages, cache, own)
+    else:
+        found = maven.read_manifest(maven.line_folder(cache, line), maven.manifest_key(packages, own))
+        if found is None:
+            raise JarError(
+                "The JVM packages are not resolved yet. Run `make setup` (or `icestream doctor`) to fetch them from "
+                "Maven Central once."
+            )
+        jars = found
+    wanted = set(maven_packages(settings))
+    return tuple(jar.path for jar in jars if jar.package in wanted)
 
 
 def _sqlite_jdbc_missing(what: str) -> JarError:
@@ -286,13 +232,13 @@ def _with_catalog_driver(plan: JarPlan, settings: Settings) -> JarPlan:
 
 
 def resolve_jars(settings: Settings, copy: bool = True) -> JarPlan:
-    """Decide which jars Spark loads, copying the runtime jar into the cache when needed and allowed.
+    """Decide which jars Spark loads, resolving them from Maven Central into the cache when needed and allowed.
 
     With the JDBC catalog the plan also holds the SQLite JDBC driver (see :func:`sqlite_jdbc_driver`).
 
     Args:
         settings: The active settings.
-        copy: Copy the jar from the wheel when the cache has none or an incomplete one (False: only report).
+        copy: Resolve the packages when the cache has no valid manifest (False: only report).
 
     Returns:
         The plan to hand to the Spark session builder.
@@ -304,7 +250,7 @@ def resolve_jars(settings: Settings, copy: bool = True) -> JarPlan:
 
 
 def iceberg_plan(settings: Settings, copy: bool = True) -> JarPlan:
-    """The Iceberg runtime part of :func:`resolve_jars` (no catalog driver), in the order of the module docstring.
+    """The JVM packages part of :func:`resolve_jars` (no catalog driver), in the order of the module docstring.
 
     Raises:
         JarError: If no source yields a complete, readable set of jars.
@@ -319,10 +265,5 @@ def iceberg_plan(settings: Settings, copy: bool = True) -> JarPlan:
         # EMR and Glue (--datalake-formats iceberg) put their own Iceberg on the classpath; the
         # session checks at start-up that its classes load (spark._verify_classes).
         return JarPlan("provided", notes=("the platform's own Iceberg, checked when the session starts",))
-    cached = _cached(settings)
-    if cached is not None:
-        return JarPlan("cache", jars=cached)
-    if not copy:
-        raise JarError("The Iceberg jar is not in the cache yet. Run `icestream doctor` or `make run` to copy it.")
-    jars = copy_runtime_jar(settings)  # checked complete before the copy
-    return JarPlan("copied from wheel", jars=jars, notes=(f"copied into {jars[0].parent}",))
+    jars = resolved_jars(settings, resolve=copy)
+    return JarPlan("maven central (cached)", jars=jars, notes=(f"in {jars[0].parent}",) if jars else ())

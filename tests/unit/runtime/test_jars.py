@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import zipfile
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import pytest
 from icestream.config import load_settings
 from icestream.errors import JarError
 from icestream.runtime import jars
+from icestream.stack import spark_line
 
 
 def make_jar(path: Path, entries: tuple[str, ...]) -> Path:
@@ -20,22 +20,14 @@ def make_jar(path: Path, entries: tuple[str, ...]) -> Path:
     return path
 
 
-# What release 1.0.3 of the wheel shipped: Iceberg's own classes, its shaded Jackson and HttpClient 5 stripped.
+# What a stripped copy of the runtime holds (a Python wheel shipped one): Iceberg's own classes, its shaded
+# Jackson and HttpClient 5 stripped.
 STRIPPED = tuple(entry for entry in jars.RUNTIME_CLASSES if "/shaded/" not in entry)
 
 
 @pytest.fixture
 def runtime_jar(tmp_path: Path) -> Path:
     return make_jar(tmp_path / "iceberg-runtime.jar", tuple(jars.RUNTIME_CLASSES))
-
-
-@pytest.fixture
-def wheel_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A stand-in for the installed wheel's jars/ folder, empty."""
-    folder = tmp_path / "wheel" / "jars"
-    folder.mkdir(parents=True)
-    monkeypatch.setattr(jars, "wheel_jar_folder", lambda: folder)
-    return folder
 
 
 @pytest.fixture
@@ -84,7 +76,7 @@ def test_a_stripped_runtime_names_what_it_lacks(tmp_path: Path) -> None:
     stripped = make_jar(tmp_path / "iceberg-runtime.jar", STRIPPED)
     with pytest.raises(JarError, match=r"shaded Jackson.*shaded HttpClient 5") as error:
         jars.resolve_jars(load_settings(iceberg_jars=str(stripped), catalog_type="hadoop"))
-    assert jars.WHEEL_DISTRIBUTION in str(error.value)
+    assert "Maven Central" in str(error.value)
 
 
 def test_the_classes_may_come_from_several_jars(tmp_path: Path) -> None:
@@ -94,48 +86,27 @@ def test_the_classes_may_come_from_several_jars(tmp_path: Path) -> None:
     jars.check_jars((own, shaded))
 
 
-def test_the_cached_jar_is_used_before_copying(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    cache = tmp_path / "cache"
-    cache.mkdir()
-    settings = load_settings(jar_cache_dir=str(cache), catalog_type="hadoop")
-    make_jar(cache / jars.runtime_jar_name(settings.iceberg_version), tuple(jars.RUNTIME_CLASSES))
-    monkeypatch.setattr(jars, "copy_runtime_jar", lambda _: pytest.fail("must not copy when cached"))
-    plan = jars.resolve_jars(settings)
-    assert plan.source == "cache"
-    assert plan.jars == (cache / "iceberg-spark-runtime-3.5_2.12-1.10.2.jar",)
-    assert not list(cache.glob("*jackson*")), "no relocated Jackson jar beside it"
-
-
-def test_a_stripped_copy_in_the_cache_is_replaced_from_the_wheel(tmp_path: Path, wheel_folder: Path) -> None:
-    # A checkout set up with release 1.0.3 cached its stripped jar under the same name.
-    settings = load_settings(jar_cache_dir=str(tmp_path / "cache"), catalog_type="hadoop")
-    name = jars.runtime_jar_name(settings.iceberg_version)
-    (tmp_path / "cache").mkdir()
-    make_jar(tmp_path / "cache" / name, STRIPPED)
-    make_jar(wheel_folder / name, tuple(jars.RUNTIME_CLASSES))
-    plan = jars.resolve_jars(settings)
-    assert plan.source == "copied from wheel"
-    assert plan.jars == (tmp_path / "cache" / name,)
-    assert jars.missing_classes(*plan.jars) == []
-    assert [path.name for path in (tmp_path / "cache").iterdir()] == [name], "no scratch folder is left"
-    assert jars.resolve_jars(settings).source == "cache"  # copied once, then reused
-
-
-def test_a_stripped_wheel_says_which_release_to_install(tmp_path: Path, wheel_folder: Path) -> None:
-    settings = load_settings(jar_cache_dir=str(tmp_path / "cache"), catalog_type="hadoop")
-    make_jar(wheel_folder / jars.runtime_jar_name(settings.iceberg_version), STRIPPED)
-    with pytest.raises(JarError, match=re.escape(f"install {jars.WHEEL_DISTRIBUTION}")):
-        jars.resolve_jars(settings)
-    assert not (tmp_path / "cache").exists(), "nothing is copied"
-
-
 def test_maven_when_configuration_asks() -> None:
+    line = spark_line()
     local = jars.resolve_jars(load_settings(jar_source="maven", catalog_type="hadoop"))
-    assert local.packages == ("org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.2",)
+    assert local.packages == tuple(package.coordinate for package in line.packages if package.when == "always")
+    assert line.runtime.coordinate in local.packages
+    assert not any("iceberg-aws-bundle" in coordinate for coordinate in local.packages)
     aws = jars.resolve_jars(load_settings(profile="aws", warehouse="s3://b/w"))
     assert aws.source == "maven"
-    assert "org.apache.iceberg:iceberg-aws-bundle:1.10.2" in aws.packages
+    assert f"org.apache.iceberg:iceberg-aws-bundle:{line.iceberg}" in aws.packages
     assert aws.spark_conf()["spark.jars.packages"].count("org.apache.iceberg") == 2
+
+
+def test_the_iceberg_version_setting_moves_every_iceberg_package_and_nothing_else() -> None:
+    plan = jars.resolve_jars(
+        load_settings(jar_source="maven", profile="aws", warehouse="s3://b/w", iceberg_version="1.10.0")
+    )
+    iceberg = [coordinate for coordinate in plan.packages if coordinate.startswith("org.apache.iceberg:")]
+    assert len(iceberg) == 2
+    assert all(coordinate.endswith(":1.10.0") for coordinate in iceberg)
+    others = [coordinate for coordinate in plan.packages if not coordinate.startswith("org.apache.iceberg:")]
+    assert others == [p.coordinate for p in spark_line().packages if p.group != "org.apache.iceberg"]
 
 
 def test_provided_adds_no_iceberg_jar_the_platform_brings_iceberg() -> None:
@@ -148,16 +119,9 @@ def test_provided_adds_no_iceberg_jar_the_platform_brings_iceberg() -> None:
     assert with_jdbc.spark_conf() == {"spark.jars": str(jars.sqlite_jdbc_driver(load_settings())[0])}
 
 
-def test_missing_wheel_says_how_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(jars.importlib.util, "find_spec", lambda name: None)
-    settings = load_settings(jar_cache_dir=str(tmp_path / "empty"))
-    with pytest.raises(JarError, match=re.escape(f"pip install {jars.WHEEL_DISTRIBUTION}")):
-        jars.resolve_jars(settings)
-
-
 def test_nothing_cached_and_copying_not_allowed(tmp_path: Path) -> None:
     settings = load_settings(jar_cache_dir=str(tmp_path / "empty"))
-    with pytest.raises(JarError, match="icestream doctor"):
+    with pytest.raises(JarError, match="make setup"):
         jars.resolve_jars(settings, copy=False)
 
 
@@ -211,33 +175,3 @@ def test_a_missing_sqlite_driver_names_the_debian_packages(
 def test_other_catalogs_need_no_driver(runtime_jar: Path) -> None:
     settings = load_settings(iceberg_jars=str(runtime_jar), catalog_type="hadoop", sqlite_jdbc_jar="/no")
     assert jars.resolve_jars(settings).library_path == ()
-
-
-def test_a_cached_jar_found_complete_is_not_read_again_until_it_changes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    cache = tmp_path / "cache"
-    cache.mkdir()
-    settings = load_settings(jar_cache_dir=str(cache), catalog_type="hadoop")
-    jar = make_jar(cache / jars.runtime_jar_name(settings.iceberg_version), tuple(jars.RUNTIME_CLASSES))
-    reads: list[tuple[Path, ...]] = []
-    real = jars.missing_classes
-    monkeypatch.setattr(jars, "missing_classes", lambda *paths: reads.append(paths) or real(*paths))
-    assert jars.resolve_jars(settings).jars == (jar,)
-    assert jars.resolve_jars(settings).jars == (jar,)
-    assert len(reads) == 1, "read once, then known complete"
-    assert jars.checked_marker(jar).read_text() == jars.jar_stamp(jar)
-    make_jar(jar, STRIPPED)  # replaced by an incomplete jar: checked again, and not used
-    monkeypatch.setattr(jars, "copy_runtime_jar", lambda _: (jar,))
-    assert jars.resolve_jars(settings).source == "copied from wheel"
-    assert len(reads) == 2
-
-
-def test_an_incomplete_cached_jar_is_never_marked(tmp_path: Path, wheel_folder: Path) -> None:
-    settings = load_settings(jar_cache_dir=str(tmp_path / "cache"), catalog_type="hadoop")
-    name = jars.runtime_jar_name(settings.iceberg_version)
-    (tmp_path / "cache").mkdir()
-    make_jar(tmp_path / "cache" / name, STRIPPED)
-    with pytest.raises(JarError):
-        jars.resolve_jars(settings)  # the wheel's folder is empty: nothing complete to copy
-    assert not jars.checked_marker(tmp_path / "cache" / name).exists()

@@ -1,14 +1,14 @@
-"""The pinned wheel's Iceberg runtime jar is complete: what the catalog, the sink and the REST client load.
+"""The resolved Iceberg runtime jar is complete, and the stack's pins agree with what is installed.
 
-Release 1.0.3 of ``snowpark-connect-deps-iceberg`` shipped the same Iceberg 1.10.2 runtime stripped of
-its shaded Jackson and HttpClient 5 classes; these tests fail with it installed (docs/stack.md).
+A Python wheel once shipped Iceberg 1.10.2's runtime stripped of its shaded Jackson and HttpClient 5
+classes (docs/stack.md); the jar from Maven Central is checked for every shaded class the catalog,
+the sink and the REST client name, so a stripped or wrong jar fails here, not at the first CREATE TABLE.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
 import re
-import tomllib
 import zipfile
 from pathlib import Path
 
@@ -16,6 +16,7 @@ import pytest
 
 from icestream.config import load_settings, project_home
 from icestream.runtime import jars
+from icestream.stack import lines, spark_line
 
 # Iceberg's own classes that the catalog (Spark's catalog, the JDBC catalog, table metadata), the
 # Structured Streaming sink and the REST catalog client are made of: each shaded class they name must be
@@ -32,27 +33,42 @@ SHADED_REFERENCE = re.compile(rb"org/apache/iceberg/shaded/[A-Za-z0-9_/$]+")
 
 
 @pytest.fixture(scope="module")
-def wheel_jar() -> Path:
-    jar = jars.wheel_jar_folder() / jars.runtime_jar_name(load_settings().iceberg_version)
-    assert jar.is_file(), f"{jar} is not in the installed wheel"
+def runtime_jar() -> Path:
+    """The runtime jar `make setup` resolved (the session's first jar)."""
+    resolved = jars.resolved_jars(load_settings(catalog_type="hadoop"), resolve=False)
+    (jar,) = [path for path in resolved if path.name == jars.runtime_jar_name(spark_line().iceberg)]
     return jar
 
 
-def test_the_pin_is_one_release_everywhere() -> None:
-    name, version = jars.WHEEL_DISTRIBUTION.split("==")
-    pyproject = tomllib.loads((project_home() / "pyproject.toml").read_text())
-    assert jars.WHEEL_DISTRIBUTION in pyproject["project"]["optional-dependencies"]["workbook"]
-    assert jars.WHEEL_DISTRIBUTION in (project_home() / "constraints.txt").read_text().splitlines()
-    assert importlib.metadata.version(name) == version, "the venv is stale: run `make setup`"
+def test_the_installed_pyspark_is_the_pinned_one_of_its_line() -> None:
+    line = spark_line()
+    assert importlib.metadata.version("pyspark") == line.pyspark, "the venv is stale: run `make setup`"
+    assert f"pyspark=={line.pyspark}" in (project_home() / "constraints.txt").read_text().splitlines()
 
 
-def test_the_wheel_jar_holds_the_classes_each_part_needs(wheel_jar: Path) -> None:
-    assert jars.missing_classes(wheel_jar) == []
-    jars.check_jars((wheel_jar,))
+def test_every_line_pins_a_runtime_of_its_own_spark_and_scala() -> None:
+    for name, line in lines().items():
+        assert line.runtime.coordinate == f"org.apache.iceberg:iceberg-spark-runtime-{name}_{line.scala}:{line.iceberg}"
+        assert all(
+            package.artifact.endswith(f"_{line.scala}") for package in line.packages if "_2." in package.artifact
+        )
+        assert line.pyspark.startswith(f"{name}.")
 
 
-def test_every_shaded_class_the_catalog_sink_and_rest_client_name_is_there(wheel_jar: Path) -> None:
-    with zipfile.ZipFile(wheel_jar) as archive:
+def test_no_jar_comes_from_a_python_package() -> None:
+    resolved = jars.resolved_jars(load_settings(catalog_type="hadoop"), resolve=False)
+    assert resolved, "nothing resolved"
+    assert all("site-packages" not in str(path) for path in resolved)
+    assert "snowpark" not in (project_home() / "constraints.txt").read_text()
+
+
+def test_the_runtime_jar_holds_the_classes_each_part_needs(runtime_jar: Path) -> None:
+    assert jars.missing_classes(runtime_jar) == []
+    jars.check_jars((runtime_jar,))
+
+
+def test_every_shaded_class_the_catalog_sink_and_rest_client_name_is_there(runtime_jar: Path) -> None:
+    with zipfile.ZipFile(runtime_jar) as archive:
         entries = set(archive.namelist())
         users = sorted(e for e in entries if e.endswith(".class") and e.startswith(USERS))
         named = {match.decode() for user in users for match in SHADED_REFERENCE.findall(archive.read(user))}
