@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from icestream.cli.common import settings_from
 from icestream.errors import IcestreamError
 from icestream.limits import SCHEMA_EVOLUTION_MODES, START_POSITIONS
+
+if TYPE_CHECKING:
+    from icestream.config import Settings
 
 
 def cmd_ship(args: argparse.Namespace) -> int:
@@ -22,6 +25,9 @@ def cmd_ship(args: argparse.Namespace) -> int:
         print("\n".join(shipping.pinned_requirements()))
         return 0
     settings = settings_from(args)
+    if getattr(args, "packages", False):
+        print("\n".join(packages_lines(settings)))
+        return 0
     master = "spark://HOST:7077" if settings.local_master else settings.spark_master
     plan = shipping.ship_plan(dataclasses.replace(settings, spark_master=master))
     for artifact in plan.artifacts:
@@ -33,6 +39,19 @@ def cmd_ship(args: argparse.Namespace) -> int:
     command = ["spark-submit", "--master", master, *iceberg, *shipping.submit_arguments(plan), str(job)]
     print(f"ICESTREAM_SHIP={settings.ship}; submit the ingest job with:\n  " + " ".join([*command, "--available-now"]))
     return 0
+
+
+def packages_lines(settings: Settings) -> list[str]:
+    """The JVM packages of the installed Spark line as a ``--packages`` line and as ``spark.jars.packages``."""
+    from icestream.runtime.jars import maven_packages
+    from icestream.stack import spark_line
+
+    packages = ",".join(maven_packages(settings))
+    return [
+        f"# Spark {spark_line().name}, catalog {settings.catalog_type}: the JVM packages of lib/icestream/stack.toml",
+        f"--packages {packages}",
+        f"--conf spark.jars.packages={packages}",
+    ]
 
 
 def _progress_line(progress: dict[str, Any]) -> str:

@@ -12,7 +12,9 @@ from icestream.cli.ingest_command import cmd_ship
 def cmd_ship_any(args: argparse.Namespace) -> int:
     """``--target cluster`` (the default): :func:`~icestream.cli.ingest_command.cmd_ship`; else
     :func:`ship_to_platform`."""
-    return cmd_ship(args) if args.target == "cluster" or args.requirements else ship_to_platform(args)
+    if args.target == "cluster" or args.requirements or args.packages:
+        return cmd_ship(args)
+    return ship_to_platform(args)
 
 
 def ship_to_platform(args: argparse.Namespace) -> int:
@@ -49,6 +51,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     """Add ``ship`` to the ``icestream`` parser."""
     ship = commands.add_parser("ship", help="build what executors or a platform's jobs need; print how to run them")
     ship.add_argument("--requirements", action="store_true", help="print the executors' pinned requirements")
+    ship.add_argument(
+        "--packages", action="store_true", help="print the JVM packages as a --packages / spark.jars.packages line"
+    )
     ship.add_argument(
         "--target", choices=("cluster", "emr-serverless", "glue"), default="cluster",
         help="cluster: spark-submit to a standalone cluster; emr-serverless, glue: upload and job lines for the stack",
