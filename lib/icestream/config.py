@@ -50,8 +50,23 @@ SORT_DEMO_SUFFIX = "sort_demo"  # notebook 09's copy of one hour, for the sort-o
 STREAMING_SUFFIXES = ("arrivals", "windows", "sessions", "device_channels", "stream_copy")
 # The copies notebooks create (and reset drops).
 COPY_SUFFIXES = (LAYOUT_DEMO_SUFFIX, TIME_TRAVEL_SUFFIX, SORT_DEMO_SUFFIX, *STREAMING_SUFFIXES)
-# Every suffix the workbook appends to the table's own name (the demos' tables add theirs: cli.local).
+# Every suffix the workbook appends to the table's own name (the demos' tables add theirs, below).
 COMPANION_SUFFIXES = (REJECTS_SUFFIX, ARCHIVE_SUFFIX, METRICS_SUFFIX, *COPY_SUFFIXES)
+# The demos' own tables, <table>_<suffix> (icestream.demos), each with companions of its own. Named
+# like the copies (…_demo) so that none is a name a user's route would pick: a demo drops its tables
+# on every run, so routing refuses these suffixes (icestream.ingest.routing.RESERVED_SUFFIXES).
+CRASH_DEMO_SUFFIX = "crash_demo"  # notebook 02's exactly-once demo, with its rejects
+ROUTED_DEMO_SUFFIX = "routing"  # notebook 05's routed demo: its events table, rejects and routed table
+ROUTED_DEMO_ORDERS_SUFFIX = "orders"  # the routed demo's route sends orders to <table>_routing_orders
+CHANGE_DEMO_SUFFIX = "change_demo"  # notebook 06's keyed table, with its rejects
+METRICS_DEMO_SUFFIX = "metrics_demo"  # notebook 07's events table, with its metrics and rejects
+DEMO_SUFFIXES = (CRASH_DEMO_SUFFIX, ROUTED_DEMO_SUFFIX, CHANGE_DEMO_SUFFIX, METRICS_DEMO_SUFFIX)
+# Every table a demo makes: its own, its companions, and the routed demo's routed table.
+DEMO_TABLE_SUFFIXES = (
+    *DEMO_SUFFIXES,
+    *(f"{demo}_{suffix}" for demo in DEMO_SUFFIXES for suffix in (REJECTS_SUFFIX, ARCHIVE_SUFFIX, METRICS_SUFFIX)),
+    f"{ROUTED_DEMO_SUFFIX}_{ROUTED_DEMO_ORDERS_SUFFIX}",
+)
 
 ICEBERG_VERSION = pinned_iceberg()  # the installed Spark line's (icestream/stack.toml)
 

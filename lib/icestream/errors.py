@@ -34,6 +34,10 @@ class ShipError(IcestreamError):
     """What executors need (the packed environment or the package zip) could not be built."""
 
 
+class TableOwnershipError(ConfigError):
+    """A demo's table name is taken by a table the demo did not make; the message says how to choose other names."""
+
+
 class ExecutorImportError(ConfigError):
     """Spark executors cannot import icestream or a dependency; the message names the ship setting."""
 

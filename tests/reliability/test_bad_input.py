@@ -257,6 +257,11 @@ REFUSED_BEFORE_CREATING = {
     "a run folder that is a file": (["ingest", "--available-now"], "is a file, not a folder"),
     "a run folder under /proc": (["ingest", "--available-now"], "cannot be written"),
     "a config file not in UTF-8": (["--config", "{tmp}/latin1.yaml", "setup"], "is not UTF-8"),
+    # issue 58: <table>_metrics_demo is notebook 07's demo table, which the demo drops and makes on every run
+    "a route to a demo's table": (
+        ["ingest", "--available-now", "--route", "event_type", "--route-map", "order=metrics_demo"],
+        "route_tables: 'metrics_demo' names a table the workbook keeps for itself",
+    ),
 }
 # What a case sets besides the names. The tests run as root, who may write anywhere chmod can forbid,
 # so "not writable" is a folder under a regular file or under /proc. A bad run folder hides the

@@ -211,4 +211,6 @@ def test_the_job_check_sees_a_workbook_import() -> None:
 
 
 def test_the_demos_check_sees_an_import_of_the_demos() -> None:
-    assert any(name.startswith("icestream.demos") for name in reachable("icestream.cli.local"))
+    # No module outside demos/ imports it since the demos' table names moved to config (issue 58):
+    # one demo importing another is the import the check must see.
+    assert "icestream.demos.routed_demo" in reachable("icestream.demos.crash")

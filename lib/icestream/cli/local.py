@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable
 
 from icestream.cli.common import settings_from
-from icestream.config import ARCHIVE_SUFFIX, COMPANION_SUFFIXES, METRICS_SUFFIX, REJECTS_SUFFIX, Settings
+from icestream.config import COMPANION_SUFFIXES, DEMO_TABLE_SUFFIXES, Settings
 from icestream.errors import IcestreamError
 from icestream.validation import check_writable_folders
 
@@ -33,16 +33,7 @@ def cmd_emulator(args: argparse.Namespace) -> int:
 
 def workbook_suffixes() -> tuple[str, ...]:
     """Every suffix the workbook appends to the table's name: its companions, the demos' tables and theirs."""
-    from icestream.demos.change_demo import DEMO_SUFFIX as CHANGE_DEMO
-    from icestream.demos.crash import DEMO_SUFFIX as CRASH_DEMO
-    from icestream.demos.metrics_demo import DEMO_SUFFIX as METRICS_DEMO
-    from icestream.demos.routed_demo import DEMO_SUFFIX as ROUTED_DEMO
-    from icestream.demos.routed_demo import ORDERS_SUFFIX
-
-    demos = (CRASH_DEMO, ROUTED_DEMO, CHANGE_DEMO, METRICS_DEMO)
-    theirs = (REJECTS_SUFFIX, ARCHIVE_SUFFIX, METRICS_SUFFIX)
-    routed_orders = f"{ROUTED_DEMO}_{ORDERS_SUFFIX}"
-    return (*COMPANION_SUFFIXES, *demos, *(f"{demo}_{suffix}" for demo in demos for suffix in theirs), routed_orders)
+    return (*COMPANION_SUFFIXES, *DEMO_TABLE_SUFFIXES)
 
 
 def cmd_setup(args: argparse.Namespace) -> int:

@@ -2,10 +2,12 @@
 
 :func:`change_stream_demo` sends a generated entity stream of orders
 (:func:`icestream.synthetic.entities.order_changes`: creates, updates, deletes, re-creates, late and replayed
-changes, a few malformed records) to a stream of its own, ``<stream>-orders``, then runs the change
-ingest over it once: the keyed table ``<table>_orders`` (merge-on-read) with its rejects table
-``<table>_orders_rejects``, one ``MERGE`` per batch. The tables are dropped and made again on every
-run, so a second run reads as the first; the stream is deleted after the ingest. It runs on the local
+changes, a few malformed records) to a stream of its own, ``<stream>-change-demo``, then runs the
+change ingest over it once: the keyed table ``<table>_change_demo`` (merge-on-read) with its rejects
+table ``<table>_change_demo_rejects``, one ``MERGE`` per batch. The tables are dropped and made again
+on every run, so a second run reads as the first; only tables the demo made are dropped
+(:mod:`icestream.lake.demo_tables`), and its names are not ``<table>_orders``, which a user's route
+(``--route-map order=orders``, as notebook 05 shows) makes; the stream is deleted after the ingest. It runs on the local
 emulator only (on AWS it would create and pay for a stream).
 """
 
@@ -14,10 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from icestream.config import CHANGE_DEMO_SUFFIX
 from icestream.demos.routed_demo import start_afresh
 from icestream.ingest.changes import ChangeSpec
 from icestream.ingest.query import start_ingest
-from icestream.lake.keyed import LIVE_FILTER
+from icestream.lake.ddl import create_rejects_table
+from icestream.lake.demo_tables import demo_mark
+from icestream.lake.keyed import LIVE_FILTER, create_keyed_table
 from icestream.lake.rowlevel import own_position_deletes
 from icestream.lake.statement import Statement
 from icestream.lake.summary import BATCH_KEY, POSITIONS_KEY
@@ -33,7 +38,7 @@ if TYPE_CHECKING:
 
     from icestream.config import Settings
 
-DEMO_SUFFIX = "orders"
+DEMO_SUFFIX = CHANGE_DEMO_SUFFIX
 COMPARED = ("customer", "status", "amount", "version", "updated_at")
 # The snapshot-summary keys a batch's commit is read by.
 BATCH_SUMMARY_KEYS = (BATCH_KEY, POSITIONS_KEY, "added-records", "added-position-deletes", "removed-position-deletes")
@@ -122,8 +127,8 @@ def _naive(value: Any) -> Any:
 
 
 def demo_settings(settings: Settings) -> Settings:
-    """The demo's stream ``<stream>-orders`` and keyed table ``<table>_orders``."""
-    return replace(settings.companion(DEMO_SUFFIX), stream_name=f"{settings.stream_name}-{DEMO_SUFFIX}")
+    """The demo's stream ``<stream>-change-demo`` and keyed table ``<table>_change_demo``."""
+    return replace(settings.companion(DEMO_SUFFIX), stream_name=f"{settings.stream_name}-change-demo")
 
 
 def change_stream_demo(
@@ -146,9 +151,14 @@ def change_stream_demo(
     if not settings.is_local_endpoint:
         return None
     demo = demo_settings(settings)
-    client = start_afresh(spark, demo)
+    client = start_afresh(spark, demo, DEMO_SUFFIX)
     stream = order_changes(orders=orders, changes=changes, seed=seed)
     spec = ChangeSpec.parse(ORDER_COLUMNS, ORDER_KEY, ORDER_ORDER)
+    # Made here rather than by the ingest (which finds them declared as it would), so that both carry
+    # the demo's mark from their first commit.
+    comment = f"Orders kept current from the changes on Kinesis stream {demo.stream_name} (notebook 06)"
+    create_keyed_table(spark, demo.table_name, spec.keyed, comment, demo.changes_mode, demo_mark(DEMO_SUFFIX))
+    create_rejects_table(spark, demo, properties=demo_mark(DEMO_SUFFIX))
     try:
         # Within the emulator's per-shard write limits, retrying what it throttles (as the workbook's producer does).
         produce(demo, [Record(data, key, "change", 0.0, 0.0) for data, key in stream.records], progress=False)

@@ -24,8 +24,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from icestream.config import CRASH_DEMO_SUFFIX
 from icestream.demos.routed_demo import start_afresh
 from icestream.errors import IngestError
+from icestream.lake.demo_tables import demo_mark
 from icestream.lake.statement import Statement
 from icestream.lake.table import LakeTable, setup_tables
 from icestream.producer.put import produce
@@ -39,7 +41,7 @@ if TYPE_CHECKING:
 
     from icestream.config import Settings
 
-DEMO_SUFFIX = "crash_demo"
+DEMO_SUFFIX = CRASH_DEMO_SUFFIX
 RUN_FOLDER = "crash_demo"  # under run_dir: the demo's ingest progress and Spark scratch
 END = datetime(2026, 11, 21, tzinfo=UTC)  # the demo's hour of event time ends here (runs read alike)
 
@@ -129,8 +131,8 @@ def crash_demo(spark: SparkSession, settings: Settings, records: int = 1200, see
     import pandas as pd
 
     demo = crash_demo_settings(settings)
-    start_afresh(spark, demo)
-    setup_tables(spark, demo)
+    start_afresh(spark, demo, DEMO_SUFFIX)
+    setup_tables(spark, demo, demo_mark(DEMO_SUFFIX))
     folder = settings.path("run_dir") / RUN_FOLDER
     shutil.rmtree(folder, ignore_errors=True)  # a killed Spark leaves its scratch (about 100 MiB) behind
     (folder / "spark-local").mkdir(parents=True)

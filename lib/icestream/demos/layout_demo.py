@@ -1,7 +1,8 @@
 """A tiny table to walk file by file (notebook 00): two small commits, every level of the tree on a page.
 
 :func:`icestream.lake.layout.table_layout` walks any table; this module only makes the one the
-workbook shows it on, ``<table>_layout_demo``.
+workbook shows it on, ``<table>_layout_demo``, marked as the demo's so that it drops no table it
+did not make (:mod:`icestream.lake.demo_tables`).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from icestream.config import LAYOUT_DEMO_SUFFIX
+from icestream.lake.demo_tables import DEMO_PROPERTY, drop_demo_tables
 from icestream.lake.statement import Statement
 from icestream.lake.table import LakeTable
 
@@ -35,15 +37,19 @@ def create_layout_demo(spark: SparkSession, settings: Settings) -> LakeTable:
 
     Returns:
         The demo table.
+
+    Raises:
+        TableOwnershipError: If ``<table>_layout_demo`` exists and the demo did not make it.
     """
     demo = settings.companion(LAYOUT_DEMO_SUFFIX)
     table = LakeTable(spark, demo.table_name)
     table.apply(Statement(f"CREATE NAMESPACE IF NOT EXISTS {demo.namespace_name}", writes=True))
-    table.apply(Statement(f"DROP TABLE IF EXISTS {table.name} PURGE", writes=True))
+    drop_demo_tables(spark, (table.name,), LAYOUT_DEMO_SUFFIX)
     table.apply(
         Statement(
             f"CREATE TABLE {table.name} (event_id STRING, event_type STRING, event_ts TIMESTAMP) "
-            "USING iceberg PARTITIONED BY (hours(event_ts))",
+            f"USING iceberg PARTITIONED BY (hours(event_ts)) "
+            f"TBLPROPERTIES ('{DEMO_PROPERTY}' = '{LAYOUT_DEMO_SUFFIX}')",  # marked in its creating commit
             writes=True,
         )
     )

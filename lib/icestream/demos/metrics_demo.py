@@ -6,8 +6,9 @@ ingest with ``metrics=True`` into ``<table>_metrics_demo``: every batch commits 
 folds them into ``<table>_metrics_demo_metrics`` with one ``MERGE``. After each part it reads the
 metrics table back (per minute: events, and the groups), so a chart shows the aggregate growing,
 late events landing in minutes already shown. The tables are dropped and made again on every run,
-so a second run reads as the first; the stream is deleted afterwards. It runs on the local
-emulator only (on AWS it would create and pay for a stream).
+so a second run reads as the first (only tables the demo made: :mod:`icestream.lake.demo_tables`);
+the stream is deleted afterwards. It runs on the local emulator only (on AWS it would create and pay
+for a stream).
 """
 
 from __future__ import annotations
@@ -16,8 +17,11 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from icestream.config import METRICS_DEMO_SUFFIX
 from icestream.demos.routed_demo import start_afresh
 from icestream.ingest.query import start_ingest
+from icestream.lake.demo_tables import demo_mark
+from icestream.lake.metrics_table import create_metrics_table
 from icestream.lake.statement import Statement
 from icestream.lake.table import LakeTable, setup_tables
 from icestream.producer.put import produce
@@ -29,7 +33,7 @@ if TYPE_CHECKING:
 
     from icestream.config import Settings
 
-DEMO_SUFFIX = "metrics_demo"
+DEMO_SUFFIX = METRICS_DEMO_SUFFIX
 END = datetime(2026, 11, 21, tzinfo=UTC)  # the demo's hour of event time ends here (a fixed hour: runs read alike)
 
 
@@ -70,8 +74,10 @@ def metrics_stream_demo(
     import pandas as pd
 
     demo = demo_settings(settings)
-    client = start_afresh(spark, demo, others=(demo.metrics_table_name,))
-    setup_tables(spark, demo)
+    client = start_afresh(spark, demo, DEMO_SUFFIX, others=(demo.metrics_table_name,))
+    setup_tables(spark, demo, demo_mark(DEMO_SUFFIX))
+    # Made here rather than by the ingest, so that it carries the demo's mark from its first commit.
+    create_metrics_table(spark, demo.metrics_table_name, demo.table_name, demo_mark(DEMO_SUFFIX))
     generated, _ = generate(backfill_config(hours=1, count=records, end=END, seed=seed, late_rate=0.05))
     size = -(-len(generated) // parts)
     rows, growth, progress = [], [], []

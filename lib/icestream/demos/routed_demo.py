@@ -7,7 +7,8 @@ it once with a route (``order`` to ``<table>_orders``, every other type to the e
 ``schema_evolution: add-columns``: the orders table is made on first sight, and the batch that first
 brings ``app_version`` adds it as a column. The tables are ``<table>_routing`` (events),
 ``<table>_routing_orders`` and ``<table>_routing_rejects``, dropped and made again on every run so a
-second run reads as the first; the stream is deleted after the ingest. It runs on the local
+second run reads as the first (only tables the demo made: :mod:`icestream.lake.demo_tables`); the
+stream is deleted after the ingest. It runs on the local
 emulator only (on AWS it would create and pay for a stream). The generator's user events also carry
 two top-level fields that ``off`` keeps in ``properties`` (``experiment``, ``locale``): with
 evolution on they become columns in the first batch.
@@ -18,7 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from icestream.config import ROUTED_DEMO_ORDERS_SUFFIX, ROUTED_DEMO_SUFFIX
 from icestream.ingest.query import start_ingest
+from icestream.ingest.routing import table_refusal
+from icestream.lake.demo_tables import adopt_demo_table, demo_mark, drop_demo_tables
 from icestream.lake.statement import Statement
 from icestream.lake.table import LakeTable, setup_tables
 from icestream.producer.put import produce
@@ -33,8 +37,8 @@ if TYPE_CHECKING:
 
     from icestream.config import Settings
 
-DEMO_SUFFIX = "routing"
-ORDERS_SUFFIX = "orders"
+DEMO_SUFFIX = ROUTED_DEMO_SUFFIX
+ORDERS_SUFFIX = ROUTED_DEMO_ORDERS_SUFFIX
 ROUTING = {"route": "event_type", "route_tables": f"{ORDER_EVENT_TYPE}={ORDERS_SUFFIX}"}
 SCHEMA_EVOLUTION = "add-columns"
 
@@ -87,12 +91,23 @@ class RoutedDemo:
         return pd.DataFrame(rows)
 
 
-def start_afresh(spark: SparkSession, demo: Settings, others: tuple[str, ...] = ()) -> Any:
+def start_afresh(spark: SparkSession, demo: Settings, name: str, others: tuple[str, ...] = ()) -> Any:
     """Drop a demo's tables (its table, its rejects and ``others``) and make its 2-shard stream again, so a
-    second run of a notebook reads as the first; return a Kinesis client of the demo's endpoint."""
-    for name in (demo.table_name, *others, demo.rejects_table_name):
-        table = LakeTable(spark, name)
-        table.apply(Statement(f"DROP TABLE IF EXISTS {table.name} PURGE", writes=True))
+    second run of a notebook reads as the first; return a Kinesis client of the demo's endpoint.
+
+    Only tables the demo made are dropped (:func:`~icestream.lake.demo_tables.drop_demo_tables`): the
+    tables are checked before anything is dropped or the stream touched.
+
+    Args:
+        spark: The session.
+        demo: The demo's settings (its stream and tables).
+        name: The demo's name, the mark its tables carry (its table suffix).
+        others: More of the demo's tables.
+
+    Raises:
+        TableOwnershipError: If a table of the demo's names exists that the demo did not make.
+    """
+    drop_demo_tables(spark, (demo.table_name, *others, demo.rejects_table_name), name)
     client = kinesis_client(demo)
     if demo.stream_name in client.list_streams()["StreamNames"]:
         client.delete_stream(StreamName=demo.stream_name, EnforceConsumerDeletion=True)
@@ -128,8 +143,9 @@ def routed_stream_demo(
     if not settings.is_local_endpoint:
         return None
     demo = replace(settings.companion(DEMO_SUFFIX), stream_name=f"{settings.stream_name}-{DEMO_SUFFIX}")
-    client = start_afresh(spark, demo, (demo.companion_table_name(ORDERS_SUFFIX),))
-    setup_tables(spark, demo)
+    orders = demo.companion_table_name(ORDERS_SUFFIX)
+    client = start_afresh(spark, demo, DEMO_SUFFIX, (orders,))
+    setup_tables(spark, demo, demo_mark(DEMO_SUFFIX))
     config = backfill_config(
         hours=hours, records=records, seed=seed, anomalies=(),
         **as_options(order_rate, hours * 3600 * new_field_share),
@@ -145,5 +161,9 @@ def routed_stream_demo(
         query.await_termination(timeout=timeout)
     finally:
         client.delete_stream(StreamName=demo.stream_name, EnforceConsumerDeletion=True)
+        # The ingest makes the orders table on first sight (the lesson), so the demo marks it after: the
+        # name was free when the demo started, and the route's owner property says its route made it.
+        if spark.catalog.tableExists(orders) and table_refusal(spark, demo, orders, demo.stream_name) is None:
+            adopt_demo_table(spark, orders, DEMO_SUFFIX)
     assert generator.tables is not None  # the config turns the second kind on
     return RoutedDemo(demo, generator.tables.truths(), list(query.recent_progress))

@@ -26,7 +26,10 @@ instead: the settings, not the data, are wrong.
 
 Companion-like suffixes are refused too, whether or not such a table exists yet
 (:data:`COMPANION_LIKE`): a suffix the workbook keeps for a companion (``rejects``, ``raw``,
-``metrics`` and the notebooks' copies: :data:`RESERVED_SUFFIXES`), alone or after ``_``. Routed,
+``metrics``, the notebooks' copies and the demos' tables, such as ``metrics_demo``:
+:data:`RESERVED_SUFFIXES`), alone or after ``_``. A demo drops and makes its tables again on every
+run, so a routed ``<table>_metrics_demo`` would stand in notebook 07's way (the demo leaves a table
+it did not make, and stops: :mod:`icestream.lake.demo_tables`). Routed,
 ``orders_rejects`` or ``orders_metrics`` would take the name that a companion of a routed table
 ``<table>_orders`` gets later (its metrics, refreshed per table), or that a companion of another
 pipeline's events table ``<table>_orders`` has. Such a value is unknown; such a suffix in
@@ -48,7 +51,14 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from icestream.config import ARCHIVE_SUFFIX, COPY_SUFFIXES, METRICS_SUFFIX, REJECTS_SUFFIX, Settings
+from icestream.config import (
+    ARCHIVE_SUFFIX,
+    COPY_SUFFIXES,
+    DEMO_TABLE_SUFFIXES,
+    METRICS_SUFFIX,
+    REJECTS_SUFFIX,
+    Settings,
+)
 from icestream.errors import ConfigError
 from icestream.ingest.positions import SOURCE_PROPERTY
 from icestream.ingest.transform import DETAIL_COLUMN, REASON_COLUMN, load_function
@@ -62,7 +72,8 @@ UNKNOWN_ROUTE = "unknown_route"  # the reject reason of an event whose route nam
 UNKNOWN_CHOICES = ("default", "reject")
 TARGET_COLUMN = "_icestream_route_table"  # the routed table's key while a batch is split (dropped before writes)
 VALUE_COLUMN = "_icestream_route_value"
-RESERVED_SUFFIXES = frozenset((REJECTS_SUFFIX, ARCHIVE_SUFFIX, METRICS_SUFFIX, *COPY_SUFFIXES))
+# The demos' tables too: a demo drops and makes its tables again on every run (issue 58).
+RESERVED_SUFFIXES = frozenset((REJECTS_SUFFIX, ARCHIVE_SUFFIX, METRICS_SUFFIX, *COPY_SUFFIXES, *DEMO_TABLE_SUFFIXES))
 # A reserved suffix, alone or after "_": orders_rejects would collide with the companions of <table>_orders.
 COMPANION_LIKE = rf"(^|_)({'|'.join(sorted(RESERVED_SUFFIXES))})$"
 # Values that name a table by themselves (no mapping): lower case, so two spellings never make two tables.

@@ -132,13 +132,14 @@ def create_namespace(spark: SparkSession, settings: Settings, run: Runner | None
     return name
 
 
-def events_table_statement(settings: Settings) -> Statement:
-    """The events table's ``CREATE TABLE IF NOT EXISTS``."""
+def events_table_statement(settings: Settings, properties: Mapping[str, str] | None = None) -> Statement:
+    """The events table's ``CREATE TABLE IF NOT EXISTS`` (``properties`` as in :func:`create_table_statement`)."""
     return create_table_statement(
         settings.table_name,
         EVENT_COLUMNS_DDL + METADATA_COLUMNS_DDL,
         EVENTS_PARTITIONING,
         f"User events streamed from Kinesis stream {settings.stream_name}",
+        properties,
     )
 
 
@@ -180,8 +181,8 @@ def create_routed_table(
     return name
 
 
-def rejects_table_statement(settings: Settings) -> Statement:
-    """The rejects table's ``CREATE TABLE IF NOT EXISTS``.
+def rejects_table_statement(settings: Settings, properties: Mapping[str, str] | None = None) -> Statement:
+    """The rejects table's ``CREATE TABLE IF NOT EXISTS`` (``properties`` as in :func:`create_table_statement`).
 
     Rejects are few and read by ingest time (what went wrong recently), so they are partitioned by
     ``days(ingest_ts)``.
@@ -191,21 +192,30 @@ def rejects_table_statement(settings: Settings) -> Statement:
         REJECT_COLUMNS_DDL,
         "days(ingest_ts)",
         f"Records from {settings.stream_name} the ingest could not accept, with the reason",
+        properties,
     )
 
 
-def create_events_table(spark: SparkSession, settings: Settings, run: Runner | None = None) -> str:
-    """Create the events table unless it exists; return its qualified name."""
-    return _create_table(run or _session_runner(spark), settings.table_name, events_table_statement(settings))
+def create_events_table(
+    spark: SparkSession, settings: Settings, run: Runner | None = None, properties: Mapping[str, str] | None = None
+) -> str:
+    """Create the events table unless it exists, with ``properties`` beside the project's; return its qualified name."""
+    statement = events_table_statement(settings, properties)
+    return _create_table(run or _session_runner(spark), settings.table_name, statement)
 
 
-def create_rejects_table(spark: SparkSession, settings: Settings, run: Runner | None = None) -> str:
-    """Create the table of rejected records unless it exists; return its qualified name."""
-    return _create_table(run or _session_runner(spark), settings.rejects_table_name, rejects_table_statement(settings))
+def create_rejects_table(
+    spark: SparkSession, settings: Settings, run: Runner | None = None, properties: Mapping[str, str] | None = None
+) -> str:
+    """Create the table of rejected records unless it exists, with ``properties``; return its qualified name."""
+    statement = rejects_table_statement(settings, properties)
+    return _create_table(run or _session_runner(spark), settings.rejects_table_name, statement)
 
 
-def create_archive_table(spark: SparkSession, settings: Settings, run: Runner | None = None) -> str:
-    """Create the raw archive unless it exists; return its qualified name.
+def create_archive_table(
+    spark: SparkSession, settings: Settings, run: Runner | None = None, properties: Mapping[str, str] | None = None
+) -> str:
+    """Create the raw archive unless it exists, with ``properties``; return its qualified name.
 
     It is read by arrival day (replay a day, drop days past retention), so it is partitioned by
     ``days(arrival_ts)``: expiring a day is a metadata-only delete of whole files.
@@ -215,6 +225,7 @@ def create_archive_table(spark: SparkSession, settings: Settings, run: Runner | 
         ARCHIVE_COLUMNS_DDL,
         "days(arrival_ts)",
         f"Every record of {settings.stream_name} as received (the raw archive)",
+        properties,
     )
     return _create_table(run or _session_runner(spark), settings.archive_table_name, statement)
 

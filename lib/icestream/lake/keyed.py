@@ -26,6 +26,7 @@ current state is therefore the rows ``WHERE NOT is_deleted`` (:data:`LIVE_FILTER
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -125,11 +126,15 @@ class KeyedSpec:
                            "order": self.order}, separators=(",", ":"))  # fmt: skip
 
 
-def create_keyed_table(spark: SparkSession, name: str, spec: KeyedSpec, comment: str, mode: str = DEFAULT_MODE) -> str:
+def create_keyed_table(
+    spark: SparkSession, name: str, spec: KeyedSpec, comment: str, mode: str = DEFAULT_MODE,
+    properties: Mapping[str, str] | None = None,
+) -> str:  # fmt: skip
     """Create a keyed table unless it exists (or check an existing one was declared as ``spec``); return its name.
 
     It is unpartitioned (a MERGE joins on the key, not on time), has the key as identifier fields,
-    the row-level ``mode`` for DELETE, UPDATE and MERGE, and the project's properties.
+    the row-level ``mode`` for DELETE, UPDATE and MERGE, and the project's properties, with
+    ``properties`` (a demo's mark) set in its creating commit.
 
     Raises:
         ConfigError: For a bad name or mode, or an existing table declared differently.
@@ -145,7 +150,7 @@ def create_keyed_table(spark: SparkSession, name: str, spec: KeyedSpec, comment:
                 "declare it the same way or ingest into a new table."
             )
         return name
-    statement = create_table_statement(name, spec.columns_ddl() + CHANGE_METADATA_DDL, None, comment)
+    statement = create_table_statement(name, spec.columns_ddl() + CHANGE_METADATA_DDL, None, comment, properties)
     statement.run(spark)
     keys = ", ".join(spec.key)  # checked identifiers
     Statement(f"ALTER TABLE {name} SET IDENTIFIER FIELDS {keys}", writes=True).run(spark)

@@ -37,7 +37,7 @@ Iceberg's validation and is retried from the mark.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -73,8 +73,12 @@ METRICS_COLUMNS_DDL = (
 ANSWER_COLUMNS = ("minute", "event_type", "device_type", "events", "unique_users", "avg_duration_ms")
 
 
-def create_metrics_table(spark: SparkSession, name: str, events_table: str) -> str:
+def create_metrics_table(
+    spark: SparkSession, name: str, events_table: str, properties: Mapping[str, str] | None = None
+) -> str:
     """Create the metrics table unless it exists (or check it follows ``events_table``); return its name.
+
+    ``properties`` (a demo's mark) are set in its creating commit.
 
     Partitioned by day of ``minute`` (a MERGE touches today's rows, and late events' days), with
     merge-on-read row-level writes: a refresh writes the changed groups and a position-delete file,
@@ -93,7 +97,7 @@ def create_metrics_table(spark: SparkSession, name: str, events_table: str) -> s
             )
         return name
     comment = f"real_time_metrics of {events_table}: per minute, event type and device, kept by icestream"
-    create_table_statement(name, METRICS_COLUMNS_DDL, "days(minute)", comment).run(spark)
+    create_table_statement(name, METRICS_COLUMNS_DDL, "days(minute)", comment, properties).run(spark)
     properties = {**dict.fromkeys(MODE_PROPERTIES, "merge-on-read"), SOURCE_PROPERTY: events_table}
     pairs = ", ".join(f"'{key}' = '{value}'" for key, value in properties.items())  # constants and a checked name
     Statement(f"ALTER TABLE {name} SET TBLPROPERTIES ({pairs})", writes=True).run(spark)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from icestream.config import TIME_TRAVEL_SUFFIX
@@ -152,9 +153,14 @@ def recreate_events_copy(spark: SparkSession, settings: Settings, suffix: str = 
     return table
 
 
-def setup_tables(spark: SparkSession, settings: Settings) -> list[LakeTable]:
+def setup_tables(
+    spark: SparkSession, settings: Settings, properties: Mapping[str, str] | None = None
+) -> list[LakeTable]:
     """Create the namespace, the events table and the rejects table (idempotent); the raw archive too
     when ``archive_raw`` is on. The one way the workbook's tables are made.
+
+    ``properties`` are set on the tables it creates, in their creating commits (a demo's mark:
+    :func:`icestream.lake.demo_tables.demo_mark`); a table that exists keeps its own.
 
     Each statement runs through its table's LakeTable, so ``table.statements`` shows the set-up as it
     ran: the ``CREATE NAMESPACE`` (on the events table), the ``CREATE TABLE IF NOT EXISTS``, the
@@ -170,7 +176,10 @@ def setup_tables(spark: SparkSession, settings: Settings) -> list[LakeTable]:
         return table.apply(statement) if statement.writes else table.run(statement)
 
     create_namespace(spark, settings, run)
-    names = [create_events_table(spark, settings, run), create_rejects_table(spark, settings, run)]
+    names = [
+        create_events_table(spark, settings, run, properties),
+        create_rejects_table(spark, settings, run, properties),
+    ]
     if settings.archive_raw:
-        names.append(create_archive_table(spark, settings, run))
+        names.append(create_archive_table(spark, settings, run, properties))
     return [tables[name] for name in names]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from icestream.config import load_settings
+from icestream.config import DEMO_TABLE_SUFFIXES, load_settings
 from icestream.errors import ConfigError
 from icestream.ingest import dedupe
 from icestream.ingest import positions as pos
@@ -15,6 +15,7 @@ from icestream.ingest.routing import (
     COMPANION_LIKE,
     EVENTS_KEY,
     OWNER_PROPERTY,
+    RESERVED_SUFFIXES,
     Routing,
     declared_table,
     owner_properties,
@@ -76,6 +77,12 @@ def test_a_mapping_a_default_and_unknown_handling() -> None:
         ("event_type", ["order=orders_metrics"], None, "default", "collide with a companion"),
         ("event_type", (), "x_time_travel", "default", "collide with a companion"),
         ("event_type", (), "raw", "default", "keeps for itself"),
+        # The demos' tables (issue 58): each demo drops and makes its tables again on every run.
+        ("event_type", ["order=metrics_demo"], None, "default", "keeps for itself"),
+        ("event_type", ["order=crash_demo_rejects"], None, "default", "keeps for itself"),
+        ("event_type", ["order=change_demo"], None, "default", "keeps for itself"),
+        ("event_type", ["order=routing_orders"], None, "default", "keeps for itself"),
+        ("event_type", (), "routing", "default", "keeps for itself"),
         ("event_type", (), None, "drop", "choose default or reject"),
     ],
 )
@@ -175,14 +182,23 @@ def test_an_id_committed_in_any_routed_table_counts() -> None:
     ("value", "companion_like"),
     [
         ("rejects", True), ("orders_rejects", True), ("orders_metrics", True), ("x_raw", True),
-        ("a_b_sort_demo", True), ("time_travel", True),
-        ("orders", False), ("draw", False), ("rejects_orders", False), ("metricsx", False), ("raw_events", False),
+        ("a_b_sort_demo", True), ("time_travel", True), ("metrics_demo", True), ("crash_demo", True),
+        ("change_demo", True), ("routing", True), ("routing_orders", True), ("metrics_demo_metrics", True),
+        ("orders", False), ("orders_demo", False), ("draw", False), ("rejects_orders", False), ("metricsx", False),
+        ("raw_events", False),
     ],
 )  # fmt: skip
 def test_companion_like_values_are_the_reserved_suffixes_alone_or_after_an_underscore(value, companion_like) -> None:
     import re
 
     assert bool(re.search(COMPANION_LIKE, value)) is companion_like
+
+
+def test_every_table_a_demo_makes_is_reserved_and_orders_is_left_to_users() -> None:
+    # notebook 05 shows --route-map order=orders: <table>_orders is a user's name, no demo's.
+    assert set(DEMO_TABLE_SUFFIXES) <= RESERVED_SUFFIXES
+    assert "orders" not in RESERVED_SUFFIXES
+    assert Routing.parse("event_type", ["order=orders"]).tables == {"order": "orders"}
 
 
 STREAM = "clicks-stream"
