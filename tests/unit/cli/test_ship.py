@@ -94,3 +94,22 @@ def test_a_missing_stack_value_is_one_line(
     error = capsys.readouterr().err.strip()
     assert error.startswith("error: no value for IngestJobRole.Arn")
     assert "\n" not in error
+
+
+@pytest.mark.parametrize(("catalog", "with_aws"), [("jdbc", False), ("glue", True)])
+def test_ship_packages_prints_the_lines_coordinates_for_spark_to_resolve(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, catalog: str, with_aws: bool
+) -> None:
+    from icestream.stack import spark_line
+
+    monkeypatch.setenv("ICESTREAM_CATALOG_TYPE", catalog)
+    if catalog == "glue":
+        monkeypatch.setenv("ICESTREAM_WAREHOUSE", "s3://bucket/warehouse")
+    assert cli.main(["ship", "--packages"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    packages = next(line for line in lines if line.startswith("--packages ")).split(" ", 1)[1].split(",")
+    line = spark_line()
+    assert packages[0] == line.runtime.coordinate
+    assert any(coordinate.startswith("org.apache.spark:spark-sql-kafka-0-10_") for coordinate in packages)
+    assert any("iceberg-aws-bundle" in coordinate for coordinate in packages) is with_aws
+    assert f"--conf spark.jars.packages={','.join(packages)}" in lines
