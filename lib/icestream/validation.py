@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import tempfile
@@ -58,6 +59,22 @@ def validate_identifier(name: str, setting: str = "identifier") -> str:
             f"underscores, starting with a letter or underscore (at most {MAX_IDENTIFIER_CHARS} characters)."
         )
     return name
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """The nearest of ``known`` to a mistyped ``name``, as ``"; did you mean X?"``, or ``""`` when none is near.
+
+    Shared by the settings and the notebooks' parameters, so that every typo is answered the same way.
+
+    Args:
+        name: What was typed.
+        known: The valid names.
+
+    Returns:
+        The clause to put after the error's first part.
+    """
+    nearest = difflib.get_close_matches(name, list(known), n=1)
+    return f"; did you mean {nearest[0]}?" if nearest else ""
 
 
 def _check(condition: bool, setting: str, message: str) -> None:

@@ -289,3 +289,51 @@ def test_folders_that_exist_or_can_be_made_pass_and_are_not_made(
         load_settings(warehouse="s3://bucket/warehouse", catalog_type="hadoop")
     )  # a URI is the catalog's to check
     assert sorted(path.name for path in tmp_path.rglob("*")) == ["there"]
+
+
+def test_an_environment_variable_that_names_no_setting_is_refused_with_the_nearest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A typo in the environment was ignored while the same typo in the YAML file was refused (issue 58).
+    monkeypatch.setenv("ICESTREAM_SHARD_CONT", "3")
+    with pytest.raises(ConfigError, match="ICESTREAM_SHARD_CONT names no setting; did you mean ICESTREAM_SHARD_COUNT"):
+        load_settings()
+
+
+def test_a_typo_in_the_file_or_arguments_names_the_nearest_setting(tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text("shard_cont: 3\n")
+    with pytest.raises(ConfigError, match=r"shard_cont; did you mean shard_count\?"):
+        load_settings(config_file=config)
+
+
+def test_icestream_variables_that_are_not_settings_are_let_through(monkeypatch: pytest.MonkeyPatch) -> None:
+    from icestream.config import NON_SETTING_VARIABLES
+
+    for name in NON_SETTING_VARIABLES:
+        if name not in ("ICESTREAM_HOME", "ICESTREAM_CONFIG"):  # those two are read: a value must mean something
+            monkeypatch.setenv(name, "1")
+    assert load_settings().shard_count == 4
+
+
+def test_every_icestream_variable_the_project_reads_is_a_setting_or_allowed() -> None:
+    """The allow-list is the one place a non-setting ICESTREAM_* name is declared: a name read anywhere
+    (the package, tests, bench/, the Makefile, CI) and missing from it would make load_settings refuse it."""
+    import re
+    import subprocess
+    from dataclasses import fields
+
+    from icestream.config import NON_SETTING_VARIABLES, Settings
+
+    root = Path(__file__).resolve().parents[2]  # the checkout (ICESTREAM_HOME is a tmp folder here)
+    listed = subprocess.run(
+        ["git", "-C", str(root), "grep", "-ohE", r"ICESTREAM_[A-Z0-9_]*[A-Z0-9]", "--", "lib", "tests", "bench",
+         "Makefile", ".ci", "notebooks"],
+        capture_output=True, text=True, check=False,
+    ).stdout.split()  # fmt: skip
+    assert listed, "git grep found the names"
+    settings = {f"ICESTREAM_{item.name.upper()}" for item in fields(Settings) if item.name != "sources"}
+    typos_on_purpose = {"ICESTREAM_SHARD_CONT"}  # this file's and the bad-input campaign's
+    unknown = {name for name in listed if re.fullmatch(r"ICESTREAM_[A-Z0-9_]+", name)}
+    unknown -= settings | set(NON_SETTING_VARIABLES) | typos_on_purpose | {"ICESTREAM_SOURCES", "ICESTREAM_CHANGES"}
+    assert not unknown, f"read but neither a setting nor in config.NON_SETTING_VARIABLES: {sorted(unknown)}"
