@@ -18,6 +18,10 @@ class ConfigError(IcestreamError, ValueError):
     """A setting has an invalid value; the message names the setting."""
 
 
+class ParameterError(ConfigError):
+    """A notebook parameter that the notebook's ``parameters`` cell does not declare; the message names the nearest."""
+
+
 class JavaError(IcestreamError):
     """Java is missing or has an unsupported version."""
 

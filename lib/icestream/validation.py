@@ -73,8 +73,13 @@ def did_you_mean(name: str, known: Iterable[str]) -> str:
     Returns:
         The clause to put after the error's first part.
     """
-    nearest = difflib.get_close_matches(name, list(known), n=1)
-    return f"; did you mean {nearest[0]}?" if nearest else ""
+    nearest = nearest_name(name, known)
+    return f"; did you mean {nearest}?" if nearest else ""
+
+
+def nearest_name(name: str, known: Iterable[str]) -> str | None:
+    """The one of ``known`` nearest to ``name`` (difflib's ratio, at least 0.6), or None."""
+    return next(iter(difflib.get_close_matches(name, list(known), n=1)), None)
 
 
 def _check(condition: bool, setting: str, message: str) -> None:

@@ -27,13 +27,14 @@ def _scalar(text: str) -> Any:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run notebooks headless with papermill."""
-    from icestream.workbook.runner import NotebookFailedError, notebook_paths, run_notebooks
+    from icestream.workbook.runner import NotebookFailedError, notebook_arguments, notebook_paths, run_notebooks
 
     settings = settings_from(args)
     notebooks = notebook_paths(args.notebooks)
     output = Path(args.output) if args.output else settings.path("output_dir")
+    parameters = _parameters(args.parameter)
+    notebook_arguments(notebooks, parameters)  # a typo is refused before the parameters line, as run_notebooks would
     try:
-        parameters = _parameters(args.parameter)
         started = datetime.now(UTC) if args.stamp else None
         if parameters:
             print(f"parameters: {', '.join(f'{name}={value!r}' for name, value in parameters.items())}")
@@ -60,7 +61,12 @@ def register(commands: argparse._SubParsersAction) -> None:
     run = commands.add_parser("run", help="run notebooks headless with papermill")
     run.add_argument("notebooks", nargs="*", help="names or prefixes (default: all, in order)")
     run.add_argument(
-        "-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"), help="passed to every notebook"
+        "-p",
+        "--parameter",
+        nargs=2,
+        action="append",
+        metavar=("NAME", "VALUE"),
+        help="passed to every notebook that declares it; a name none declares is refused",
     )
     run.add_argument("--output", help="folder for executed copies (default: output/)")
     run.add_argument("--no-progress", action="store_true", help="no per-cell progress bar")

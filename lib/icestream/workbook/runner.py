@@ -16,6 +16,7 @@ JupyterLab does for a reader.
 
 from __future__ import annotations
 
+import ast
 import logging
 import os
 import time
@@ -27,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from icestream.config import project_home
-from icestream.errors import IcestreamError, NotebookFailedError
+from icestream.errors import IcestreamError, NotebookFailedError, ParameterError
+from icestream.validation import did_you_mean, nearest_name
 
 KERNEL_NAME = "icestream"
 # Set in the environment of the kernels the runner starts: nobody watches them, so what redraws for a
@@ -118,6 +120,98 @@ def notebook_paths(selected: Iterable[str] = (), folder: Path | None = None) -> 
             raise IcestreamError(f"No notebook matches {name!r}; the notebooks are {', '.join(p.name for p in every)}.")
         picked.extend(path for path in matches if path not in picked)
     return sorted(picked)
+
+
+def notebook_parameters(path: Path) -> tuple[str, ...] | None:
+    """The names a notebook's ``parameters`` cell declares, in order; None when it has no such cell.
+
+    Read from the cell's code, not with ``papermill.inspect_notebook``: papermill 2.7's parser skips
+    ``name: str | None = None`` (see :class:`_UnionAnnotationFilter`), so it would call such a parameter unknown.
+
+    Raises:
+        IcestreamError: If the notebook cannot be read, or its parameters cell is not Python.
+    """
+    import nbformat
+
+    try:
+        cells = nbformat.read(path, as_version=4).cells
+    except (OSError, ValueError) as error:  # nbformat's NotJSONError is a ValueError
+        raise IcestreamError(f"{path.name} cannot be read as a notebook ({error}).") from None
+    cell = next((cell for cell in cells if "parameters" in cell.metadata.get("tags", [])), None)
+    if cell is None:
+        return None
+    try:
+        tree = ast.parse(cell.source)
+    except SyntaxError as error:
+        raise IcestreamError(
+            f"{path.name}: its parameters cell is not Python ({error.msg}, line {error.lineno}): fix the notebook."
+        ) from None
+    names: list[str] = []
+    for statement in tree.body:
+        targets = [statement.target] if isinstance(statement, ast.AnnAssign) else getattr(statement, "targets", [])
+        names += [target.id for target in targets if isinstance(target, ast.Name) and target.id not in names]
+    return tuple(names)
+
+
+def notebook_arguments(
+    notebooks: list[Path],
+    parameters: dict[str, Any] | None = None,
+    overrides: dict[str, dict[str, Any]] | None = None,
+) -> dict[Path, dict[str, Any]]:
+    """What each notebook is given: the ``parameters`` its ``parameters`` cell declares, then its ``overrides``.
+
+    Papermill runs a notebook handed a name its cell does not declare with the default, logging only
+    "Passed unknown parameter" inside its progress bar: a typo (``-p shard_cuont 2``) went unseen. So a
+    name is checked before anything runs. One given to every notebook goes to those that declare it
+    (``stream_name`` to the notebooks that have one), and is refused when none of them does; an
+    override is refused when its notebook does not declare it.
+
+    Args:
+        notebooks: The run's notebooks.
+        parameters: Given to every notebook (``icestream run -p``).
+        overrides: Given to some notebooks only, by name or prefix, over ``parameters``.
+
+    Returns:
+        Each notebook with its parameters, in the order of ``notebooks``.
+
+    Raises:
+        ParameterError: For a name that no notebook it is given to declares, naming the nearest that one does.
+    """
+    declared = {path: notebook_parameters(path) for path in notebooks}
+    given = parameters or {}
+    for name in given:
+        if not any(name in (names or ()) for names in declared.values()):
+            raise _unknown_parameter(name, declared)
+    chosen: dict[Path, dict[str, Any]] = {}
+    for path, names in declared.items():
+        own = _overrides_for(path, overrides or {})
+        for name in own:
+            if name not in (names or ()):
+                raise _unknown_parameter(name, {path: names})
+        chosen[path] = {**{name: value for name, value in given.items() if name in (names or ())}, **own}
+    return chosen
+
+
+def _unknown_parameter(name: str, declared: dict[Path, tuple[str, ...] | None]) -> ParameterError:
+    """The error for ``name``, which none of ``declared`` (notebook: its parameters) declares."""
+    if len(declared) == 1:
+        ((path, names),) = declared.items()
+        if names is None:
+            return ParameterError(f"{name} is not a parameter of {path.name} (it has no parameters cell).")
+        return ParameterError(
+            f"{name} is not a parameter of {path.name}{did_you_mean(name, names) or '.'} "
+            f"Its parameters are {', '.join(names) or 'none'}."
+        )
+    nearest = nearest_name(name, sorted({known for names in declared.values() for known in names or ()}))
+    if nearest is None:
+        return ParameterError(
+            f"{name} is not a parameter of any notebook of this run ({len(declared)} notebooks); "
+            "each notebook's first code cell lists its parameters."
+        )
+    having = [path.name for path, names in declared.items() if nearest in (names or ())]
+    return ParameterError(
+        f"{name} is not a parameter of any notebook of this run; did you mean {nearest} ({', '.join(having)})?"
+    )
 
 
 def kernel_name() -> str:
@@ -244,7 +338,8 @@ def run_notebooks(
     Args:
         notebooks: Notebook paths, in run order.
         output_dir: Where executed copies are written.
-        parameters: Passed to every notebook (papermill injects them after the ``parameters`` cell).
+        parameters: Passed to every notebook whose ``parameters`` cell declares them (papermill injects them
+            after that cell); a name none declares is refused.
         report: Where progress lines go.
         progress: Show papermill's per-cell progress bar.
         started: For a scheduled run, its start time: each copy is named by :func:`stamped_name`
@@ -257,10 +352,11 @@ def run_notebooks(
         One record per notebook, with its wall time.
 
     Raises:
+        ParameterError: Before anything runs, for a parameter no notebook declares (:func:`notebook_arguments`).
         NotebookFailedError: On the first notebook that fails.
     """
+    chosen = notebook_arguments(notebooks, parameters, overrides)
     with _headless_kernels(), _kernel(shared=not kernel_per_notebook) as shared:
-        chosen = {path: {**(parameters or {}), **_overrides_for(path, overrides or {})} for path in notebooks}
         return _run(chosen, output_dir, report, progress, started, shared)
 
 
