@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import uuid
 from pathlib import Path
@@ -11,6 +12,8 @@ import pytest
 from icestream.cli import main
 from icestream.config import load_settings
 from icestream.demos.layout_demo import create_layout_demo
+from icestream.errors import ConfigError
+from icestream.ingest.positions import mark_source_stream
 from icestream.lake.table import setup_tables
 from icestream.stream.clients import ensure_stream, kinesis_client, list_shards
 from icestream.workbook.reset import apply_reset, plan_reset, workbook_tables
@@ -86,3 +89,23 @@ def test_cli_needs_yes_and_then_starts_the_workbook_over(workbook, spark, capsys
     again = apply_reset(spark, settings, plan_reset(spark, settings))
     assert again.tables == ()
     assert again.files == ()
+
+
+def test_a_reset_names_a_stream_that_did_not_feed_the_tables_and_refuses(workbook, spark, capsys, monkeypatch) -> None:
+    """As the ingest refuses to write a table another stream feeds, reset refuses to drop it: with a mistyped or
+    another stream name it had planned to drop that stream's tables and recreate a stream nobody asked for."""
+    settings, state = workbook
+    mark_source_stream(spark, settings.table_name, settings.stream_name)  # as the ingest's first commit does
+    other = f"{settings.stream_name}-other"
+    with pytest.raises(ConfigError, match=f"is fed by stream '{settings.stream_name}', not '{other}'"):
+        plan_reset(spark, dataclasses.replace(settings, stream_name=other))
+
+    monkeypatch.setenv("ICESTREAM_STREAM_NAME", other)
+    monkeypatch.setenv("ICESTREAM_TABLE", settings.table)
+    assert main(["reset", "--yes"]) == 2
+    errors = capsys.readouterr().err.splitlines()
+    assert len(errors) == 1, errors
+    assert errors[0].startswith(f"error: reset refused: {settings.table_name} is fed by stream"), errors
+    assert spark.catalog.tableExists(settings.table_name), "nothing dropped"
+    assert all(path.is_file() for path in state), "no run state deleted"
+    assert other not in kinesis_client(settings).list_streams()["StreamNames"], "no stream created"

@@ -206,10 +206,7 @@ def _derive_from_data(
     if source != stream_name:
         from icestream.errors import ConfigError
 
-        raise ConfigError(
-            f"{table} is fed by stream {source!r}, not {stream_name!r}. Use another table "
-            "(ICESTREAM_TABLE) or the stream that feeds it (ICESTREAM_STREAM_NAME)."
-        )
+        raise ConfigError(fed_by_another(table, source, stream_name))
     # Numeric order of sequence-number strings: longer is larger, then lexicographic.
     rows = spark.sql(
         f"SELECT shard_id, max(named_struct('length', length(sequence_number), 'value', sequence_number)).value "
@@ -217,6 +214,19 @@ def _derive_from_data(
     ).collect()
     positions = {row.shard_id: after(row.last_sequence) for row in rows}
     return Committed(positions, -1, current, "data" if positions else "none")
+
+
+def fed_by_another(table: str, source: str, stream_name: str) -> str:
+    """What the ingest and reset say of ``table``, which stream ``source`` feeds, when asked for ``stream_name``."""
+    return (
+        f"{table} is fed by stream {source!r}, not {stream_name!r}. Use another table "
+        "(ICESTREAM_TABLE) or the stream that feeds it (ICESTREAM_STREAM_NAME)."
+    )
+
+
+def source_stream(spark: SparkSession, table: str) -> str | None:
+    """The stream recorded as feeding ``table`` (:data:`SOURCE_PROPERTY`), None when none is."""
+    return load_iceberg_table(spark, checked_table_name(table)).properties().get(SOURCE_PROPERTY)
 
 
 def mark_source_stream(spark: SparkSession, table: str, stream_name: str, stream_created: str | None = None) -> None:

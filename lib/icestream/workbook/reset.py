@@ -3,11 +3,11 @@
 ``icestream reset`` (and ``make reset``) calls :func:`plan_reset`, shows the plan, and only with
 ``--yes`` calls :func:`apply_reset`. Nothing else in the warehouse is touched: only the tables the
 workbook itself creates from the configured table name (the events table, its rejects table, 00's
-layout demo and 04's time-travel copy). The stream is deleted and created again with as many open
-shards as it had, so its sequence numbers start over; the ingest ignores positions of an earlier
-incarnation of a stream anyway (:mod:`icestream.ingest.positions`), and the dropped tables take
-theirs with them. The emulator's own state (``emulator.json``) and the executed notebooks in
-``output/`` are kept.
+layout demo and 04's time-travel copy). A stream that did not feed the tables is refused, as the
+ingest refuses it. The stream is deleted and created again with as many open shards as it had, so
+its sequence numbers start over; the ingest ignores positions of an earlier incarnation of a stream
+anyway (:mod:`icestream.ingest.positions`), and the dropped tables take theirs with them. The
+emulator's own state (``emulator.json``) and the executed notebooks in ``output/`` are kept.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from icestream.config import COPY_SUFFIXES, Settings
-from icestream.errors import ServiceUnavailableError
+from icestream.errors import ConfigError, ServiceUnavailableError
+from icestream.ingest.positions import fed_by_another, source_stream
 from icestream.ingest.progress import PROGRESS_FILE
 from icestream.producer.background import LOG_FILE, STATE_FILE, stop_background_producer
 from icestream.producer.run import RUN_SUMMARY_FILE
@@ -74,6 +75,22 @@ def workbook_tables(settings: Settings) -> tuple[str, ...]:
     return (settings.table_name, settings.rejects_table_name, settings.metrics_table_name, *copies)
 
 
+def check_stream_feeds_tables(spark: SparkSession, settings: Settings) -> None:
+    """Refuse a reset of a stream that did not feed the tables, as the ingest refuses to write them.
+
+    A mistyped or another stream name would have dropped the tables another stream feeds and then made
+    a stream of that name. The tables the ingest marks with their stream are the ones asked.
+
+    Raises:
+        ConfigError: If a table the ingest writes is recorded as fed by another stream.
+    """
+    for name in (settings.table_name, settings.rejects_table_name, settings.archive_table_name):
+        if spark.catalog.tableExists(name):
+            source = source_stream(spark, name)
+            if source is not None and source != settings.stream_name:
+                raise ConfigError(f"reset refused: {fed_by_another(name, source, settings.stream_name)}")
+
+
 def run_state_files(settings: Settings) -> tuple[Path, ...]:
     """The run-state files in ``run_dir`` a reset deletes (the emulator's state is not one of them)."""
     run_dir = settings.path("run_dir")
@@ -94,10 +111,12 @@ def plan_reset(spark: SparkSession, settings: Settings) -> ResetPlan:
     """What :func:`apply_reset` would do now; changes nothing.
 
     Raises:
+        ConfigError: If the tables are fed by another stream (:func:`check_stream_feeds_tables`).
         ServiceUnavailableError: If Kinesis does not answer.
     """
     from botocore.exceptions import BotoCoreError, ClientError
 
+    check_stream_feeds_tables(spark, settings)
     try:
         shards = _open_shards(kinesis_client(settings), settings.stream_name)
     except (BotoCoreError, ClientError) as error:
