@@ -17,6 +17,8 @@ from icestream.ingest.positions import mark_source_stream
 from icestream.lake.table import setup_tables
 from icestream.stream.clients import ensure_stream, kinesis_client, list_shards
 from icestream.workbook.reset import apply_reset, plan_reset, workbook_tables
+from tests.helpers.ingest import drain
+from tests.helpers.streams import event_payload, put
 
 
 @pytest.fixture
@@ -39,8 +41,11 @@ def workbook(spark, emulator: str, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     for key, value in {"ICESTREAM_RUN_DIR": str(run_dir), "ICESTREAM_KINESIS_ENDPOINT": emulator}.items():
         monkeypatch.setenv(key, value)
     yield settings, [run_dir / name for name in state]
-    for name in workbook_tables(settings):
+    for name in (*workbook_tables(settings), *(settings.companion_table_name(kind) for kind in ROUTED_KINDS)):
         spark.sql(f"DROP TABLE IF EXISTS {name} PURGE")
+
+
+ROUTED_KINDS = ("purchase", "click")  # event types routed to <table>_<type> in the routed tests
 
 
 def test_a_plan_lists_what_would_go_and_changes_nothing(workbook, spark) -> None:
@@ -109,3 +114,39 @@ def test_a_reset_names_a_stream_that_did_not_feed_the_tables_and_refuses(workboo
     assert spark.catalog.tableExists(settings.table_name), "nothing dropped"
     assert all(path.is_file() for path in state), "no run state deleted"
     assert other not in kinesis_client(settings).list_streams()["StreamNames"], "no stream created"
+
+
+def test_a_reset_lists_and_drops_the_routed_tables_so_they_start_over(workbook, spark, capsys, monkeypatch) -> None:
+    """Routed tables went on holding their rows through a reset: the next ingest appended to them (issue 58)."""
+    settings, _state = workbook
+    routing = {"route": "event_type"}
+
+    def send(first: int) -> set[str]:
+        events = [json.loads(event_payload(number, f"u{number % 3}")) for number in range(first, first + 8)]
+        for number, event in enumerate(events):
+            event["event_type"] = ROUTED_KINDS[number % 2]
+        put(settings, [(json.dumps(event).encode(), event["user_id"]) for event in events])
+        return {event["event_id"] for event in events if event["event_type"] == "purchase"}
+
+    before = send(0)
+    drain(spark, settings, routing=routing)
+    routed = [settings.companion_table_name(kind) for kind in ROUTED_KINDS]
+    assert all(spark.catalog.tableExists(name) for name in routed), "the route made its tables"
+
+    plan = plan_reset(spark, settings)
+    assert set(routed) <= set(plan.tables)
+    monkeypatch.setenv("ICESTREAM_STREAM_NAME", settings.stream_name)
+    monkeypatch.setenv("ICESTREAM_TABLE", settings.table)
+    assert main(["reset"]) == 2
+    shown = capsys.readouterr().out
+    assert all(f"drop table {name} (routed)" in shown for name in routed), shown
+    apply_reset(spark, settings, plan)
+    assert not any(spark.catalog.tableExists(name) for name in routed)
+
+    setup_tables(spark, settings)
+    after = send(100)
+    drain(spark, settings, routing=routing)
+    purchases = {row.event_id for row in spark.table(routed[0]).select("event_id").collect()}
+    assert before, "there were purchases before the reset"
+    assert after, "and after it"
+    assert purchases == after, "the routed table holds only what came after the reset"

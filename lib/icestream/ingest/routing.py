@@ -339,6 +339,26 @@ def routed_tables(spark: SparkSession, settings: Settings, routing: Routing, str
     return sorted(found)
 
 
+def owned_tables(spark: SparkSession, settings: Settings) -> list[str]:
+    """Every routed table that exists and that the route of ``settings``' events table owns, for a reset to drop.
+
+    Found as a restart finds them, from the list on the events table (:data:`ROUTED_PROPERTY`), with the
+    tables the settings' route names (``route_tables``, ``route_default``) in case the events table is gone.
+    A table of the name that the route does not own (:func:`refusal`) is another pipeline's: left out.
+    """
+    listed = _listed(spark, settings) if spark.catalog.tableExists(settings.table_name) else set()
+    routing = routing_from_settings(settings)
+    declared = set(routing.declared(settings)) if routing is not None else set()
+    owned = []
+    for name in sorted((listed | declared) - {settings.table_name}):
+        if not spark.catalog.tableExists(name):
+            continue
+        properties = {**_properties(spark, name), "comment": spark.catalog.getTable(name).description or ""}
+        if refusal(properties, settings, settings.stream_name, name in listed) is None:
+            owned.append(name)
+    return owned
+
+
 def claim_tables(
     spark: SparkSession, settings: Settings, routing: Routing, keys: Iterable[str], known: Collection[str]
 ) -> dict[str, str]:

@@ -2,12 +2,13 @@
 
 ``icestream reset`` (and ``make reset``) calls :func:`plan_reset`, shows the plan, and only with
 ``--yes`` calls :func:`apply_reset`. Nothing else in the warehouse is touched: only the tables the
-workbook itself creates from the configured table name (the events table, its rejects table, 00's
-layout demo and 04's time-travel copy). A stream that did not feed the tables is refused, as the
-ingest refuses it. The stream is deleted and created again with as many open shards as it had, so
-its sequence numbers start over; the ingest ignores positions of an earlier incarnation of a stream
-anyway (:mod:`icestream.ingest.positions`), and the dropped tables take theirs with them. The
-emulator's own state (``emulator.json``) and the executed notebooks in ``output/`` are kept.
+workbook itself creates from the configured table name (the events table, its rejects table, raw
+archive and metrics table, the notebooks' copies) and the routed tables its route made and owns.
+A stream that did not feed the tables is refused, as the ingest refuses it. The stream is deleted
+and created again with as many open shards as it had, so its sequence numbers start over; the
+ingest ignores positions of an earlier incarnation of a stream anyway
+(:mod:`icestream.ingest.positions`), and the dropped tables take theirs with them. The emulator's
+own state (``emulator.json``) and the executed notebooks in ``output/`` are kept.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from icestream.config import COPY_SUFFIXES, Settings
 from icestream.errors import ConfigError, ServiceUnavailableError
 from icestream.ingest.positions import fed_by_another, source_stream
 from icestream.ingest.progress import PROGRESS_FILE
+from icestream.ingest.routing import owned_tables
 from icestream.producer.background import LOG_FILE, STATE_FILE, stop_background_producer
 from icestream.producer.run import RUN_SUMMARY_FILE
 from icestream.stream.clients import ensure_stream, kinesis_client
@@ -50,8 +52,9 @@ class ResetPlan:
         stream: The stream name.
         shard_count: Open shards the recreated stream gets (as many as it has now, else the setting).
         stream_exists: Whether the stream exists now.
-        tables: The workbook's tables that exist now (qualified names).
+        tables: The workbook's tables that exist now (qualified names), the routed ones last.
         files: Run-state files that exist now.
+        routed: Which of ``tables`` are routed tables (named from the events they hold).
     """
 
     stream: str
@@ -59,10 +62,11 @@ class ResetPlan:
     stream_exists: bool
     tables: tuple[str, ...]
     files: tuple[Path, ...]
+    routed: tuple[str, ...] = ()
 
     def describe(self) -> list[str]:
         """One line per thing a reset deletes or recreates."""
-        lines = [f"drop table {name}" for name in self.tables]
+        lines = [f"drop table {name}{' (routed)' if name in self.routed else ''}" for name in self.tables]
         verb = "delete and recreate" if self.stream_exists else "create"
         lines.append(f"{verb} stream {self.stream} ({self.shard_count} shards)")
         lines += [f"delete {path}" for path in self.files]
@@ -70,9 +74,13 @@ class ResetPlan:
 
 
 def workbook_tables(settings: Settings) -> tuple[str, ...]:
-    """The qualified names of every table the workbook creates (existing or not)."""
+    """The qualified names of every table the workbook names from its settings (existing or not).
+
+    The routed tables are not among them: their names come from the events (:func:`plan_reset` finds them).
+    """
     copies = [settings.companion_table_name(suffix) for suffix in COPY_SUFFIXES]
-    return (settings.table_name, settings.rejects_table_name, settings.metrics_table_name, *copies)
+    companions = (settings.rejects_table_name, settings.archive_table_name, settings.metrics_table_name)
+    return (settings.table_name, *companions, *copies)
 
 
 def check_stream_feeds_tables(spark: SparkSession, settings: Settings) -> None:
@@ -110,6 +118,10 @@ def _open_shards(client: Any, stream: str) -> int | None:
 def plan_reset(spark: SparkSession, settings: Settings) -> ResetPlan:
     """What :func:`apply_reset` would do now; changes nothing.
 
+    The tables are the workbook's (:func:`workbook_tables`) and the routed tables its route made
+    (:func:`icestream.ingest.routing.owned_tables`): left behind, a routed table kept its rows, and the
+    next ingest into the emptied workbook appended to them.
+
     Raises:
         ConfigError: If the tables are fed by another stream (:func:`check_stream_feeds_tables`).
         ServiceUnavailableError: If Kinesis does not answer.
@@ -117,6 +129,7 @@ def plan_reset(spark: SparkSession, settings: Settings) -> ResetPlan:
     from botocore.exceptions import BotoCoreError, ClientError
 
     check_stream_feeds_tables(spark, settings)
+    routed = owned_tables(spark, settings)  # read from the events table before it is dropped
     try:
         shards = _open_shards(kinesis_client(settings), settings.stream_name)
     except (BotoCoreError, ClientError) as error:
@@ -125,8 +138,9 @@ def plan_reset(spark: SparkSession, settings: Settings) -> ResetPlan:
         stream=settings.stream_name,
         shard_count=shards or settings.shard_count,
         stream_exists=shards is not None,
-        tables=tuple(name for name in workbook_tables(settings) if spark.catalog.tableExists(name)),
+        tables=(*(name for name in workbook_tables(settings) if spark.catalog.tableExists(name)), *routed),
         files=run_state_files(settings),
+        routed=tuple(routed),
     )
 
 
@@ -161,7 +175,7 @@ def apply_reset(spark: SparkSession, settings: Settings, plan: ResetPlan, timeou
 
     stop_background_producer(settings)  # it would write into the stream and the run folder
     for name in plan.tables:
-        spark.sql(f"DROP TABLE IF EXISTS {name} PURGE")  # names from workbook_tables: validated
+        spark.sql(f"DROP TABLE IF EXISTS {name} PURGE")  # names from Settings (companion_table_name): validated
     client = kinesis_client(settings)
     try:
         if plan.stream_exists:
