@@ -262,6 +262,11 @@ REFUSED_BEFORE_CREATING = {
         ["ingest", "--available-now", "--route", "event_type", "--route-map", "order=metrics_demo"],
         "route_tables: 'metrics_demo' names a table the workbook keeps for itself",
     ),
+    # Typos (issue 58): the environment's was ignored, and papermill ran 00 with the default shard count.
+    "a variable that names no setting": (["setup"], "names no setting; did you mean ICESTREAM_SHARD_COUNT?"),
+    "a notebook parameter mistyped": (["run", "00", "-p", "shard_cuont", "2"], "did you mean shard_count?"),
+    # Another stream's name: reset had dropped the tables that stream feeds, then made a stream of the name.
+    "a reset of a stream that did not feed the tables": (["reset", "--yes"], "reset refused: "),
 }
 # What a case sets besides the names. The tests run as root, who may write anywhere chmod can forbid,
 # so "not writable" is a folder under a regular file or under /proc. A bad run folder hides the
@@ -273,6 +278,7 @@ REFUSED_ENVIRONMENT = {
     "a warehouse under /proc": {"ICESTREAM_WAREHOUSE": "/proc/warehouse"},
     "a run folder that is a file": {"ICESTREAM_RUN_DIR": "{tmp}/afile", "ICESTREAM_KINESIS_ENDPOINT": "{endpoint}"},
     "a run folder under /proc": {"ICESTREAM_RUN_DIR": "/proc/run", "ICESTREAM_KINESIS_ENDPOINT": "{endpoint}"},
+    "a variable that names no setting": {"ICESTREAM_SHARD_CONT": "3"},
 }
 
 
@@ -290,7 +296,9 @@ def _created(settings: Any, stream: str, table: str) -> list[str]:
 
 
 @pytest.mark.parametrize("case", list(REFUSED_BEFORE_CREATING))
-def test_a_mistake_is_refused_before_anything_is_created(settings, emulator: str, tmp_path: Path, case: str) -> None:
+def test_a_mistake_is_refused_before_anything_is_created(
+    request, settings, emulator: str, tmp_path: Path, case: str
+) -> None:
     args, message = REFUSED_BEFORE_CREATING[case]
     name = f"refused_{uuid.uuid4().hex[:8]}"
     if case == "a table name its companions outgrow":
@@ -305,6 +313,14 @@ def test_a_mistake_is_refused_before_anything_is_created(settings, emulator: str
         there = dataclasses.replace(settings, stream_name=stream, table=table)
         record = json.dumps(event_document("run-dir-1", "u", 1)).encode()
         kinesis_client(there).put_record(StreamName=stream, Data=record, PartitionKey="k")
+        existing = _created(settings, stream, table)
+    if case == "a reset of a stream that did not feed the tables":  # the tables of a stream that fed them
+        from icestream.ingest.positions import mark_source_stream
+
+        feeding = f"{stream}-feeds"
+        assert _cli(["setup", "--shards", "1"], tmp_path, ICESTREAM_STREAM_NAME=feeding, ICESTREAM_TABLE=table)[0] == 0
+        there = dataclasses.replace(settings, stream_name=feeding, table=table)
+        mark_source_stream(request.getfixturevalue("spark"), there.table_name, feeding)  # as its first batch did
         existing = _created(settings, stream, table)
     env = {key: value.format(**fill) for key, value in REFUSED_ENVIRONMENT.get(case, {}).items()}
     args = [arg.format(**fill) for arg in args]
