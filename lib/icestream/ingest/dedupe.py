@@ -221,7 +221,7 @@ class CommittedIndex:
             return
         from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
-        frame = spark.read.format("iceberg").option("snapshot-id", str(self.snapshot_id)).load(self.table)
+        frame = spark.read.format("iceberg").option("versionAsOf", str(self.snapshot_id)).load(self.table)
         # The bounds go as epoch microseconds, the index's own form: a datetime literal was rebased
         # through the Julian calendar (0001-01-01 became 0001-01-03), and the load missed those rows.
         condition = F.col("event_ts") >= F.timestamp_micros(F.lit(start))

@@ -277,7 +277,7 @@ def refresh_metrics(spark: SparkSession, events: str, metrics: str, rebuild: boo
         reason = range_problem(spark, events, mark.source_snapshot, end) or ""
     reader = spark.read.format("iceberg")
     if reason:
-        frame, events_read = reader.option("snapshot-id", end).load(events), _records(current, "total-records")
+        frame, events_read = reader.option("versionAsOf", end).load(events), _records(current, "total-records")
     else:
         frame = reader.option("start-snapshot-id", mark.source_snapshot).option("end-snapshot-id", end).load(events)
         events_read = sum(_records(snapshot, "added-records") for snapshot in _appends(spark, events, mark, end))

@@ -248,7 +248,7 @@ class Versions:
                     (F.count(F.lit(1)) - F.countDistinct("event_id") - missing_id).alias("duplicate_event_ids"),
                 )
             ).asDict()
-            base = self._table.spark.read.option("snapshot-id", str(snapshot_id_literal(base_snapshot_id)))
+            base = self._table.spark.read.option("versionAsOf", str(snapshot_id_literal(base_snapshot_id)))
             base_ids = base.table(self._table.name).select("event_id").distinct()
             checks["ids_already_in_table"] = added.select("event_id").distinct().join(base_ids, "event_id").count()
         frame = pd.DataFrame([checks])
@@ -304,7 +304,7 @@ class Versions:
 
         One recorded ``INSERT INTO ... SELECT`` (``table.last_statement``), after a recorded count
         of the rows it will add. A column this table has and the source lacks is filled by the
-        ingest's rule (:func:`~icestream.lake.evolution.align_columns`): ``CAST(properties['<column>']
+        ingest's rule (:func:`~icestream.lake.evolution.align_columns`): ``TRY_CAST(properties['<column>']
         AS <type>)``.
 
         Returns:
@@ -313,7 +313,7 @@ class Versions:
         fields = self._table.spark.table(self._table.name).schema.fields
         present = self._table.spark.table(source.name).columns
         added = [
-            f"CAST(properties['{validate_identifier(column.name, 'column')}'] AS "
+            f"TRY_CAST(properties['{validate_identifier(column.name, 'column')}'] AS "
             f"{column.dataType.simpleString().upper()}) AS {column.name}"
             for column in fields
             if column.name not in present

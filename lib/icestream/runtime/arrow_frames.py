@@ -36,7 +36,17 @@ def map_in_arrow(
 
     function = UserDefinedFunction(func, returnType=schema, evalType=PythonEvalType.SQL_MAP_ARROW_ITER_UDF)
     column = function(*[frame[name] for name in frame.columns])
+    if _spark_major() >= 4:
+        # Spark 4's Column holds no Catalyst expression (no .expr()): the Dataset takes the Column itself,
+        # with the barrier flag and a resource profile (None), as pyspark 4's own mapInArrow passes them.
+        return DataFrame(frame._jdf.mapInArrow(column._jc, False, None), frame.sparkSession)
     return DataFrame(frame._jdf.pythonMapInArrow(column._jc.expr(), False), frame.sparkSession)
+
+
+def _spark_major() -> int:
+    import pyspark
+
+    return int(pyspark.__version__.split(".")[0])
 
 
 def collect_arrow(frame: DataFrame) -> Any:
