@@ -75,10 +75,21 @@ def _spark_text(error: BaseException) -> str | None:
             lines.append(str(cause.toString()))
             cause = cause.getCause()
         return "\n".join(lines)
-    description = getattr(error, "desc", None)  # pyspark's CapturedException: message and JVM stack trace
+    description, stack = captured_parts(error)
     if description is not None:
-        return f"{description}\n{getattr(error, 'stackTrace', '') or ''}"
+        return f"{description}\n{stack or ''}"
     return None
+
+
+def captured_parts(error: BaseException) -> tuple[str | None, str | None]:
+    """A pyspark ``CapturedException``'s message and JVM stack trace; ``(None, None)`` for other errors.
+
+    pyspark 3.5 keeps them as ``desc`` and ``stackTrace``, pyspark 4 as ``_desc`` and ``_stackTrace``.
+    """
+    for message, stack in (("desc", "stackTrace"), ("_desc", "_stackTrace")):
+        if getattr(error, message, None) is not None:
+            return str(getattr(error, message)), getattr(error, stack, None)
+    return None, None
 
 
 def is_transient(error: BaseException) -> bool:
@@ -110,7 +121,7 @@ def describe(error: BaseException) -> str:
     cause a user can act on ("Operation not permitted", "Permission denied", "No space left on device")
     is the last exception of its chain: both are given, the cause after ``caused by``.
     """
-    text = getattr(error, "desc", None)
+    text = captured_parts(error)[0]
     java = getattr(error, "java_exception", None)
     if text is None:
         text = java.toString() if java is not None else str(error)
