@@ -42,6 +42,7 @@ from icestream.errors import ConfigError
 from icestream.ingest.parse import Rejection, decode_object, parse_timestamp
 from icestream.lake.keyed import COLUMN_TYPES, DELETED_COLUMN, KeyedSpec, merge_statement
 from icestream.lake.rowlevel import with_commit_properties
+from icestream.lake.schema import try_cast
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -203,7 +204,9 @@ def typed_changes(rows: DataFrame, spec: ChangeSpec) -> DataFrame:
     """The batch's change rows (the reader's event rows) as the table's columns, plus ``ordinal`` for the fold."""
     from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
-    declared = [F.col("properties")[name].cast(COLUMN_TYPES[kind]).alias(name) for name, kind in spec.keyed.columns]
+    declared = [
+        try_cast(F.col("properties")[name], COLUMN_TYPES[kind]).alias(name) for name, kind in spec.keyed.columns
+    ]
     deleted = (F.col("event_type") == DELETE).alias(DELETED_COLUMN)
     return rows.select(*declared, deleted, "shard_id", "sequence_number", "arrival_ts", "ingest_ts", "ordinal")
 

@@ -45,7 +45,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from icestream.lake.schema import table_columns
+from icestream.lake.schema import table_columns, try_cast
 from icestream.limits import SCHEMA_EVOLUTION_MODES
 
 if TYPE_CHECKING:
@@ -216,7 +216,7 @@ def conflict_detail(types: Mapping[str, str | None]) -> Column:
         else:
             bad = tagged.isNotNull() & ~kind.isin(list(allowed(type_name)))
             if base_type(type_name) in CHECKED_CASTS:
-                bad = bad | (tagged.isNotNull() & field_value(name).cast(type_name).isNull())
+                bad = bad | (tagged.isNotNull() & try_cast(field_value(name), type_name).isNull())
             where = f"column {name} is {type_name}"
         reasons.append(F.when(bad, F.concat(F.lit(f"field {name}: "), names[kind], F.lit(f" where {where}"))))
     return F.coalesce(*reasons) if reasons else F.lit(None).cast("string")

@@ -68,9 +68,11 @@ def align_columns(frame: DataFrame, fields: Sequence[StructField], extras_column
 
     def filled(column: StructField) -> str:
         key, kind = _string_literal(column.name), column.dataType.simpleString()
-        value = f"CAST(properties[{key}] AS {kind})"
+        # TRY_CAST: a value that does not fit is null, as Spark 3.5's CAST made it; Spark 4's ANSI CAST
+        # would fail the whole batch on one malformed property.
+        value = f"TRY_CAST(properties[{key}] AS {kind})"
         if tagged is not None:
-            value = f"coalesce(CAST(substr({_quoted(tagged)}[{key}], 3, {1 << 30}) AS {kind}), {value})"
+            value = f"coalesce(TRY_CAST(substr({_quoted(tagged)}[{key}], 3, {1 << 30}) AS {kind}), {value})"
         return f"{value} AS {_quoted(column.name)}"
 
     return frame.selectExpr(*(_quoted(column.name) if column.name in present else filled(column) for column in fields))

@@ -18,8 +18,22 @@ from typing import TYPE_CHECKING, Any
 from icestream.runtime.handles import jvm as jvm_of
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import Column, SparkSession
     from pyspark.sql.types import StructField, StructType
+
+
+def try_cast(column: Column, type_name: str) -> Column:
+    """``column`` as ``type_name``, null where a value does not fit (never an error).
+
+    Spark 4 runs ANSI SQL by default, where ``cast`` fails the query on one malformed value; its
+    ``try_cast`` keeps Spark 3.5's null. pyspark 3.5's Column has no ``try_cast``, and its
+    (non-ANSI) ``cast`` already gives null.
+    """
+    # Asked of the class: a Column's own attribute lookup answers any name with a struct field.
+    if hasattr(type(column), "try_cast"):
+        return column.try_cast(type_name)
+    return column.cast(type_name)
+
 
 REQUIRED_FIELDS = ("event_id", "event_type", "event_ts", "user_id")
 DEVICE_FIELDS = ("device_type", "os", "app_version")
