@@ -121,7 +121,9 @@ def table_layout(table: LakeTable, catalog_type: str = "") -> TableLayout:
         for manifest in snapshot.allManifests(io):
             path = str(manifest.path())
             nodes.append(("manifest", name_of(path), name_of(manifest_list), None, int(manifest.length()), path))
-            reader = manifest_files.read(manifest, io) if str(manifest.content()) == "DATA" else None
+            # With the table's partition specs: Iceberg 1.12 dropped the two-argument read.
+            data = str(manifest.content()) == "DATA"
+            reader = manifest_files.read(manifest, io, metadata.specsById()) if data else None
             if reader is None:
                 continue
             try:
