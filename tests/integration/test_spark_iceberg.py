@@ -69,6 +69,22 @@ def own_table(stream_settings: Settings) -> Settings:
     return load_settings(stream_name=stream_settings.stream_name, table=f"si_{uuid.uuid4().hex[:10]}")
 
 
+def test_bind_parameters_reach_spark_through_icebergs_sql_extensions(spark) -> None:
+    # Iceberg 1.11's extensions dropped Spark 4.1's parameters (apache/iceberg#16625): UNBOUND_SQL_PARAMETER.
+    moment = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    row = spark.sql("SELECT :number AS number, :moment AS moment", {"number": 7, "moment": moment}).first()
+    assert (row.number, row.moment) == (7, moment.replace(tzinfo=None))  # the session's time zone is UTC
+
+
+def test_a_failed_query_prints_no_stack_trace_before_its_error(spark, capfd: pytest.CaptureFixture[str]) -> None:
+    from pyspark.errors import AnalysisException
+
+    with pytest.raises(AnalysisException, match="UNRESOLVED_COLUMN"):
+        spark.sql("SELECT no_such_column_anywhere")
+    logged = capfd.readouterr().err
+    assert "no_such_column_anywhere" not in logged, logged[:500]  # pyspark 4 logged it as JSON with the JVM trace
+
+
 def test_stream_table_append_time_travel_and_metadata(spark, own_table: Settings) -> None:
     stream_settings = own_table
     ensure_stream(stream_settings, shard_count=1)

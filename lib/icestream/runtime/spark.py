@@ -359,6 +359,27 @@ def prepare_runtime(settings: Settings, drain: bool = False) -> PreparedRuntime:
     return PreparedRuntime(settings, merged(conf, theirs), environ, running, "spark.app.name" in theirs)
 
 
+# pyspark 4 logs every SQL or DataFrame error it raises, as JSON with the whole JVM stack trace, to
+# stderr (pyspark.errors.exceptions.base, at the exception's creation): a user saw that trace before
+# icestream's one-line error, and a test's expected failure printed it too. The exception itself
+# keeps every word of it; only the duplicate log is silenced.
+QUERY_CONTEXT_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
+
+
+def quiet_query_context_loggers() -> None:
+    """Silence pyspark 4's stack-trace logs of raised query errors (pyspark 3.5 has none)."""
+    import logging
+
+    try:
+        from pyspark.logger import PySparkLogger
+    except ImportError:
+        return
+    for name in QUERY_CONTEXT_LOGGERS:
+        # Made by pyspark's own getLogger: a plain logging.Logger of that name would reject the
+        # keyword arguments pyspark logs with.
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
+
+
 def start_session(runtime: PreparedRuntime, app_name: str = "icestream") -> SparkSession:
     """Start the session :func:`prepare_runtime` made ready (a session already running is used as it is).
 
@@ -370,6 +391,7 @@ def start_session(runtime: PreparedRuntime, app_name: str = "icestream") -> Spar
 
     # Before any literal is made: a datetime or date before 1582-10-15 would otherwise move (see literals).
     install_exact_literals()
+    quiet_query_context_loggers()
     settings = runtime.settings
     active = _active_session(settings)
     if active is not None:
