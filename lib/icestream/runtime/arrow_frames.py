@@ -30,17 +30,21 @@ def map_in_arrow(
         func: Arrow record batches in, Arrow record batches out (runs in the workers).
         schema: The output rows' schema (or its DDL text).
     """
-    from pyspark.rdd import PythonEvalType
     from pyspark.sql import DataFrame
     from pyspark.sql.udf import UserDefinedFunction
 
+    try:
+        from pyspark.util import PythonEvalType
+    except ImportError:  # pyspark 3.5 keeps it in pyspark.rdd
+        from pyspark.rdd import PythonEvalType  # type: ignore[import-not-found,no-redef]
+
     function = UserDefinedFunction(func, returnType=schema, evalType=PythonEvalType.SQL_MAP_ARROW_ITER_UDF)
-    column = function(*[frame[name] for name in frame.columns])
+    java_column: Any = function(*[frame[name] for name in frame.columns])._jc
     if _spark_major() >= 4:
         # Spark 4's Column holds no Catalyst expression (no .expr()): the Dataset takes the Column itself,
         # with the barrier flag and a resource profile (None), as pyspark 4's own mapInArrow passes them.
-        return DataFrame(frame._jdf.mapInArrow(column._jc, False, None), frame.sparkSession)
-    return DataFrame(frame._jdf.pythonMapInArrow(column._jc.expr(), False), frame.sparkSession)
+        return DataFrame(frame._jdf.mapInArrow(java_column, False, None), frame.sparkSession)
+    return DataFrame(frame._jdf.pythonMapInArrow(java_column.expr(), False), frame.sparkSession)
 
 
 def _spark_major() -> int:
@@ -55,5 +59,7 @@ def collect_arrow(frame: DataFrame) -> Any:
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    batches = frame._collect_as_arrow()
+    # pyspark 4 declares the method on the classic DataFrame only, not on the DataFrame type hints name.
+    classic: Any = frame
+    batches = classic._collect_as_arrow()
     return pa.Table.from_batches(batches, schema=to_arrow_schema(frame.schema))
