@@ -35,6 +35,7 @@ from icestream.runtime.gateway import children, end_unstarted_gateway
 from icestream.runtime.handles import jvm as jvm_of
 from icestream.runtime.jars import CLASSES_TO_LOAD, JarPlan, resolve_jars
 from icestream.runtime.java_options import append_java_options, drain_options, launcher_environ
+from icestream.runtime.jvm_stderr import filtered_stderr
 from icestream.runtime.literals import install as install_exact_literals
 from icestream.runtime.localfs import local_fs_conf
 from icestream.runtime.shipping import ShipPlan, ship_plan
@@ -408,7 +409,12 @@ def start_session(runtime: PreparedRuntime, app_name: str = "icestream") -> Spar
         builder = builder.config(key, value)
     before = children()
     try:
-        with _environ(runtime.environ):
+        # Spark 4's JVM prints an incubator-module warning at start that no option silences (jvm_stderr).
+        import pyspark
+
+        spark_4 = int(pyspark.__version__.split(".")[0]) >= 4
+        stderr = filtered_stderr() if spark_4 else contextlib.nullcontext()
+        with _environ(runtime.environ), stderr:
             spark = builder.getOrCreate()
     except BaseException as error:  # Ctrl-C too: pyspark leaves the JVM it interrupts running for ever
         end_unstarted_gateway(before)
