@@ -7,7 +7,11 @@ SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
+# ICESTREAM_SPARK_LINE selects a Spark line of lib/icestream/stack.toml ("3.5": EMR 7, Glue 5); unset, the
+# venv gets constraints.txt's pyspark, the default line. A second line wants a venv of its own (VENV=...).
+SPARK_LINE := $(ICESTREAM_SPARK_LINE)
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt lib/icestream/stack.toml | cksum | cut -d' ' -f1)$(if $(SPARK_LINE),-spark$(SPARK_LINE))
+CONSTRAINTS := $(if $(SPARK_LINE),$(VENV)/constraints-spark$(SPARK_LINE).txt,constraints.txt)
 # The JDBC catalog's SQLite driver (the local default): Debian's, unless ICESTREAM_SQLITE_JDBC_JAR names one.
 SQLITE_JDBC_JAR := /usr/share/java/sqlite-jdbc.jar
 CATALOG_TYPE := $(or $(ICESTREAM_CATALOG_TYPE),jdbc)
@@ -23,7 +27,7 @@ TEST_WORKERS ?= 2
 BENCH_ARGS ?=
 LINT_PATHS := $(wildcard lib tests bench notebooks)
 
-.PHONY: help setup system browser venv jars emulator run test lint format lab stop clear-outputs clean reliability browser-all bench bench-smoke reset prune-uv-cache
+.PHONY: help setup system browser venv jars emulator run test test-spark3.5 lint format lab stop clear-outputs clean reliability browser-all bench bench-smoke reset prune-uv-cache
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -59,9 +63,11 @@ browser:  ## Debian's chromium and chromium-driver for the browser test (tests/b
 	  fi; \
 	fi
 
-$(STAMP): pyproject.toml constraints.txt
+$(STAMP): pyproject.toml constraints.txt lib/icestream/stack.toml
 	@echo ">> creating $(VENV) and installing pinned dependencies (first time: about a minute)"
 	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
+	@# Another Spark line: constraints.txt with that line's pyspark (stack.toml) in place of the default's.
+	@$(if $(SPARK_LINE),PYTHONPATH=lib $(BIN)/python -m icestream.stack constraints $(SPARK_LINE) < constraints.txt > $(CONSTRAINTS))
 	@$(BIN)/python -c 'import sys; assert sys.version_info[:2] == (3, 11), "icestream needs Python 3.11, not " + sys.version.split()[0]'
 	@# uv installs the pinned set in about 40 s where pip took 2 m 21 s on the same machine (docs/testing.md).
 	@$(BIN)/pip install -q -c constraints.txt uv 2>&1 | grep -v -E '^WARNING: Location' || true
@@ -70,7 +76,7 @@ $(STAMP): pyproject.toml constraints.txt
 	@$(BIN)/python -m pip uninstall -q -y setuptools >/dev/null 2>&1 || true
 	@# Bytecode compiled once here: where PYTHONDONTWRITEBYTECODE is set (the machines this project runs its CI on) Python
 	@# otherwise compiled pyspark, pandas and the rest anew in every process, 2 of its 3 CPU-seconds of imports.
-	@$(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python -c constraints.txt -e '.[workbook,dev]'
+	@$(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python -c $(CONSTRAINTS) -e '.[workbook,dev]'
 	@$(BIN)/python -m compileall -q -j 0 lib/icestream >/dev/null
 	@$(MAKE) --no-print-directory prune-uv-cache
 	@$(BIN)/python -c 'import icestream, pyspark, papermill'  # fail here if the install did not work
@@ -100,6 +106,14 @@ run: emulator  ## set up, then run every notebook headless into output/
 	@# --quick: no throw-away Spark session; notebook 00's session checks the Iceberg classes itself.
 	@$(BIN)/icestream doctor --quick
 	@$(BIN)/icestream run
+
+# The Spark 3.5 line (EMR 7, Glue 5) in a venv of its own beside .venv: the unit tests and the
+# exactly-once crash campaigns, not the whole suite twice (docs/testing.md).
+SPARK35_VENV := .venv-spark3.5
+SPARK35_TESTS := tests/unit $(wildcard tests/reliability/test_crash*.py)
+test-spark3.5: system  ## the unit tests and the crash campaigns on the Spark 3.5 line, in .venv-spark3.5
+	@$(MAKE) --no-print-directory VENV=$(SPARK35_VENV) ICESTREAM_SPARK_LINE=3.5 venv jars
+	@ICESTREAM_SPARK_LINE=3.5 $(SPARK35_VENV)/bin/pytest $(if $(filter-out 0 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder) $(SPARK35_TESTS) $(PYTEST_ARGS)
 
 lint: venv  ## ruff on everything, mypy on lib/ (incremental: a few seconds once .mypy_cache is warm)
 	@$(BIN)/ruff check $(LINT_PATHS)

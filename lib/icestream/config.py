@@ -140,6 +140,9 @@ class Settings:
     ship: str = "packed"  # non-local masters: packed environment, package only, or nothing
     ship_cache_dir: str = ".cache/ship"
     iceberg_version: str = ICEBERG_VERSION
+    # The Spark line `make setup` installs (icestream/stack.toml: "4.1", "3.5"); None: the default. Sessions
+    # run on the installed pyspark; `icestream doctor` says when it is not this line.
+    spark_line: str | None = None
     sqlite_jdbc_jar: str = SQLITE_JDBC_JAR  # the JDBC catalog's driver
     run_dir: str = "data/run"
     output_dir: str = "output"

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
+import importlib.resources
 import tomllib
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Any
 
 from icestream.errors import ConfigError
 
-STACK_FILE = Path(__file__).with_name("stack.toml")
+# Read as a package resource: on a cluster's executors the package is a zip (--py-files), no folder.
+STACK_FILE = importlib.resources.files("icestream").joinpath("stack.toml")
 PACKAGE_WHEN = ("always", "glue")
 
 
@@ -76,9 +78,14 @@ def _package(entry: dict[str, str], line: str) -> Package:
 
 
 @functools.cache
+def _document() -> dict[str, Any]:
+    return tomllib.loads(STACK_FILE.read_text())
+
+
+@functools.cache
 def lines() -> dict[str, SparkLine]:
     """Every Spark line ``stack.toml`` pins, by name."""
-    document = tomllib.loads(STACK_FILE.read_text())
+    document = _document()
     return {
         name: SparkLine(
             name,
@@ -96,14 +103,14 @@ def default_line_name() -> str:
     try:
         version = importlib.metadata.version("pyspark")
     except importlib.metadata.PackageNotFoundError:
-        return str(tomllib.loads(STACK_FILE.read_text())["default"])
+        return str(_document()["default"])
     return ".".join(version.split(".")[:2])
 
 
 def pinned_iceberg() -> str:
     """Iceberg's release for the installed pyspark's line (the default line's when that line is not pinned)."""
     known = lines()
-    fallback = known[str(tomllib.loads(STACK_FILE.read_text())["default"])]
+    fallback = known[str(_document()["default"])]
     return known.get(default_line_name(), fallback).iceberg
 
 
@@ -121,3 +128,37 @@ def spark_line(name: str | None = None) -> SparkLine:
             f"of them (`make setup` does), or add the line to {STACK_FILE}."
         )
     return known[name]
+
+
+def line_constraints(constraints: str, name: str) -> str:
+    """``constraints.txt`` with the pyspark pin of line ``name`` in place of the default line's.
+
+    Raises:
+        ConfigError: If the stack pins no such line.
+    """
+    line = spark_line(name)
+    kept = [entry for entry in constraints.splitlines() if not entry.startswith("pyspark==")]
+    return "\n".join([*kept, f"pyspark=={line.pyspark}"]) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m icestream.stack constraints LINE < constraints.txt``: what `make` installs for another line.
+
+    It runs before anything is installed (the standard library only), with ``lib`` on ``PYTHONPATH``.
+    """
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2 or args[0] != "constraints":
+        print("usage: python -m icestream.stack constraints LINE < constraints.txt", file=sys.stderr)
+        return 2
+    try:
+        sys.stdout.write(line_constraints(sys.stdin.read(), args[1]))
+    except ConfigError as error:
+        print(f"error: ICESTREAM_SPARK_LINE: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -17,6 +17,7 @@ from urllib.parse import urlparse
 
 from icestream.errors import ConfigError
 from icestream.limits import MAX_SHARD_COUNT, SCHEMA_EVOLUTION_MODES, START_POSITIONS
+from icestream.stack import lines
 
 ENV_PREFIX = "ICESTREAM_"
 PROFILES = ("local", "localstack", "aws")
@@ -187,6 +188,12 @@ def validate_settings(values: Mapping[str, Any]) -> None:
         "start_position",
         f"choose one of {', '.join(START_POSITIONS)}.",
     )
+    if values.get("spark_line") is not None:
+        _check(
+            values["spark_line"] in lines(),
+            "spark_line",
+            f"choose one of the pinned lines {', '.join(sorted(lines()))} (lib/icestream/stack.toml).",
+        )
     _check(
         bool(re.fullmatch(r"\d+\.\d+\.\d+", values["iceberg_version"])),
         "iceberg_version",

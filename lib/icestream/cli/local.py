@@ -11,6 +11,7 @@ from collections.abc import Callable
 from icestream.cli.common import settings_from
 from icestream.config import COMPANION_SUFFIXES, DEMO_TABLE_SUFFIXES, Settings
 from icestream.errors import IcestreamError
+from icestream.stack import spark_line
 from icestream.validation import check_writable_folders
 
 
@@ -59,7 +60,7 @@ def cmd_setup(args: argparse.Namespace) -> int:
 def _doctor_checks(settings: Settings, start_spark: bool) -> list[tuple[str, Callable[[], str]]]:
     from icestream.runtime.catalog import describe_catalog
     from icestream.runtime.jars import iceberg_plan, sqlite_jdbc_driver
-    from icestream.runtime.platforms import AWS_CLASSES, SPARK_4_REASON, session_versions, version_tuple
+    from icestream.runtime.platforms import AWS_CLASSES, session_versions, unsupported_spark_reason
     from icestream.runtime.shipping import check_executors
     from icestream.runtime.spark import check_java, get_spark
     from icestream.stream.clients import check_kinesis
@@ -78,11 +79,16 @@ def _doctor_checks(settings: Settings, start_spark: bool) -> list[tuple[str, Cal
             import pyspark
 
             version = pyspark.__version__
-        if version_tuple(version)[:1] != (3,):
-            raise IcestreamError(f"pyspark {version}: {SPARK_4_REASON}")
-        if not version.startswith("3.5."):
-            raise IcestreamError(f"pyspark {version}; this project needs 3.5.x. Run `make clean run`.")
-        return f"pyspark {version}"
+        reason = unsupported_spark_reason(version)
+        if reason is not None:
+            raise IcestreamError(f"pyspark {version}: {reason}")
+        line = spark_line(".".join(version.split(".")[:2]))
+        if settings.spark_line and settings.spark_line != line.name:
+            raise IcestreamError(
+                f"pyspark {version} is installed, but ICESTREAM_SPARK_LINE={settings.spark_line} asks for the "
+                f"Spark {settings.spark_line} line: run `make clean setup` to install it, or unset the setting."
+            )
+        return f"pyspark {version} (the Spark {line.name} line: Iceberg {line.iceberg}, Scala {line.scala})"
 
     def jars() -> str:
         plan = iceberg_plan(settings)

@@ -6,9 +6,9 @@ confirmed here against such a page, the source says so. The table drives the ver
 :func:`platform_warnings` (what ``icestream doctor`` prints) and the Iceberg procedure arguments
 :mod:`icestream.lake.maintenance` may use (:func:`at_least`).
 
-Spark 4 (EMR 8.x) is listed and refused: this project pins pyspark 3.5 and the Iceberg runtime
-for Spark 3.5 (Scala 2.12); no Spark 4 Iceberg runtime is installable here, so nothing was tested
-on Spark 4.
+A platform is supported when its Spark is one of the lines ``icestream/stack.toml`` pins and the
+tests run on (Spark 4.1 by default, 3.5 kept); any other Spark (EMR 8.0's 4.0) is listed and
+refused with the reason (:func:`unsupported_spark_reason`).
 """
 
 from __future__ import annotations
@@ -18,17 +18,30 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from icestream.runtime.handles import jvm as jvm_of
+from icestream.stack import lines
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 # The Python the library needs (datetime.UTC and the pins are 3.11's); a platform's own Python may differ.
 REQUIRED_PYTHON = "3.11"
-SUPPORTED_SPARK_MAJOR = 3
-SPARK_4_REASON = (
-    "Spark 4 is not supported: icestream pins pyspark 3.5 and the Iceberg runtime for Spark 3.5 (Scala 2.12); "
-    "no Spark 4 Iceberg runtime is installable on the machines this project is tested on, so nothing ran on Spark 4."
-)
+
+
+def supported_lines() -> tuple[str, ...]:
+    """The Spark lines (major.minor) icestream pins and is tested on, newest first."""
+    return tuple(sorted(lines(), key=lambda name: version_tuple(name), reverse=True))
+
+
+def unsupported_spark_reason(spark: str) -> str | None:
+    """Why icestream does not run on this Spark, or None when its line is pinned and tested."""
+    line = ".".join(str(part) for part in version_tuple(spark)[:2])
+    if line in lines():
+        return None
+    return (
+        f"Spark {line} is not one of the lines icestream pins and tests ({', '.join(supported_lines())}, "
+        "lib/icestream/stack.toml): use one of those (`make setup`; ICESTREAM_SPARK_LINE selects it)."
+    )
+
 
 _EMR_NOTES = "https://docs.aws.amazon.com/emr/latest/ReleaseGuide/emr-{label}-release.html"
 _GLUE_NOTES = "https://docs.aws.amazon.com/glue/latest/dg/release-notes.html"
@@ -57,8 +70,8 @@ class Platform:
 
     @property
     def supported(self) -> bool:
-        """Whether icestream runs on it (Spark 3 only, see :data:`SPARK_4_REASON`)."""
-        return version_tuple(self.spark)[0] == SUPPORTED_SPARK_MAJOR
+        """Whether icestream runs on it: its Spark is a pinned, tested line (:func:`unsupported_spark_reason`)."""
+        return unsupported_spark_reason(self.spark) is None
 
 
 def _emr(release: str, spark: str, iceberg: str, python: tuple[str, ...], note: str = "") -> list[Platform]:
@@ -126,10 +139,17 @@ def platform_warnings(spark: str, iceberg: str | None, python: str) -> list[str]
         python: The Python version the job runs (driver or executors).
     """
     warnings = []
-    if version_tuple(spark)[:1] != (SUPPORTED_SPARK_MAJOR,):
-        warnings.append(f"Spark {spark}: {SPARK_4_REASON}")
+    reason = unsupported_spark_reason(spark)
+    if reason is not None:
+        warnings.append(f"Spark {spark}: {reason}")
     if iceberg is None:
         warnings.append("no Iceberg runtime in the session: add the platform's Iceberg (EMR, Glue) or spark.jars")
+    elif version_tuple(spark)[:2] == (4, 1) and not at_least(iceberg, "1.12.0"):
+        warnings.append(
+            f"Iceberg {iceberg} on Spark 4.1: its SQL extensions drop bind parameters, so spark.sql(text, args) "
+            "fails with UNBOUND_SQL_PARAMETER (apache/iceberg#16625, fixed in 1.12.0): load Iceberg 1.12.0 "
+            "(ICESTREAM_JAR_SOURCE=maven, the platform's own Iceberg left off)"
+        )
     elif not at_least(iceberg, "1.10.0"):
         warnings.append(
             f"Iceberg {iceberg}: remove_orphan_files lists through Hadoop's FileSystem "

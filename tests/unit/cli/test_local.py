@@ -10,16 +10,37 @@ from icestream import cli
 from icestream.cli import local
 from icestream.config import load_settings
 from icestream.errors import ConfigError, IcestreamError
-from icestream.runtime.platforms import SPARK_4_REASON, find_platform
+from icestream.runtime.platforms import find_platform, unsupported_spark_reason
+from icestream.stack import spark_line
 
 
-def test_doctor_refuses_spark_4_with_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_doctor_refuses_a_spark_of_no_pinned_line_with_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:
     emr_8 = find_platform("emr-serverless", "emr-8.0.0")
     monkeypatch.setattr(importlib.metadata, "version", lambda name: emr_8.spark)
     checks = dict(local._doctor_checks(load_settings(), start_spark=False))
     with pytest.raises(IcestreamError) as refused:
         checks["spark"]()
-    assert str(refused.value) == f"pyspark {emr_8.spark}: {SPARK_4_REASON}"
+    assert str(refused.value) == f"pyspark {emr_8.spark}: {unsupported_spark_reason(emr_8.spark)}"
+
+
+@pytest.mark.parametrize("version", ["4.1.1", "3.5.8"])
+def test_doctor_accepts_each_pinned_line_and_names_its_iceberg(monkeypatch: pytest.MonkeyPatch, version: str) -> None:
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: version)
+    checks = dict(local._doctor_checks(load_settings(), start_spark=False))
+    line = spark_line(version[:3])
+    assert (
+        checks["spark"]()
+        == f"pyspark {version} (the Spark {line.name} line: Iceberg {line.iceberg}, Scala {line.scala})"
+    )
+
+
+def test_doctor_says_when_the_installed_line_is_not_the_one_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: "4.1.1")
+    checks = dict(local._doctor_checks(load_settings(spark_line="3.5"), start_spark=False))
+    with pytest.raises(
+        IcestreamError, match=r"ICESTREAM_SPARK_LINE=3\.5 asks for the Spark 3\.5 line: run `make clean setup`"
+    ):
+        checks["spark"]()
 
 
 def test_doctor_reads_pyspark_from_the_path_where_pip_did_not_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -30,7 +51,7 @@ def test_doctor_reads_pyspark_from_the_path_where_pip_did_not_install_it(monkeyp
 
     monkeypatch.setattr(importlib.metadata, "version", not_from_pip)  # EMR and Glue: pyspark on PYTHONPATH
     checks = dict(local._doctor_checks(load_settings(), start_spark=False))
-    assert checks["spark"]() == f"pyspark {pyspark.__version__}"
+    assert checks["spark"]().startswith(f"pyspark {pyspark.__version__} (the Spark ")
 
 
 @pytest.fixture

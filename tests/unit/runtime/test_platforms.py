@@ -7,13 +7,14 @@ import pytest
 from icestream.runtime.platforms import (
     AWS_CLASSES,
     PLATFORMS,
-    SPARK_4_REASON,
     SessionVersions,
     at_least,
     find_platform,
     iceberg_version,
     matching_platforms,
     platform_warnings,
+    supported_lines,
+    unsupported_spark_reason,
     version_tuple,
 )
 
@@ -34,11 +35,16 @@ def test_each_release_has_one_row_per_service_and_a_source() -> None:
     assert emr == {row.release for row in PLATFORMS if row.service == "emr-serverless"}
 
 
-def test_spark_4_platforms_are_not_supported_and_say_why() -> None:
+def test_a_platform_is_supported_when_its_spark_is_a_pinned_line_and_says_why_when_not() -> None:
+    assert supported_lines() == ("4.1", "3.5")
     for row in PLATFORMS:
         warnings = platform_warnings(row.spark, row.iceberg, row.python[-1])
-        assert row.supported is (version_tuple(row.spark)[0] == 3)
-        assert any(SPARK_4_REASON in line for line in warnings) is (not row.supported)
+        assert row.supported is (".".join(row.spark.split(".")[:2]) in supported_lines())
+        assert any("is not one of the lines icestream pins" in line for line in warnings) is (not row.supported)
+    assert find_platform("emr-serverless", "emr-8.1.0").supported
+    assert find_platform("glue", "glue-5.1").supported
+    assert not find_platform("emr-ec2", "emr-8.0.0").supported  # Spark 4.0: no line, nothing tested on it
+    assert "ICESTREAM_SPARK_LINE" in (unsupported_spark_reason("4.0.2") or "")
 
 
 def test_old_iceberg_and_old_python_are_named() -> None:
@@ -77,3 +83,12 @@ def test_an_emr_7_5_session_matches_both_emr_services() -> None:
     emr = find_platform("emr-ec2", "emr-7.5.0")
     line = SessionVersions(emr.spark, emr.iceberg, emr.python[0], AWS_CLASSES[2:]).line()
     assert line.endswith("matches emr-ec2 emr-7.5.0, emr-serverless emr-7.5.0")
+
+
+def test_iceberg_before_1_12_on_spark_4_1_is_named_for_its_bind_parameter_bug() -> None:
+    emr = find_platform("emr-ec2", "emr-8.1.0")
+    (warning,) = platform_warnings(emr.spark, emr.iceberg, emr.python[-1])
+    assert warning.startswith("Iceberg 1.11.0 on Spark 4.1: its SQL extensions drop bind parameters")
+    assert "apache/iceberg#16625" in warning
+    assert platform_warnings("4.1.1", "1.12.0", "3.11.7") == []
+    assert platform_warnings("3.5.8", "1.10.1", "3.11.7") == []  # Spark 3.5 binds parameters after parsing
