@@ -31,11 +31,11 @@ from icestream.errors import JarError, JavaError, SparkStartError
 from icestream.runtime import aws, cds
 from icestream.runtime.catalog import ensure_jdbc_catalog
 from icestream.runtime.cluster import existing_conf, merged, with_master
+from icestream.runtime.console import filtered_stderr, quiet_query_context_loggers
 from icestream.runtime.gateway import children, end_unstarted_gateway
 from icestream.runtime.handles import jvm as jvm_of
 from icestream.runtime.jars import CLASSES_TO_LOAD, JarPlan, resolve_jars
 from icestream.runtime.java_options import append_java_options, drain_options, launcher_environ
-from icestream.runtime.jvm_stderr import filtered_stderr
 from icestream.runtime.literals import install as install_exact_literals
 from icestream.runtime.localfs import local_fs_conf
 from icestream.runtime.shipping import ShipPlan, ship_plan
@@ -358,27 +358,6 @@ def prepare_runtime(settings: Settings, drain: bool = False) -> PreparedRuntime:
     driver_environ = aws.executor_environ(settings) if aws_executor_conf(settings) else {}
     environ = {**driver_environ, **shipped.environ, **(launcher_environ() if not running else {})}
     return PreparedRuntime(settings, merged(conf, theirs), environ, running, "spark.app.name" in theirs)
-
-
-# pyspark 4 logs every SQL or DataFrame error it raises, as JSON with the whole JVM stack trace, to
-# stderr (pyspark.errors.exceptions.base, at the exception's creation): a user saw that trace before
-# icestream's one-line error, and a test's expected failure printed it too. The exception itself
-# keeps every word of it; only the duplicate log is silenced.
-QUERY_CONTEXT_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
-
-
-def quiet_query_context_loggers() -> None:
-    """Silence pyspark 4's stack-trace logs of raised query errors (pyspark 3.5 has none)."""
-    import logging
-
-    try:
-        from pyspark.logger import PySparkLogger
-    except ImportError:
-        return
-    for name in QUERY_CONTEXT_LOGGERS:
-        # Made by pyspark's own getLogger: a plain logging.Logger of that name would reject the
-        # keyword arguments pyspark logs with.
-        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
 
 
 def start_session(runtime: PreparedRuntime, app_name: str = "icestream") -> SparkSession:

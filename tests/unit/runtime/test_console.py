@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from icestream.runtime.jvm_stderr import DROPPED_LINES, filtered_stderr, without_dropped
+from icestream.runtime.console import DROPPED_LINES, filtered_stderr, without_dropped
 
 WARNING = DROPPED_LINES[0].decode()
 
