@@ -25,6 +25,7 @@ def test_doctor_refuses_a_spark_of_no_pinned_line_with_the_reason(monkeypatch: p
 
 @pytest.mark.parametrize("version", ["4.1.1", "3.5.8"])
 def test_doctor_accepts_each_pinned_line_and_names_its_iceberg(monkeypatch: pytest.MonkeyPatch, version: str) -> None:
+    monkeypatch.delenv("ICESTREAM_SPARK_LINE", raising=False)  # make test-spark3.5 sets it
     monkeypatch.setattr(importlib.metadata, "version", lambda name: version)
     checks = dict(local._doctor_checks(load_settings(), start_spark=False))
     line = spark_line(version[:3])
