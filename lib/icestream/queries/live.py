@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from icestream.ingest.positions import TRIM_HORIZON, is_finished, iterator_arguments, load_committed
 from icestream.lake.statement import Statement
@@ -46,7 +46,7 @@ from icestream.stream.clients import kinesis_client, list_shards
 from icestream.timestamps import as_utc, from_micros, to_micros
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
     import pandas as pd
     from pyspark.sql import SparkSession
@@ -187,13 +187,36 @@ def live_frame(
     events = LakeTable(spark, settings.table_name, echo=False)
     rejects = LakeTable(spark, settings.rejects_table_name, echo=False)
     statements = live_statements(events, rejects, since)
-    events.run(statements["refresh_events"])
-    rejects.run(statements["refresh_rejects"])
-    snapshots = events.run(statements["batches"]).toPandas()
-    per_minute, newest = _per_minute(events.run(statements["per_minute"]).toPandas())
+    snapshots, minutes = look_again_if_moved(lambda: _look(events, rejects, statements))
+    per_minute, newest = _per_minute(minutes)
     batches, rejected = _batches(snapshots)
     return LiveFrame(since, now, per_minute, batches, rejected, newest, tuple(statements.values()),
                      current_lag_s(spark, settings, kinesis))  # fmt: skip
+
+
+# Iceberg 1.12 on Spark 4.1 checks that a scan reads the snapshot its query was analysed on: a commit of
+# the running ingest between the two fails the read with "Failed to enforce scan consistency" (seen in
+# notebook 02's live dashboard). Nothing is wrong with the table; the look is taken again.
+T = TypeVar("T")
+SCAN_MOVED = "Failed to enforce scan consistency"
+LOOK_ATTEMPTS = 3
+
+
+def _look(events: LakeTable, rejects: LakeTable, statements: dict[str, Statement]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    events.run(statements["refresh_events"])
+    rejects.run(statements["refresh_rejects"])
+    return events.run(statements["batches"]).toPandas(), events.run(statements["per_minute"]).toPandas()
+
+
+def look_again_if_moved(look: Callable[[], T]) -> T:
+    """``look()``, taken again (at most :data:`LOOK_ATTEMPTS` times) when a commit moved the table under it."""
+    for attempt in range(1, LOOK_ATTEMPTS + 1):
+        try:
+            return look()
+        except Exception as error:
+            if SCAN_MOVED not in str(error) or attempt == LOOK_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")
 
 
 def current_lag_s(spark: SparkSession, settings: Settings, kinesis: Any | None = None) -> float:

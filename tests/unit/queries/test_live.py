@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
 from icestream.ingest.positions import after, ended
 from icestream.queries.live import Uncommitted, stream_lag_s, stream_uncommitted, stream_uncommitted_since
 
@@ -70,3 +72,36 @@ def test_what_waits_in_the_stream_is_dated_by_its_oldest_record() -> None:
     assert (left.lag_s, left.since) == (9.0, BEGAN + timedelta(seconds=91))
     assert stream.reads == ["shard-0", "shard-1"]
     assert stream_uncommitted(stream, "s", drained) == Uncommitted(0.0, None)
+
+
+def test_a_look_the_ingest_moved_under_it_is_taken_again_and_other_errors_are_not() -> None:
+    from icestream.queries.live import LOOK_ATTEMPTS, SCAN_MOVED, look_again_if_moved
+
+    looks: list[int] = []
+
+    def moved_once() -> str:
+        looks.append(1)
+        if len(looks) == 1:
+            raise RuntimeError(f"java.lang.IllegalStateException: {SCAN_MOVED}: resolved Spark table snapshot ...")
+        return "frames"
+
+    assert look_again_if_moved(moved_once) == "frames"
+    assert len(looks) == 2
+
+    def always_moved() -> str:
+        looks.append(1)
+        raise RuntimeError(SCAN_MOVED)
+
+    looks.clear()
+    with pytest.raises(RuntimeError, match=SCAN_MOVED):
+        look_again_if_moved(always_moved)
+    assert len(looks) == LOOK_ATTEMPTS
+
+    def broken() -> str:
+        looks.append(1)
+        raise ValueError("no such column")
+
+    looks.clear()
+    with pytest.raises(ValueError, match="no such column"):
+        look_again_if_moved(broken)
+    assert len(looks) == 1
