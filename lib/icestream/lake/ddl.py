@@ -149,9 +149,12 @@ def routed_table_comment(stream_name: str) -> str:
 
 
 def create_routed_table(
-    spark: SparkSession, settings: Settings, name: str, run: Runner | None = None,
+    spark: SparkSession,
+    settings: Settings,
+    name: str,
+    run: Runner | None = None,
     properties: Mapping[str, str] | None = None,
-) -> str:  # fmt: skip
+) -> str:
     """Create a table the ingest routes events to, unless it exists; return its qualified name.
 
     It is made like the events table: its declared columns, ``hours(event_ts)`` and the project's
