@@ -3,13 +3,21 @@
 A window's bounds reach SQL as bound epoch microseconds wrapped in ``timestamp_micros(...)``, which
 Spark folds into literals before planning, so Iceberg maps ``event_ts > <literal>`` onto the hidden
 ``hours(event_ts)`` partition and skips the other hours' files (see :mod:`icestream.queries.realtime`).
+
+**Which events set "now".** A window's default end is the newest *trusted* event time: the newest
+``event_ts`` no more than :data:`ARRIVAL_TOLERANCE` (5 minutes) after the event's own arrival (its
+``arrival_ts``: Kinesis' ApproximateArrivalTimestamp; ``ingest_ts`` where a load left it null). An
+event time is the producer's clock, so one bad clock or one bogus value (``9999-12-31``) would
+otherwise move every default window to where no other event is. Such an event is kept in the table
+(nothing is dropped) and counted by every window that holds it; it only cannot set "now".
+:data:`TRUSTED_EVENT_SQL` is that rule in SQL, :func:`trusted` in Arrow, the same in every engine.
 """
 
 from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from icestream.errors import ConfigError
@@ -18,11 +26,42 @@ from icestream.runtime.handles import first_row
 from icestream.timestamps import from_micros, to_micros
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import Column
 
     from icestream.lake.table import LakeTable
 
 WINDOW_SQL = "event_ts > timestamp_micros(:start) AND event_ts <= timestamp_micros(:end)"
+
+# How far an event time may run ahead of its arrival and still set a window's default end: producers'
+# clocks drift by seconds, not minutes; a bound of minutes keeps one bogus time from setting "now".
+ARRIVAL_TOLERANCE = timedelta(minutes=5)
+ARRIVAL_TOLERANCE_US = int(ARRIVAL_TOLERANCE / timedelta(microseconds=1))
+
+
+def trusted_event_sql(micros: str = "unix_micros") -> str:
+    """The condition "this event's time may set now" in one engine's dialect (see the module docstring).
+
+    Args:
+        micros: The engine's timestamp → epoch microseconds function (``unix_micros``, ``epoch_us``).
+    """
+    arrival = f"coalesce({micros}(arrival_ts), {micros}(ingest_ts), {micros}(event_ts))"
+    return f"{micros}(event_ts) <= {arrival} + {ARRIVAL_TOLERANCE_US}"
+
+
+TRUSTED_EVENT_SQL = trusted_event_sql()
+
+
+def trusted(rows: pa.Table) -> pa.Array:
+    """:data:`TRUSTED_EVENT_SQL` over Arrow rows holding ``event_ts``, ``arrival_ts`` and ``ingest_ts``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    def micros(column: str) -> pa.Array:
+        return pc.cast(pc.cast(rows[column], pa.timestamp("us", "UTC")), pa.int64())
+
+    arrival = pc.coalesce(micros("arrival_ts"), micros("ingest_ts"), micros("event_ts"))
+    return pc.less_equal(micros("event_ts"), pc.add(arrival, ARRIVAL_TOLERANCE_US))
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ import duckdb
 from icestream.config import Settings
 from icestream.errors import ConfigError, DuckDBError
 from icestream.lake.statement import Statement, show
+from icestream.lake.window import trusted_event_sql
 from icestream.queries.realtime import Dashboard, dashboard_from_parts, dashboard_sql, run_filter
 from icestream.runtime import aws
 from icestream.timestamps import to_micros
@@ -166,7 +167,7 @@ def kpi_dashboard(
         connection: From :func:`connect`.
         location: The table's metadata file (``LakeTable.inspect.metadata_location``).
         minutes: Window length; None reads every event.
-        now: Window end (default: the newest event in the table, as on the Spark side).
+        now: Window end (default: the newest trusted event in the table, as on the Spark side).
         run_ids: Count only these runs' events (``properties['run_id']``; None: every event).
 
     Returns:
@@ -183,7 +184,8 @@ def kpi_dashboard(
         if not minutes > 0:
             raise ConfigError(f"window minutes: {minutes} must be positive.")
         if now is None:
-            sql = f"SELECT epoch_us(max(event_ts)) AS newest FROM iceberg_scan($location) WHERE true{runs}"
+            trusted = trusted_event_sql("epoch_us")  # the default "now" rule of every engine (lake.window)
+            sql = f"SELECT epoch_us(max(event_ts)) AS newest FROM iceberg_scan($location) WHERE {trusted}{runs}"
             newest = statement_frame(connection, duckdb_statement(sql, parameters))["newest"].iloc[0]
             end = 0 if newest is None or newest != newest else int(newest)  # NaN (no event) is not equal to itself
         else:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 from icestream.config import Settings
 from icestream.errors import ConfigError
 from icestream.lake.statement import show
+from icestream.lake.window import trusted
 from icestream.runtime import aws
 from icestream.runtime.catalog import current_metadata_location
 from icestream.timestamps import as_utc, from_micros, to_micros
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from pyiceberg.table import Table
 
 EVENT_TIME = "event_ts"
+ARRIVAL_COLUMNS = ("arrival_ts", "ingest_ts")  # what trusted() compares an event time with
 RUN_ID_KEY = "run_id"  # properties["run_id"]: the production run an event belongs to
 
 
@@ -237,11 +239,19 @@ def read(
     return Scan(start, end, columns, snapshot_id).to_arrow(table)
 
 
-def newest_event_ts(table: Table, snapshot_id: int | None = None) -> datetime | None:
-    """The newest ``event_ts`` of a snapshot (UTC), or None when it holds no event."""
+def newest_event_ts(
+    table: Table, snapshot_id: int | None = None, run_ids: Sequence[str] | None = None
+) -> datetime | None:
+    """A snapshot's default "now": its newest trusted ``event_ts`` (UTC), or None when it holds no event.
+
+    Trusted: no more than ``ARRIVAL_TOLERANCE`` after the event's arrival, the rule every engine
+    applies (:mod:`icestream.lake.window`), so one bogus far-future time cannot set "now".
+    """
     import pyarrow.compute as pc
 
-    newest = pc.max(read(table, snapshot_id, columns=(EVENT_TIME,))[EVENT_TIME]).as_py()
+    runs = None if run_ids is None else tuple(run_ids)
+    rows = Scan(columns=(EVENT_TIME, *ARRIVAL_COLUMNS), snapshot_id=snapshot_id, run_ids=runs).to_arrow(table)
+    newest = pc.max(rows.filter(trusted(rows))[EVENT_TIME]).as_py()
     return None if newest is None else as_utc(newest)
 
 
@@ -257,7 +267,8 @@ def events_by_type(
     Args:
         table: From :func:`open_table`.
         minutes: Window length; None counts every event of the snapshot.
-        now: Window end (default: the snapshot's newest event, as Spark and DuckDB default to).
+        now: Window end (default: the snapshot's newest trusted event, :func:`newest_event_ts`, as
+            Spark and DuckDB default to).
         snapshot_id: The snapshot to read (default: the current one).
         run_ids: Count only these runs' events (None: every event).
 
@@ -268,18 +279,13 @@ def events_by_type(
     Raises:
         ConfigError: If ``minutes`` is not positive, or the snapshot holds no event and ``now`` is not given.
     """
-    import pyarrow.compute as pc
 
     runs = None if run_ids is None else tuple(run_ids)
     start = end = None
     if minutes is not None:
         if not minutes > 0:
             raise ConfigError(f"window minutes: {minutes} must be positive.")
-        if now is None:
-            times = Scan(columns=(EVENT_TIME,), snapshot_id=snapshot_id, run_ids=runs).to_arrow(table)[EVENT_TIME]
-            newest = pc.max(times).as_py()
-            now = None if newest is None else as_utc(newest)
-        end = now
+        end = newest_event_ts(table, snapshot_id, runs) if now is None else now
         if end is None:
             raise ConfigError("the snapshot has no events yet: run the ingest (02_stream_ingest) first, or pass now=.")
         start = from_micros(to_micros(end) - round(minutes * 60_000_000))

@@ -4,10 +4,13 @@ Every function takes a :class:`~icestream.lake.LakeTable`, whose name was checke
 statement runs through it, so ``table.last_statement`` shows the query behind an answer.
 
 **What "now" means.** Windows ("the last 15 minutes") end at ``now``, which defaults to the table's
-newest ``event_ts``, not the wall clock: the backfill spreads event time over the hours before the
-run and the ingest stops when the stream is drained, so a wall-clock window would be empty (or
-shrink) a few minutes later. Anchoring at the newest event makes a result reproducible for a table
-that stopped growing; pass ``now=datetime.now(UTC)`` for a live dashboard.
+newest trusted ``event_ts``, not the wall clock: the backfill spreads event time over the hours
+before the run and the ingest stops when the stream is drained, so a wall-clock window would be
+empty (or shrink) a few minutes later. Anchoring at the newest event makes a result reproducible
+for a table that stopped growing; pass ``now=datetime.now(UTC)`` for a live dashboard. Trusted: an
+event time more than five minutes after the event's own arrival (a producer's bad clock, a bogus
+``9999-12-31``) is kept and counted in any window that holds it, but cannot set "now"
+(:mod:`icestream.lake.window`; :func:`ahead_of_arrival` lists such events).
 
 **Runs.** A lake that has seen several runs of the workbook holds each run's history and live
 events, over overlapping hours; :func:`icestream.demos.this_run` says which are this run's.
@@ -29,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from icestream.errors import ConfigError
 from icestream.lake.statement import Statement
-from icestream.lake.window import WINDOW_SQL, Window
+from icestream.lake.window import TRUSTED_EVENT_SQL, WINDOW_SQL, Window
 from icestream.queries.runs import run_filter
 from icestream.runtime.handles import first_row
 from icestream.timestamps import as_utc, from_micros, to_micros
@@ -37,6 +40,7 @@ from icestream.timestamps import as_utc, from_micros, to_micros
 __all__ = [
     "Dashboard",
     "active_sessions",
+    "ahead_of_arrival",
     "dashboard_from_parts",
     "dashboard_sql",
     "events_by_type",
@@ -70,7 +74,7 @@ SCAN_METRICS = (
 
 # -- windows ------------------------------------------------------------------------------------
 def resolve_now(table: LakeTable, now: datetime | None = None, run_ids: Sequence[str] | None = None) -> datetime:
-    """The end of a window: ``now`` if given, else the newest event (of ``run_ids``; see the module docstring).
+    """The end of a window: ``now`` if given, else the newest trusted event (of ``run_ids``; module docstring).
 
     Raises:
         ConfigError: If ``now`` is not given and the table (or the runs) has no event.
@@ -78,18 +82,50 @@ def resolve_now(table: LakeTable, now: datetime | None = None, run_ids: Sequence
     if now is not None:
         return as_utc(now)
     runs, args = run_filter(run_ids)
-    row = first_row(
-        table.run(Statement(f"SELECT unix_micros(max(event_ts)) AS newest FROM {table.name} WHERE true{runs}", args))
-    )
+    sql = f"SELECT unix_micros(max(event_ts)) AS newest FROM {table.name} WHERE {TRUSTED_EVENT_SQL}{runs}"
+    row = first_row(table.run(Statement(sql, args)))
     if row.newest is None:
         raise ConfigError(f"{table.name} has no events yet: run the ingest (02_stream_ingest) first, or pass now=.")
     return from_micros(row.newest)
 
 
+def ahead_of_arrival(table: LakeTable, run_ids: Sequence[str] | None = None) -> pd.DataFrame:
+    """The events whose time runs more than ``ARRIVAL_TOLERANCE`` ahead of their arrival (they cannot set "now").
+
+    Returns:
+        ``event_id``, ``event_type``, ``event_ts``, ``arrival_ts`` (aware UTC datetimes, as objects:
+        a year-9999 time is beyond pandas' nanosecond timestamps) and ``ahead_s`` (event time minus
+        arrival, in seconds), furthest ahead first.
+    """
+    import pandas as pd
+
+    runs, args = run_filter(run_ids)
+    statement = Statement(
+        f"""
+        SELECT event_id, event_type, unix_micros(event_ts) AS event_us,
+               unix_micros(coalesce(arrival_ts, ingest_ts)) AS arrival_us
+        FROM {table.name}
+        WHERE NOT ({TRUSTED_EVENT_SQL}){runs}
+        ORDER BY event_us - arrival_us DESC, event_id
+        """,
+        args,
+    )
+    rows = table.run(statement).collect()
+    return pd.DataFrame(
+        {
+            "event_id": [row.event_id for row in rows],
+            "event_type": [row.event_type for row in rows],
+            "event_ts": pd.Series([from_micros(row.event_us) for row in rows], dtype=object),
+            "arrival_ts": pd.Series([from_micros(row.arrival_us) for row in rows], dtype=object),
+            "ahead_s": [(row.event_us - row.arrival_us) / 1e6 for row in rows],
+        }
+    )
+
+
 def window(
     table: LakeTable, minutes: float, now: datetime | None = None, run_ids: Sequence[str] | None = None
 ) -> Window:
-    """The window of the last ``minutes`` before ``now`` (default: the newest event of ``run_ids``).
+    """The window of the last ``minutes`` before ``now`` (default: :func:`resolve_now`).
 
     Raises:
         ConfigError: If ``minutes`` is not positive.
@@ -272,7 +308,7 @@ def kpi_dashboard(
     Args:
         table: The events table.
         minutes: Window length; None reads every event.
-        now: Window end (default: the newest event).
+        now: Window end (default: the newest trusted event, :func:`resolve_now`).
         snapshot_id: Read this snapshot (so another engine can be compared on the same one).
         run_ids: Count only these runs' events (None: every event).
 
