@@ -122,8 +122,11 @@ def _validate_aws(values: Mapping[str, Any]) -> None:
         f"choose one of {', '.join(SCHEMA_EVOLUTION_MODES)}.",
     )
     _check(values["changes_format"] in ("flat", "debezium"), "changes_format", "choose flat or debezium.")
-    _check(values["changes_mode"] in ("merge-on-read", "copy-on-write"), "changes_mode",
-           "choose merge-on-read or copy-on-write.")  # fmt: skip
+    _check(
+        values["changes_mode"] in ("merge-on-read", "copy-on-write"),
+        "changes_mode",
+        "choose merge-on-read or copy-on-write.",
+    )
     _check(values["s3_sse_type"] in S3_SSE_TYPES, "s3_sse_type", f"choose one of {', '.join(S3_SSE_TYPES)}.")
     _check(values["s3_sse_key"] is None or values["s3_sse_type"] == "kms", "s3_sse_key", "a key needs s3_sse_type=kms.")
     # s3a:// is Hadoop's S3A file system: Glue would record it as the table location, and Athena,
@@ -257,7 +260,8 @@ def _check_writable_folder(folder: Path, setting: str) -> None:
         os.rmdir(tempfile.mkdtemp(prefix=".icestream-write-check-", dir=nearest))
     except OSError as error:
         _check(
-            False, setting,
+            False,
+            setting,
             f"{folder} cannot be written ({error.strerror} when making a folder in {nearest}): "
             "give a folder this user can write.",
-        )  # fmt: skip
+        )

@@ -50,7 +50,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     metrics.add_argument("--table", help="events table it follows (default: the table setting)")
     metrics.add_argument("--rebuild", action="store_true", help="recompute every row from the events table")
     metrics.add_argument(
-        "--view", nargs="?", const="real_time_metrics", metavar="NAME",
+        "--view",
+        nargs="?",
+        const="real_time_metrics",
+        metavar="NAME",
         help="also create (or replace) an Iceberg view over it (default name real_time_metrics)",
-    )  # fmt: skip
+    )
     metrics.set_defaults(handler=cmd_metrics)

@@ -57,23 +57,40 @@ def cmd_produce(args: argparse.Namespace) -> int:
             raise ConfigError("--background runs live production only; leave out --from-file and --backfill-hours.")
         rate, why = live_rate(kinesis_client(settings), settings.stream_name, args.count, args.rate)
         status = background.start_background_producer(
-            settings, rate=rate, duration=args.duration, count=args.count, seed=seed,
-            anomalies=args.anomalies or "none", **mix,
-        )  # fmt: skip
-        print(f"background producer started (pid {status.pid}) at {rate:,.0f} records/s ({why}); {status.detail}; "
-              f"log {status.log}")  # fmt: skip
+            settings,
+            rate=rate,
+            duration=args.duration,
+            count=args.count,
+            seed=seed,
+            anomalies=args.anomalies or "none",
+            **mix,
+        )
+        print(
+            f"background producer started (pid {status.pid}) at {rate:,.0f} records/s ({why}); {status.detail}; "
+            f"log {status.log}"
+        )
         return 0
     client = producer_client(settings)  # before the plan: a live window starts when it is planned
-    plan = plan_production(settings, seed=seed, mix=mix, count=args.count, rate=args.rate, duration=args.duration,
-                           from_file=Path(args.from_file) if args.from_file else None,
-                           backfill_hours=args.backfill_hours, anomalies=args.anomalies, client=client)  # fmt: skip
+    plan = plan_production(
+        settings,
+        seed=seed,
+        mix=mix,
+        count=args.count,
+        rate=args.rate,
+        duration=args.duration,
+        from_file=Path(args.from_file) if args.from_file else None,
+        backfill_hours=args.backfill_hours,
+        anomalies=args.anomalies,
+        client=client,
+    )
     print(plan.description, flush=True)
     aggregator = None
     if packing:
         aggregator = Aggregator(
-            per_aggregate=args.aggregate or 1, compression=args.compress,
+            per_aggregate=args.aggregate or 1,
+            compression=args.compress,
             shard_starts=open_shard_starts(list_shards(client, settings.stream_name)),
-        )  # fmt: skip
+        )
     summary = run_production(
         settings,
         plan.records,
@@ -89,8 +106,10 @@ def cmd_produce(args: argparse.Namespace) -> int:
     )
     print(f"{plan.mode}: {summary.producer.line()}; summary in {run_summary_path(settings, plan.mode)}")
     if aggregator is not None:
-        print(f"{aggregator.user_records} user records in {aggregator.aggregates} KPL aggregates "
-              f"(up to {aggregator.per_aggregate} each), compression {aggregator.compression or 'none'}")  # fmt: skip
+        print(
+            f"{aggregator.user_records} user records in {aggregator.aggregates} KPL aggregates "
+            f"(up to {aggregator.per_aggregate} each), compression {aggregator.compression or 'none'}"
+        )
     if summary.ground_truth is not None:
         print(f"seed {summary.seed}; ground truth of {len(summary.anomalies)} anomalies in {summary.ground_truth}")
     if second_kind:
@@ -118,13 +137,17 @@ def register(commands: argparse._SubParsersAction) -> None:
     produce.add_argument("--duplicate-rate", type=float, default=0.01, help="share of events sent twice (default 0.01)")
     produce.add_argument("--late-rate", type=float, default=0.02, help="share of events sent late (default 0.02)")
     produce.add_argument(
-        "--orders", type=float, metavar="R",
+        "--orders",
+        type=float,
+        metavar="R",
         help="also send order events (event_type 'order') at R per second, on top of --count (default none)",
-    )  # fmt: skip
+    )
     produce.add_argument(
-        "--new-field-after", type=float, metavar="S",
+        "--new-field-after",
+        type=float,
+        metavar="S",
         help="user events carry a top-level app_version from S seconds after the window start (default never)",
-    )  # fmt: skip
+    )
     produce.add_argument("--seed", type=int, help="generator seed (default: random; printed for reproduction)")
     produce.add_argument("--stream", help="stream name (default: settings)")
     produce.add_argument(
@@ -132,9 +155,11 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     produce.add_argument("--no-progress", action="store_true", help="no progress bar")
     produce.add_argument(
-        "--aggregate", type=int, metavar="N",
+        "--aggregate",
+        type=int,
+        metavar="N",
         help="pack N user records per Kinesis record in the KPL aggregated format (within the 1 MiB limit)",
-    )  # fmt: skip
+    )
     produce.add_argument(
         "--compress", choices=("gzip", "zlib"), help="compress each payload (gzip, as CloudWatch Logs sends)"
     )

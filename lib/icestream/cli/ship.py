@@ -55,9 +55,11 @@ def register(commands: argparse._SubParsersAction) -> None:
         "--packages", action="store_true", help="print the JVM packages as a --packages / spark.jars.packages line"
     )
     ship.add_argument(
-        "--target", choices=("cluster", "emr-serverless", "glue"), default="cluster",
+        "--target",
+        choices=("cluster", "emr-serverless", "glue"),
+        default="cluster",
         help="cluster: spark-submit to a standalone cluster; emr-serverless, glue: upload and job lines for the stack",
-    )  # fmt: skip
+    )
     ship.add_argument("--stack-json", help="`aws cloudformation describe-stacks --stack-name ...` saved as JSON")
     ship.add_argument(
         "--value", action="append", help="NAME=VALUE of a stack value (IngestJobRole.Arn=...); repeatable"

@@ -69,11 +69,17 @@ class ChangeDemo:
         rejects = LakeTable(spark, self.settings.rejects_table_name)
         rejected = first_row(rejects.run(Statement(f"SELECT count(*) AS n FROM {rejects.name}"))).n
         differ = sum(held.get(key) != row for key, row in truth.items()) + len(set(held) - set(truth))
-        return pd.DataFrame({
-            "live orders": [len(held)], "live orders expected": [len(truth)], "orders that differ": [differ],
-            "tombstones": [len(tombstones)], "deleted orders expected": [len(self.stream.deleted)],
-            "rejects": [int(rejected)], "malformed records sent": [self.stream.sent["malformed"]],
-        }).T.rename(columns={0: self.settings.table_name})  # fmt: skip
+        return pd.DataFrame(
+            {
+                "live orders": [len(held)],
+                "live orders expected": [len(truth)],
+                "orders that differ": [differ],
+                "tombstones": [len(tombstones)],
+                "deleted orders expected": [len(self.stream.deleted)],
+                "rejects": [int(rejected)],
+                "malformed records sent": [self.stream.sent["malformed"]],
+            }
+        ).T.rename(columns={0: self.settings.table_name})
 
     def batches(self, spark: SparkSession) -> pd.DataFrame:
         """Each batch of the ingest: what it read, and what its ``MERGE`` did to the table (:func:`batch_figures`)."""
@@ -110,14 +116,19 @@ def batch_figures(progress: list[dict[str, Any]], summaries: list[dict[str, Any]
         commit = commits.get(int(batch["batch_id"]), {})
         changed = own_position_deletes(commit)
         inserted = int(commit.get("added-records") or 0) - changed  # a replaced order's new row is written too
-        rows.append({
-            "batch": int(batch["batch_id"]), "records read": int(batch["num_input_rows"]),
-            "rejected": int(batch["rejected"]), "changes": int(batch["written"]),
-            "orders inserted": inserted, "orders changed": changed,
-            "changes not applied": int(batch["written"]) - inserted - changed,
-            "positions committed": commit.get(POSITIONS_KEY) is not None,
-            "seconds": batch["duration_ms"]["total"] / 1000,
-        })  # fmt: skip
+        rows.append(
+            {
+                "batch": int(batch["batch_id"]),
+                "records read": int(batch["num_input_rows"]),
+                "rejected": int(batch["rejected"]),
+                "changes": int(batch["written"]),
+                "orders inserted": inserted,
+                "orders changed": changed,
+                "changes not applied": int(batch["written"]) - inserted - changed,
+                "positions committed": commit.get(POSITIONS_KEY) is not None,
+                "seconds": batch["duration_ms"]["total"] / 1000,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -132,9 +143,13 @@ def demo_settings(settings: Settings) -> Settings:
 
 
 def change_stream_demo(
-    spark: SparkSession, settings: Settings, orders: int = 200, changes: int = 2_000, seed: int = 7,
+    spark: SparkSession,
+    settings: Settings,
+    orders: int = 200,
+    changes: int = 2_000,
+    seed: int = 7,
     timeout: float = 600.0,
-) -> ChangeDemo | None:  # fmt: skip
+) -> ChangeDemo | None:
     """Send an entity stream of order changes to a new stream and ingest it into a keyed table.
 
     Args:
@@ -163,10 +178,14 @@ def change_stream_demo(
         # Within the emulator's per-shard write limits, retrying what it throttles (as the workbook's producer does).
         produce(demo, [Record(data, key, "change", 0.0, 0.0) for data, key in stream.records], progress=False)
         query = start_ingest(
-            spark, demo, available_now=True, trigger_seconds=0, changes=spec,
+            spark,
+            demo,
+            available_now=True,
+            trigger_seconds=0,
+            changes=spec,
             max_records_per_shard=max(50, len(stream.records) // 12),  # several batches, several MERGEs
             progress_file=demo.path("run_dir") / f"{DEMO_SUFFIX}_progress.jsonl",
-        )  # fmt: skip
+        )
         query.await_termination(timeout=timeout)
     finally:
         client.delete_stream(StreamName=demo.stream_name, EnforceConsumerDeletion=True)

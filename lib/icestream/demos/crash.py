@@ -73,10 +73,15 @@ class CrashDemo:
             batch, total = snapshots.iloc[-1][["batch_id", "total_records"]] if len(snapshots) else (None, 0)
             committed = load_committed(spark, name, self.settings.stream_name)
             rows += [
-                {"table": name.rsplit(".", 1)[-1], "shard": shard, "position": position, "last batch": batch,
-                 "rows": total}
+                {
+                    "table": name.rsplit(".", 1)[-1],
+                    "shard": shard,
+                    "position": position,
+                    "last batch": batch,
+                    "rows": total,
+                }
                 for shard, position in sorted(committed.positions.items())
-            ]  # fmt: skip
+            ]
         return pd.DataFrame(rows, columns=["table", "shard", "position", "last batch", "rows"])
 
     def compare(self, spark: SparkSession) -> pd.DataFrame:

@@ -53,9 +53,13 @@ def demo_settings(settings: Settings) -> Settings:
 
 
 def metrics_stream_demo(
-    spark: SparkSession, settings: Settings, records: int = 3_000, parts: int = 3, seed: int = 17,
+    spark: SparkSession,
+    settings: Settings,
+    records: int = 3_000,
+    parts: int = 3,
+    seed: int = 17,
     timeout: float = 600.0,
-) -> MetricsDemo | None:  # fmt: skip
+) -> MetricsDemo | None:
     """Send an hour of events in ``parts`` and ingest each part with the metrics kept (see the module docstring).
 
     Args:
@@ -86,22 +90,31 @@ def metrics_stream_demo(
             chunk = generated[part * size : (part + 1) * size]
             produce(demo, chunk, progress=False)  # within the emulator's write limits, retrying what it throttles
             query = start_ingest(
-                spark, demo, available_now=True, trigger_seconds=0, metrics=True,
+                spark,
+                demo,
+                available_now=True,
+                trigger_seconds=0,
+                metrics=True,
                 max_records_per_shard=len(chunk),  # one batch a part: one MERGE
                 progress_file=demo.path("run_dir") / f"{DEMO_SUFFIX}_progress.jsonl",
-            )  # fmt: skip
+            )
             query.await_termination(timeout=timeout)
             batches = list(query.recent_progress)
             progress += batches
             per_minute = _per_minute(spark, demo.metrics_table_name)
             growth.append(per_minute.assign(part=part + 1))
             refresh_ms = sorted(batch["duration_ms"]["metrics"] for batch in batches)
-            rows.append({
-                "part": part + 1, "records sent": len(chunk), "batches": len(batches),
-                "events written": sum(batch["written"] for batch in batches),
-                "events in the metrics": int(per_minute["events"].sum()), "minutes": len(per_minute),
-                "refresh ms (median)": round(refresh_ms[len(refresh_ms) // 2]) if refresh_ms else 0,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "part": part + 1,
+                    "records sent": len(chunk),
+                    "batches": len(batches),
+                    "events written": sum(batch["written"] for batch in batches),
+                    "events in the metrics": int(per_minute["events"].sum()),
+                    "minutes": len(per_minute),
+                    "refresh ms (median)": round(refresh_ms[len(refresh_ms) // 2]) if refresh_ms else 0,
+                }
+            )
     finally:
         client.delete_stream(StreamName=demo.stream_name, EnforceConsumerDeletion=True)
     return MetricsDemo(demo, pd.DataFrame(rows).set_index("part"), pd.concat(growth, ignore_index=True), progress)

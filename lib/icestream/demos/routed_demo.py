@@ -79,15 +79,17 @@ class RoutedDemo:
             with_field = f"count({NEW_FIELD})" if NEW_FIELD in columns else "0"
             counted = first_row(table.run(Statement(f"SELECT count(*) AS n, {with_field} AS f FROM {table.name}")))
             ids = table.run(Statement(f"SELECT event_id FROM {table.name}")).collect()
-            rows.append({
-                "table": table.name,
-                "rows": int(counted.n),
-                "rows expected": truth.rows,
-                "ids match": id_checksum(row.event_id for row in ids) == truth.id_checksum,
-                f"{NEW_FIELD} is a column": NEW_FIELD in columns,
-                f"rows with {NEW_FIELD}": int(counted.f),
-                f"rows with {NEW_FIELD} expected": truth.rows_with_new_field,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "table": table.name,
+                    "rows": int(counted.n),
+                    "rows expected": truth.rows,
+                    "ids match": id_checksum(row.event_id for row in ids) == truth.id_checksum,
+                    f"{NEW_FIELD} is a column": NEW_FIELD in columns,
+                    f"rows with {NEW_FIELD}": int(counted.f),
+                    f"rows with {NEW_FIELD} expected": truth.rows_with_new_field,
+                }
+            )
         return pd.DataFrame(rows)
 
 
@@ -147,17 +149,25 @@ def routed_stream_demo(
     client = start_afresh(spark, demo, DEMO_SUFFIX, (orders,))
     setup_tables(spark, demo, demo_mark(DEMO_SUFFIX))
     config = backfill_config(
-        hours=hours, records=records, seed=seed, anomalies=(),
+        hours=hours,
+        records=records,
+        seed=seed,
+        anomalies=(),
         **as_options(order_rate, hours * 3600 * new_field_share),
-    )  # fmt: skip
+    )
     sent, generator = generate(config)
     try:
         produce(demo, sent, progress=False)
         query = start_ingest(
-            spark, demo, available_now=True, trigger_seconds=0, routing=ROUTING, schema_evolution=SCHEMA_EVOLUTION,
+            spark,
+            demo,
+            available_now=True,
+            trigger_seconds=0,
+            routing=ROUTING,
+            schema_evolution=SCHEMA_EVOLUTION,
             max_records_per_shard=max(100, records // 8),  # several batches: T falls in a later one
             progress_file=demo.path("run_dir") / f"{DEMO_SUFFIX}_progress.jsonl",
-        )  # fmt: skip
+        )
         query.await_termination(timeout=timeout)
     finally:
         client.delete_stream(StreamName=demo.stream_name, EnforceConsumerDeletion=True)

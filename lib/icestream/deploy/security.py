@@ -131,16 +131,25 @@ PYICEBERG_CATALOG_GRANTS: dict[str, tuple[Grant, ...]] = {
 }
 
 # Kinesis calls on an encrypted stream also use its key (AWS: "Permissions to use user-generated KMS keys").
-KINESIS_KEY_USE: dict[str, str] = {"PutRecords": "kms:GenerateDataKey", "PutRecord": "kms:GenerateDataKey",
-                                   "GetRecords": "kms:Decrypt"}  # fmt: skip
+KINESIS_KEY_USE: dict[str, str] = {
+    "PutRecords": "kms:GenerateDataKey",
+    "PutRecord": "kms:GenerateDataKey",
+    "GetRecords": "kms:Decrypt",
+}
 KINESIS_ACCOUNT_ACTIONS = frozenset({"ListStreams"})  # AWS allows only Resource "*" for these
 
 
 # Glue and S3 calls the code makes itself (besides Iceberg's): what each names, by IAM action.
-GLUE_TARGETS: dict[str, str] = {"GetTable": CATALOG_TABLE, "UpdateTable": CATALOG_TABLE, "CreateTable": CATALOG_TABLE,
-                                "DeleteTable": CATALOG_TABLE, "GetDatabase": CATALOG_DATABASE,
-                                "GetDatabases": CATALOG_DATABASE, "GetTables": CATALOG_DATABASE,
-                                "CreateDatabase": CATALOG_DATABASE}  # fmt: skip
+GLUE_TARGETS: dict[str, str] = {
+    "GetTable": CATALOG_TABLE,
+    "UpdateTable": CATALOG_TABLE,
+    "CreateTable": CATALOG_TABLE,
+    "DeleteTable": CATALOG_TABLE,
+    "GetDatabase": CATALOG_DATABASE,
+    "GetDatabases": CATALOG_DATABASE,
+    "GetTables": CATALOG_DATABASE,
+    "CreateDatabase": CATALOG_DATABASE,
+}
 S3_ACTIONS: dict[str, Grant] = {  # API operation -> (IAM action, target): IAM names some differently
     "GetObject": ("s3:GetObject", OBJECTS),
     "PutObject": ("s3:PutObject", OBJECTS),

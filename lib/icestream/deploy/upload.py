@@ -105,8 +105,12 @@ def glue_lines(values: dict[str, str], glue_version: str = GLUE_VERSION) -> list
     _need(values, "WarehouseBucket", "ArtifactsPrefix", "IngestJobRole.Arn")
     where = f"s3://{values['WarehouseBucket']}/{values['ArtifactsPrefix']}"
     settings = {f"--{key}": value for key, value in JOB_ENVIRONMENT.items() if key != "ICESTREAM_SHIP"}
-    settings |= {"--datalake-formats": "iceberg", "--extra-py-files": f"{where}/{GLUE_ZIP}",
-                 "--additional-python-modules": GLUE_MODULES, "--available-now": ""}  # fmt: skip
+    settings |= {
+        "--datalake-formats": "iceberg",
+        "--extra-py-files": f"{where}/{GLUE_ZIP}",
+        "--additional-python-modules": GLUE_MODULES,
+        "--available-now": "",
+    }
     text = VARIABLE.sub(lambda match: _value(values, match.group(1)), json.dumps(settings))
     command = {"Name": "glueetl", "ScriptLocation": f"{where}/ingest.py", "PythonVersion": "3"}
     return [

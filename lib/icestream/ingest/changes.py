@@ -55,8 +55,17 @@ OPERATIONS = {
     **dict.fromkeys(("c", "create", "insert", "r", "read", "snapshot", "u", "update", "upsert"), UPSERT),
     **dict.fromkeys(("d", "delete"), DELETE),
 }
-CHANGE_REJECT_REASONS = ("missing_op", "unknown_op", "missing_row", "missing_key", "missing_order", "wrong_type",
-                         "bad_timestamp", "bad_date", "out_of_range")  # fmt: skip
+CHANGE_REJECT_REASONS = (
+    "missing_op",
+    "unknown_op",
+    "missing_row",
+    "missing_key",
+    "missing_order",
+    "wrong_type",
+    "bad_timestamp",
+    "bad_date",
+    "out_of_range",
+)
 _INT_LIMITS = {"int": 2**31, "bigint": 2**63}
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -70,8 +79,9 @@ class ChangeSpec:
     op_field: str = "op"  # flat shape: the field naming the operation
 
     @classmethod
-    def parse(cls, columns: str, key: str, order: str | None = None, shape: str = "flat", op_field: str = "op"
-              ) -> ChangeSpec:  # fmt: skip
+    def parse(
+        cls, columns: str, key: str, order: str | None = None, shape: str = "flat", op_field: str = "op"
+    ) -> ChangeSpec:
         """Check and build a change stream's description (see the module docstring).
 
         Raises:
@@ -91,8 +101,13 @@ def change_spec_from_settings(settings: Settings) -> ChangeSpec | None:
         if settings.changes_key:
             raise ConfigError("changes_key needs changes_columns: declare the table's columns too.")
         return None
-    return ChangeSpec.parse(settings.changes_columns, settings.changes_key or "", settings.changes_order,
-                            settings.changes_format, settings.changes_op_field)  # fmt: skip
+    return ChangeSpec.parse(
+        settings.changes_columns,
+        settings.changes_key or "",
+        settings.changes_order,
+        settings.changes_format,
+        settings.changes_op_field,
+    )
 
 
 def parse_change(data: bytes, spec: ChangeSpec, max_bytes: int, record_id: str) -> tuple | Rejection:
@@ -225,8 +240,9 @@ def fold(changes: DataFrame, spec: ChangeSpec) -> DataFrame:
     return changes.withColumn(rank, F.row_number().over(window)).where(F.col(rank) == 1).drop(rank, "ordinal")
 
 
-def apply_changes(spark: SparkSession, table: str, rows: DataFrame, spec: ChangeSpec, properties: dict[str, str]
-                  ) -> None:  # fmt: skip
+def apply_changes(
+    spark: SparkSession, table: str, rows: DataFrame, spec: ChangeSpec, properties: dict[str, str]
+) -> None:
     """Fold ``rows`` (the reader's event rows of change records) and MERGE them into ``table`` in one commit
     whose snapshot summary carries ``properties`` (the positions)."""
     view = f"icestream_changes_{uuid.uuid4().hex[:12]}"  # per call: queries sharing a session never collide

@@ -128,9 +128,14 @@ class TableWriter:
         return commit_due(table, new_rows, positions, self.every_seconds)
 
     def append(
-        self, table: WrittenTable, frame: DataFrame, new_rows: int, positions: dict[str, str], batch_id: int,
+        self,
+        table: WrittenTable,
+        frame: DataFrame,
+        new_rows: int,
+        positions: dict[str, str],
+        batch_id: int,
         arrivals: dict[str, str],
-    ) -> Appended | None:  # fmt: skip
+    ) -> Appended | None:
         """Commit ``frame`` with ``positions``; or nothing, if it has no new rows and no position is due.
 
         A commit of positions only carries no ``arrivals``: its snapshot holds no batch to measure the lag of.
@@ -140,9 +145,14 @@ class TableWriter:
         return self.write(table, frame, new_rows, positions, batch_id, arrivals)
 
     def write(
-        self, table: WrittenTable, frame: DataFrame, new_rows: int, positions: dict[str, str], batch_id: int,
+        self,
+        table: WrittenTable,
+        frame: DataFrame,
+        new_rows: int,
+        positions: dict[str, str],
+        batch_id: int,
         arrivals: dict[str, str],
-    ) -> Appended:  # fmt: skip
+    ) -> Appended:
         """Append ``frame`` to ``table`` in one commit whose snapshot summary carries ``positions``."""
         properties = commit_properties(
             self.stamp, positions, batch_id, arrivals if new_rows > 0 else {}, self.schema_changes.get(table.name)
@@ -150,8 +160,11 @@ class TableWriter:
         merged = self.changes is not None and table.name == self.keyed
         if merged and new_rows > 0:
             assert self.changes is not None
-            summary = {key.removeprefix(SNAPSHOT_PROPERTY): value for key, value in properties.items()
-                       if key.startswith(SNAPSHOT_PROPERTY)}  # fmt: skip
+            summary = {
+                key.removeprefix(SNAPSHOT_PROPERTY): value
+                for key, value in properties.items()
+                if key.startswith(SNAPSHOT_PROPERTY)
+            }
             apply_changes(self.spark, table.name, frame, self.changes, summary)  # one MERGE, the positions in it
         else:
             tasks = max(1, -(-new_rows // WRITE_ROWS_PER_TASK))

@@ -230,14 +230,22 @@ def conflict_rejects(frame: DataFrame, detail: Column, batch_id: int | None) -> 
 
     # A transform that dropped the payload's bytes leaves the row itself, as JSON (as its own rejects are).
     raw = F.col("raw_data") if "raw_data" in frame.columns else F.encode(F.to_json(F.struct(*table_columns())), "UTF-8")
-    return frame.where(detail.isNotNull()).select(
-        raw.alias("raw_data"),
-        F.substring(F.decode(raw, "UTF-8"), 1, 4096).alias("raw_text"),
-        F.lit(CONFLICT).alias("reason"),
-        detail.alias("detail"),
-        F.lit(batch_id).cast("bigint").alias("batch_id"),
-        "shard_id", "sequence_number", "partition_key", "arrival_ts", "ingest_ts",
-    ).select(*REJECT_COLUMNS)  # fmt: skip
+    return (
+        frame.where(detail.isNotNull())
+        .select(
+            raw.alias("raw_data"),
+            F.substring(F.decode(raw, "UTF-8"), 1, 4096).alias("raw_text"),
+            F.lit(CONFLICT).alias("reason"),
+            detail.alias("detail"),
+            F.lit(batch_id).cast("bigint").alias("batch_id"),
+            "shard_id",
+            "sequence_number",
+            "partition_key",
+            "arrival_ts",
+            "ingest_ts",
+        )
+        .select(*REJECT_COLUMNS)
+    )
 
 
 def union(first: DataFrame | None, second: DataFrame | None) -> DataFrame | None:

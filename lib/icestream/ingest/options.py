@@ -149,9 +149,12 @@ class IngestOptions:
         if self.metrics:
             checks += [
                 (self.changes is None, "metrics", "follows an events table, not a change stream's keyed table"),
-                (self.routing is None, "metrics", "follows the one events table; with a routing, refresh per table "
-                 "with `icestream metrics --table`"),
-            ]  # fmt: skip
+                (
+                    self.routing is None,
+                    "metrics",
+                    "follows the one events table; with a routing, refresh per table with `icestream metrics --table`",
+                ),
+            ]
         for ok, name, message in checks:
             if not ok:
                 raise ConfigError(f"ingest option {name}: {message}.")

@@ -211,8 +211,11 @@ class IngestQuery:
                     if progress is None or progress.caught_up:
                         break
                     continue  # a drain runs its batches back to back, as Spark's availableNow trigger does
-                self._status = {"message": "Waiting for next trigger", "isDataAvailable": progress is not None,
-                                "isTriggerActive": False}  # fmt: skip
+                self._status = {
+                    "message": "Waiting for next trigger",
+                    "isDataAvailable": progress is not None,
+                    "isTriggerActive": False,
+                }
                 remaining = self.options.trigger_seconds - (time.monotonic() - tick)
                 if self.options.duration_seconds is not None:
                     remaining = min(remaining, self.options.duration_seconds - (time.monotonic() - began))
@@ -341,8 +344,13 @@ def build_ingest(spark: SparkSession, settings: Settings, options: IngestOptions
         comment = f"Entities by key, kept current from the changes on Kinesis stream {settings.stream_name}"
         create_keyed_table(spark, settings.table_name, options.changes.keyed, comment, settings.changes_mode)
         create_rejects_table(spark, settings)
-    tables = SinkTables(settings.stream_name, settings.table_name, settings.rejects_table_name, archive,
-                        route_naming=settings if options.routing is not None else None)  # fmt: skip
+    tables = SinkTables(
+        settings.stream_name,
+        settings.table_name,
+        settings.rejects_table_name,
+        archive,
+        route_naming=settings if options.routing is not None else None,
+    )
     sink = TableSink(spark, tables, options, query_id, source.stream_created)
     lease = Lease(spark, settings.table_name)
     metrics_lease = None

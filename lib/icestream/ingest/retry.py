@@ -23,9 +23,16 @@ from icestream.errors import IcestreamError, IngestError, InjectedFaultError, Se
 T = TypeVar("T")
 
 RETRYABLE_CODES = frozenset(
-    ("ProvisionedThroughputExceededException", "LimitExceededException", "InternalFailure", "ServiceUnavailable",
-     "InternalServerError", "ThrottlingException", "KMSThrottlingException")
-)  # fmt: skip
+    (
+        "ProvisionedThroughputExceededException",
+        "LimitExceededException",
+        "InternalFailure",
+        "ServiceUnavailable",
+        "InternalServerError",
+        "ThrottlingException",
+        "KMSThrottlingException",
+    )
+)
 THROTTLE_CODES = frozenset(("ProvisionedThroughputExceededException", "LimitExceededException", "ThrottlingException"))
 BASE_BACKOFF_SECONDS = 0.5  # a batch's first retry waits 1 s, then 2 s, 4 s ...
 MAX_BACKOFF_SECONDS = 10.0
@@ -34,9 +41,16 @@ MAX_BACKOFF_SECONDS = 10.0
 # exception chain), not as the exception object: a transient cause is recognised by its name at
 # the start of an exception line ("Name: message"), never in a quoted source line.
 _TRANSIENT_NAMES = (
-    "ShardReadError", "EndpointConnectionError", "ConnectionClosedError", "ReadTimeoutError", "ConnectTimeoutError",
-    "ConnectionResetError", "ConnectionRefusedError", "CommitFailedException", "CommitStateUnknownException",
-)  # fmt: skip
+    "ShardReadError",
+    "EndpointConnectionError",
+    "ConnectionClosedError",
+    "ReadTimeoutError",
+    "ConnectTimeoutError",
+    "ConnectionResetError",
+    "ConnectionRefusedError",
+    "CommitFailedException",
+    "CommitStateUnknownException",
+)
 _TRANSIENT_TEXT = re.compile(
     rf"\b(?:{'|'.join(_TRANSIENT_NAMES)}): "
     rf"|An error occurred \((?:{'|'.join(sorted(RETRYABLE_CODES))})\)"

@@ -96,9 +96,12 @@ class Routing:
 
     @classmethod
     def parse(
-        cls, spec: str, tables: Iterable[str] | Mapping[str, str] = (), default: str | None = None,
+        cls,
+        spec: str,
+        tables: Iterable[str] | Mapping[str, str] = (),
+        default: str | None = None,
         unknown: str = "default",
-    ) -> Routing:  # fmt: skip
+    ) -> Routing:
         """Check and build a routing.
 
         Args:
@@ -201,9 +204,13 @@ class Routing:
         detail = F.concat(F.lit(f"{said}no table for value "), value)
         if not self.tables:  # a mapping's suffixes were checked when it was parsed
             companion = F.concat(
-                F.lit(f"{said}value "), value, F.lit(" would name "), F.lit(f"{settings.table_name}_"), value,
+                F.lit(f"{said}value "),
+                value,
+                F.lit(" would name "),
+                F.lit(f"{settings.table_name}_"),
+                value,
                 F.lit(f", a companion's name ({', '.join(sorted(RESERVED_SUFFIXES))}) the workbook keeps for itself"),
-            )  # fmt: skip
+            )
             detail = F.when(raw.rlike(VALUE_SUFFIX) & raw.rlike(COMPANION_LIKE), companion).otherwise(detail)
         if refused:
             named = self._named(raw)
@@ -429,8 +436,10 @@ def remember_routed_table(spark: SparkSession, settings: Settings, name: str) ->
     if suffix not in known:
         # Suffixes are checked identifiers: they may stand in the statement's text.
         listed = ",".join(sorted({*known, validate_identifier(suffix, "route")}))
-        spark.sql(f"ALTER TABLE {checked_table_name(settings.table_name)} SET TBLPROPERTIES "
-                  f"('{ROUTED_PROPERTY}' = '{listed}')")  # fmt: skip
+        spark.sql(
+            f"ALTER TABLE {checked_table_name(settings.table_name)} SET TBLPROPERTIES "
+            f"('{ROUTED_PROPERTY}' = '{listed}')"
+        )
 
 
 def _properties(spark: SparkSession, table: str) -> dict[str, str]:

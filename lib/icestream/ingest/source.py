@@ -322,9 +322,16 @@ class ShardSource:
         shards = [ReadStats.from_json(meta) for meta, _ in collected]
         packed = {stats.shard_id: digests for stats, (_, digests) in zip(shards, collected, strict=True)}
         return ReadBatch(
-            batch_id, listing, plans, rows, shards, packed, ingest_ts,
-            read_seconds=time.monotonic() - began, on_driver=on_driver,
-        )  # fmt: skip
+            batch_id,
+            listing,
+            plans,
+            rows,
+            shards,
+            packed,
+            ingest_ts,
+            read_seconds=time.monotonic() - began,
+            on_driver=on_driver,
+        )
 
     def _read_with_spark(
         self, read_options: ReadOptions, plans: list[pos.ShardPlan]

@@ -123,8 +123,12 @@ def reject_rows(result: DataFrame, batch_id: int | None) -> DataFrame:
         reason.alias("reason"),
         F.coalesce(detail, F.lit("rejected by the ingest transform")).alias("detail"),
         F.lit(batch_id).cast("bigint").alias("batch_id"),
-        "shard_id", "sequence_number", "partition_key", "arrival_ts", "ingest_ts",
-    )  # fmt: skip
+        "shard_id",
+        "sequence_number",
+        "partition_key",
+        "arrival_ts",
+        "ingest_ts",
+    )
     return rejects.select(*REJECT_COLUMNS)
 
 
@@ -140,9 +144,10 @@ def done_ids(committed: Mapping[str, str | None], shards: Iterable[ReadStats]) -
         last, _, sub = (committed.get(stats.shard_id) or "").partition(":")
         if sub:
             done[stats.shard_id] = [
-                event_id for sequence, part, event_id in stats.inside_ids
+                event_id
+                for sequence, part, event_id in stats.inside_ids
                 if sequence == last and part is not None and part <= int(sub)
-            ]  # fmt: skip
+            ]
     return done
 
 

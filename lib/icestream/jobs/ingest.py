@@ -34,17 +34,44 @@ from icestream.runtime.build_stamp import refuse_other_build
 SHIPPED_BUILD: str | None = None
 
 # Glue's special job parameters: Glue passes them (with a value each) to the job's script.
-GLUE_ARGUMENTS = frozenset((
-    "--JOB_ID", "--JOB_RUN_ID", "--JOB_NAME", "--TempDir", "--job-bookmark-option", "--job-language",
-    "--enable-glue-datacatalog", "--enable-metrics", "--enable-observability-metrics",
-    "--enable-continuous-cloudwatch-log", "--enable-continuous-log-filter", "--continuous-log-logGroup",
-    "--continuous-log-logStreamPrefix", "--continuous-log-conversionPattern", "--enable-spark-ui",
-    "--spark-event-logs-path", "--enable-job-insights", "--enable-auto-scaling", "--datalake-formats",
-    "--additional-python-modules", "--python-modules-installer-option", "--extra-files", "--extra-py-files",
-    "--extra-jars", "--user-jars-first", "--conf", "--scriptLocation", "--enable-s3-parquet-optimized-committer",
-    "--enable-rename-algorithm-v2", "--encryption-type", "--redshift-tmp-dir", "--executor-cores",
-    "--enable-data-lineage", "--auto-scale-within-microbatch",
-))  # fmt: skip
+GLUE_ARGUMENTS = frozenset(
+    (
+        "--JOB_ID",
+        "--JOB_RUN_ID",
+        "--JOB_NAME",
+        "--TempDir",
+        "--job-bookmark-option",
+        "--job-language",
+        "--enable-glue-datacatalog",
+        "--enable-metrics",
+        "--enable-observability-metrics",
+        "--enable-continuous-cloudwatch-log",
+        "--enable-continuous-log-filter",
+        "--continuous-log-logGroup",
+        "--continuous-log-logStreamPrefix",
+        "--continuous-log-conversionPattern",
+        "--enable-spark-ui",
+        "--spark-event-logs-path",
+        "--enable-job-insights",
+        "--enable-auto-scaling",
+        "--datalake-formats",
+        "--additional-python-modules",
+        "--python-modules-installer-option",
+        "--extra-files",
+        "--extra-py-files",
+        "--extra-jars",
+        "--user-jars-first",
+        "--conf",
+        "--scriptLocation",
+        "--enable-s3-parquet-optimized-committer",
+        "--enable-rename-algorithm-v2",
+        "--encryption-type",
+        "--redshift-tmp-dir",
+        "--executor-cores",
+        "--enable-data-lineage",
+        "--auto-scale-within-microbatch",
+    )
+)
 SETTING_ARGUMENT = re.compile(r"--(ICESTREAM_[A-Z0-9_]+)")
 
 

@@ -97,9 +97,12 @@ def _properties_sql(properties: Mapping[str, str]) -> str:
 
 
 def create_table_statement(
-    name: str, columns: tuple[str, ...], partitioning: str | None, comment: str,
+    name: str,
+    columns: tuple[str, ...],
+    partitioning: str | None,
+    comment: str,
     properties: Mapping[str, str] | None = None,
-) -> Statement:  # fmt: skip
+) -> Statement:
     """The ``CREATE TABLE IF NOT EXISTS`` of one table, with the project's properties (None: unpartitioned).
 
     ``properties`` are set with the project's, in the creating commit itself (the caller's own keys and

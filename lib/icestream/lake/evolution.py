@@ -183,5 +183,8 @@ class Evolution:
             for name in SCAN_METRICS:
                 if metrics.contains(name):
                     totals[name] += int(metrics.apply(name).value())
-        return {"rows": rows, "data files read": totals["resultDataFiles"],
-                "data files skipped": totals["skippedDataFiles"]}  # fmt: skip
+        return {
+            "rows": rows,
+            "data files read": totals["resultDataFiles"],
+            "data files skipped": totals["skippedDataFiles"],
+        }

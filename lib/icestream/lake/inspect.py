@@ -366,8 +366,10 @@ class Inspect:
             except StorageListingError as error:
                 listing_error = str(error)
         newest = len(json_files) - 1
-        listed = [("metadata.json" if index == newest else "previous metadata.json", path)
-                  for index, path in enumerate(json_files)]  # fmt: skip
+        listed = [
+            ("metadata.json" if index == newest else "previous metadata.json", path)
+            for index, path in enumerate(json_files)
+        ]
         listed += [("manifest list", path) for path in lists if path]
         rows = [(kind, path, sizes.get(name_of(path)), listing_error) for kind, path in listed]
         sized = zip(manifests["path"], manifests["length"], strict=True)

@@ -41,9 +41,14 @@ if TYPE_CHECKING:
 
 # Declared types and their Spark SQL spelling (the types a change's JSON value is checked against).
 COLUMN_TYPES = {
-    "string": "STRING", "int": "INT", "bigint": "BIGINT", "double": "DOUBLE", "boolean": "BOOLEAN",
-    "timestamp": "TIMESTAMP", "date": "DATE",
-}  # fmt: skip
+    "string": "STRING",
+    "int": "INT",
+    "bigint": "BIGINT",
+    "double": "DOUBLE",
+    "boolean": "BOOLEAN",
+    "timestamp": "TIMESTAMP",
+    "date": "DATE",
+}
 TYPE_ALIASES = {"long": "bigint", "integer": "int", "bool": "boolean", "float8": "double"}
 ORDER_TYPES = ("int", "bigint", "double", "timestamp", "date")
 DELETED_COLUMN = "is_deleted"
@@ -122,14 +127,20 @@ class KeyedSpec:
 
     def to_json(self) -> str:
         """The declaration as the table property :data:`SPEC_PROPERTY` keeps it."""
-        return json.dumps({"columns": [list(pair) for pair in self.columns], "key": list(self.key),
-                           "order": self.order}, separators=(",", ":"))  # fmt: skip
+        return json.dumps(
+            {"columns": [list(pair) for pair in self.columns], "key": list(self.key), "order": self.order},
+            separators=(",", ":"),
+        )
 
 
 def create_keyed_table(
-    spark: SparkSession, name: str, spec: KeyedSpec, comment: str, mode: str = DEFAULT_MODE,
+    spark: SparkSession,
+    name: str,
+    spec: KeyedSpec,
+    comment: str,
+    mode: str = DEFAULT_MODE,
     properties: Mapping[str, str] | None = None,
-) -> str:  # fmt: skip
+) -> str:
     """Create a keyed table unless it exists (or check an existing one was declared as ``spec``); return its name.
 
     It is unpartitioned (a MERGE joins on the key, not on time), has the key as identifier fields,

@@ -131,8 +131,16 @@ def table_layout(table: LakeTable, catalog_type: str = "") -> TableLayout:
                 while entries.hasNext():
                     data_file = entries.next()
                     location = _location(data_file)
-                    nodes.append(("data file", name_of(location), name_of(path), int(data_file.recordCount()),
-                                  int(data_file.fileSizeInBytes()), location))  # fmt: skip
+                    nodes.append(
+                        (
+                            "data file",
+                            name_of(location),
+                            name_of(path),
+                            int(data_file.recordCount()),
+                            int(data_file.fileSizeInBytes()),
+                            location,
+                        )
+                    )
             finally:
                 reader.close()
     frame = pd.DataFrame(nodes, columns=columns)

@@ -43,13 +43,18 @@ STRATEGIES = ("binpack", "sort")
 # apache/iceberg#12254) varies between them; the older entries follow Iceberg's release notes
 # (procedures from 0.11/0.13) and were not re-checked per argument here.
 REQUIRES: dict[str, dict[str | None, str]] = {
-    "rewrite_data_files": {None: "0.13.0", "strategy": "0.13.0", "sort_order": "0.13.0", "options": "0.13.0",
-                           "where": "0.13.0"},
+    "rewrite_data_files": {
+        None: "0.13.0",
+        "strategy": "0.13.0",
+        "sort_order": "0.13.0",
+        "options": "0.13.0",
+        "where": "0.13.0",
+    },
     "rewrite_manifests": {None: "0.11.0"},
     "rewrite_position_delete_files": {None: "1.3.0", "options": "1.3.0"},  # apache/iceberg#7572
     "expire_snapshots": {None: "0.11.0", "older_than": "0.11.0", "retain_last": "0.11.0"},
     "remove_orphan_files": {None: "0.11.0", "older_than": "0.11.0", "dry_run": "0.11.0", "prefix_listing": "1.10.0"},
-}  # fmt: skip
+}
 # Arguments that may be left out on an older Iceberg, with what that changes (the others are refused).
 FALLBACKS = {
     (

@@ -283,8 +283,16 @@ def refresh_metrics(spark: SparkSession, events: str, metrics: str, rebuild: boo
         events_read = sum(_records(snapshot, "added-records") for snapshot in _appends(spark, events, mark, end))
     properties = {SOURCE_SNAPSHOT_KEY: str(end), SOURCE_TABLE_KEY: events}
     groups, snapshot_id = _apply(spark, metrics, frame, properties, fold=not reason, empty=events_read == 0)
-    return Refresh("rebuild" if reason else "fold", mark.source_snapshot, end, events_read, groups, snapshot_id,
-                   time.monotonic() - began, reason)  # fmt: skip
+    return Refresh(
+        "rebuild" if reason else "fold",
+        mark.source_snapshot,
+        end,
+        events_read,
+        groups,
+        snapshot_id,
+        time.monotonic() - began,
+        reason,
+    )
 
 
 def _records(snapshot: Any, key: str) -> int:
@@ -301,8 +309,9 @@ def _appends(spark: SparkSession, events: str, mark: Mark, end: int) -> Iterator
             yield snapshot
 
 
-def _apply(spark: SparkSession, metrics: str, frame: DataFrame, properties: dict[str, str], fold: bool,
-           empty: bool) -> tuple[int, int | None]:  # fmt: skip
+def _apply(
+    spark: SparkSession, metrics: str, frame: DataFrame, properties: dict[str, str], fold: bool, empty: bool
+) -> tuple[int, int | None]:
     """Fold (MERGE) or rebuild (overwrite) from the events in ``frame``; the commit carries ``properties``.
 
     The events are grouped inside the ``MERGE`` (or the overwrite) itself: no job of its own.

@@ -226,8 +226,10 @@ def _compact(table: LakeTable, plan: MaintenancePlan) -> tuple[Outcome, dict[str
 
 
 def _has_map_column(table: LakeTable) -> bool:
-    return any(field.dataType.typeName() == "map" for field in table.run(Statement(
-        f"SELECT * FROM {table.name} LIMIT 0")).schema.fields)  # fmt: skip
+    return any(
+        field.dataType.typeName() == "map"
+        for field in table.run(Statement(f"SELECT * FROM {table.name} LIMIT 0")).schema.fields
+    )
 
 
 def _delete_files(table: LakeTable) -> int:

@@ -36,8 +36,16 @@ if TYPE_CHECKING:
 ROW_LEVEL_MODES = ("copy-on-write", "merge-on-read")
 MODE_PROPERTIES = ("write.delete.mode", "write.update.mode", "write.merge.mode")
 # What a row-level commit wrote and removed (Iceberg snapshot-summary keys).
-COMMIT_COUNTS = ("added-data-files", "deleted-data-files", "added-delete-files", "removed-delete-files",
-                 "added-position-deletes", "removed-position-deletes", "added-records", "deleted-records")  # fmt: skip
+COMMIT_COUNTS = (
+    "added-data-files",
+    "deleted-data-files",
+    "added-delete-files",
+    "removed-delete-files",
+    "added-position-deletes",
+    "removed-position-deletes",
+    "added-records",
+    "deleted-records",
+)
 # The rows a commit itself deleted by position. Iceberg (1.10, file-scoped deletes) rewrites a data
 # file's earlier delete file into the one a new commit writes for that file and removes the old one, so
 # added-position-deletes counts every earlier position again: only added minus removed is this commit's.
@@ -158,12 +166,15 @@ class RowLevel:
         view = f"{self._table.identifier.replace('.', '_')}_changes"
         keys = ", ".join(f"'{validate_identifier(column, 'key column')}'" for column in key)
         span = f"'start-snapshot-id', '{int(start_snapshot_id)}', 'end-snapshot-id', '{int(end_snapshot_id)}'"
-        self._table.apply(self._table.procedure(
-            "create_changelog_view",
-            options=f"map({span})",
-            changelog_view=f"'{validate_identifier(view, 'view')}'", compute_updates="true",
-            identifier_columns=f"array({keys})",
-        ))  # fmt: skip
+        self._table.apply(
+            self._table.procedure(
+                "create_changelog_view",
+                options=f"map({span})",
+                changelog_view=f"'{validate_identifier(view, 'view')}'",
+                compute_updates="true",
+                identifier_columns=f"array({keys})",
+            )
+        )
         order = ", ".join(("_change_ordinal", *key, "_change_type"))
         return self._table.run(Statement(f"SELECT * FROM {view} ORDER BY {order}")).toPandas()
 

@@ -74,10 +74,20 @@ def load_payloads(
         )
         rows.append(
             (
-                parsed.event_id, parsed.user_id, parsed.session_id, parsed.event_type, parsed.event_ts,
-                parsed.properties, device, BULK_SHARD, str(index), key, parsed.event_ts, ingest_ts,
+                parsed.event_id,
+                parsed.user_id,
+                parsed.session_id,
+                parsed.event_type,
+                parsed.event_ts,
+                parsed.properties,
+                device,
+                BULK_SHARD,
+                str(index),
+                key,
+                parsed.event_ts,
+                ingest_ts,
             )
-        )  # fmt: skip
+        )
         if len(rows) >= chunk_rows:
             flush()
     flush()

@@ -176,18 +176,27 @@ def parse_file(
             seen.add(parsed.event_id)
             packer.add(parsed.event_id, parsed.event_ts, arrival)
             row.update(
-                kind="event", event_id=parsed.event_id, user_id=parsed.user_id, session_id=parsed.session_id,
-                event_type=parsed.event_type, event_ts=parsed.event_ts, properties=parsed.properties,
-                device_info=parsed.device_info, ordinal=emitted,
-            )  # fmt: skip
+                kind="event",
+                event_id=parsed.event_id,
+                user_id=parsed.user_id,
+                session_id=parsed.session_id,
+                event_type=parsed.event_type,
+                event_ts=parsed.event_ts,
+                properties=parsed.properties,
+                device_info=parsed.device_info,
+                ordinal=emitted,
+            )
             emitted += 1
         else:
             counts["rejected"] += 1
             counts["reasons"][parsed.reason] = counts["reasons"].get(parsed.reason, 0) + 1
             row.update(
-                kind="reject", raw_data=bytes(line), raw_text=line.decode("utf-8", errors="replace")[:4096],
-                reason=parsed.reason, detail=parsed.detail,
-            )  # fmt: skip
+                kind="reject",
+                raw_data=bytes(line),
+                raw_text=line.decode("utf-8", errors="replace")[:4096],
+                reason=parsed.reason,
+                detail=parsed.detail,
+            )
         yield tuple(row.get(name) for name in ROW_FIELDS)
     meta = dict.fromkeys(ROW_FIELDS)
     meta.update(kind="meta", shard_id=shard, raw_data=packer.pack(), meta=json.dumps(counts))
@@ -345,8 +354,15 @@ def load_files(
     files = list_files(spark, paths)
     todo = loader.plan(files)
     result = LoadResult(files=len(files), skipped=len(files) - len(todo))
-    with tqdm(total=sum(source.size for source in todo), unit="B", unit_scale=True, disable=not progress,
-              desc="load", dynamic_ncols=True, leave=True) as bar:  # fmt: skip
+    with tqdm(
+        total=sum(source.size for source in todo),
+        unit="B",
+        unit_scale=True,
+        disable=not progress,
+        desc="load",
+        dynamic_ncols=True,
+        leave=True,
+    ) as bar:
         for source in todo:
             loader.load(source, result)
             bar.update(source.size)

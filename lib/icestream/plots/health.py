@@ -56,8 +56,13 @@ def files_per_partition(before: pd.Series, after: pd.Series | None = None, limit
     positions = np.arange(len(labels))
     width = 0.4 if after is not None else 0.8
     fig, ax = plt.subplots(figsize=(8, 3.5))
-    bars = ax.bar(positions - (width / 2 if after is not None else 0), before.to_numpy(), width, label="before",
-                  color=BEFORE_COLOR)  # fmt: skip
+    bars = ax.bar(
+        positions - (width / 2 if after is not None else 0),
+        before.to_numpy(),
+        width,
+        label="before",
+        color=BEFORE_COLOR,
+    )
     ax.bar_label(bars, fontsize=8)
     if after is not None:
         after_counts = after.reindex(before.index, fill_value=0).to_numpy()

@@ -51,20 +51,40 @@ def layout_diagram(nodes: pd.DataFrame, title: str) -> Figure:
                 label = short_name(str(node.name))
             if node.level == "data file" and node.records is not None:
                 label += f"\n{int(cast('float', node.records))} rows"  # a count (float beside nulls)
-            box = ax.text(column, y, label, ha="center", va="center", fontsize=7,
-                          bbox={"boxstyle": "round", "facecolor": f"C{column}", "alpha": 0.25})  # fmt: skip
+            box = ax.text(
+                column,
+                y,
+                label,
+                ha="center",
+                va="center",
+                fontsize=7,
+                bbox={"boxstyle": "round", "facecolor": f"C{column}", "alpha": 0.25},
+            )
             shown[str(node.name)] = box
             parent = shown.get(str(node.parent)) if node.parent is not None else None
             if parent is not None:
                 # From the parent's right edge to the child's left edge, whatever the labels' widths.
-                ax.annotate("", xy=(0, 0.5), xycoords=box, xytext=(1, 0.5), textcoords=parent,
-                            arrowprops={"arrowstyle": "->", "color": "grey", "shrinkA": 6, "shrinkB": 6})  # fmt: skip
+                ax.annotate(
+                    "",
+                    xy=(0, 0.5),
+                    xycoords=box,
+                    xytext=(1, 0.5),
+                    textcoords=parent,
+                    arrowprops={"arrowstyle": "->", "color": "grey", "shrinkA": 6, "shrinkB": 6},
+                )
         if hidden:
             y = (rows - 1) / 2 - (len(boxes) - (count - 1) / 2)
             ax.text(column, y, f"+ {hidden} more", ha="center", va="center", fontsize=7, color="grey")
     for column, level in enumerate(LEVEL_ORDER):
-        ax.text(column, rows - 0.35, f"{level}\n({len(per_level[column])})", ha="center", va="bottom",
-                fontsize=9, fontweight="bold")  # fmt: skip
+        ax.text(
+            column,
+            rows - 0.35,
+            f"{level}\n({len(per_level[column])})",
+            ha="center",
+            va="bottom",
+            fontsize=9,
+            fontweight="bold",
+        )
     ax.set(xlim=(-0.5, len(LEVEL_ORDER) - 0.5), ylim=(-0.6, rows + 0.4), title=title)
     ax.axis("off")
     fig.tight_layout()

@@ -34,8 +34,18 @@ if TYPE_CHECKING:
 
 # Distinct colours for the event types, in the order of their names (the same type keeps its colour
 # from one frame to the next while the set of types stays the same).
-TYPE_COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink",
-                "tab:gray", "tab:olive", "tab:cyan")  # fmt: skip
+TYPE_COLOURS = (
+    "tab:blue",
+    "tab:orange",
+    "tab:green",
+    "tab:red",
+    "tab:purple",
+    "tab:brown",
+    "tab:pink",
+    "tab:gray",
+    "tab:olive",
+    "tab:cyan",
+)
 DPI = 80  # about 1000 x 360 pixels: small enough to send every second or two
 
 
@@ -79,16 +89,24 @@ def live_figure(frame: LiveFrame) -> Figure:
         index="minute", columns="event_type", values="events", aggfunc="sum", fill_value=0
     )
     if wide.empty:
-        rate_ax.text(0.5, 0.5, "no events committed in this window yet", ha="center", va="center",
-                     transform=rate_ax.transAxes)  # fmt: skip
+        rate_ax.text(
+            0.5, 0.5, "no events committed in this window yet", ha="center", va="center", transform=rate_ax.transAxes
+        )
     else:
         minutes = [stamp.tz_convert(None).to_pydatetime() for stamp in wide.index]
         bottom = [0] * len(minutes)
         for index, event_type in enumerate(sorted(wide.columns)):
             colour = TYPE_COLOURS[index % len(TYPE_COLOURS)]
             counts = wide[event_type].tolist()
-            rate_ax.bar(minutes, counts, width=timedelta(seconds=50), bottom=bottom, align="edge",
-                        label=event_type, color=colour)  # fmt: skip
+            rate_ax.bar(
+                minutes,
+                counts,
+                width=timedelta(seconds=50),
+                bottom=bottom,
+                align="edge",
+                label=event_type,
+                color=colour,
+            )
             bottom = [low + count for low, count in zip(bottom, counts, strict=True)]
         rate_ax.legend(ncol=3, fontsize=8, loc="upper left")
         # One tick per whole minute (every few on a long window): finer ticks would repeat "%H:%M".
@@ -103,10 +121,12 @@ def live_figure(frame: LiveFrame) -> Figure:
         message = "no batch committed yet" if frame.batches.empty else "no arrival times in the snapshot summaries"
         wait_ax.text(0.5, 0.5, message, ha="center", va="center", transform=wait_ax.transAxes)
     else:
-        wait_ax.plot(timed["batch_id"], timed["oldest_wait_s"], marker="o", color="tab:red",
-                     label="the batch's oldest record")  # fmt: skip
-        wait_ax.plot(timed["batch_id"], timed["newest_wait_s"], marker="s", color="tab:green",
-                     label="the batch's newest record")  # fmt: skip
+        wait_ax.plot(
+            timed["batch_id"], timed["oldest_wait_s"], marker="o", color="tab:red", label="the batch's oldest record"
+        )
+        wait_ax.plot(
+            timed["batch_id"], timed["newest_wait_s"], marker="s", color="tab:green", label="the batch's newest record"
+        )
         wait_ax.legend(fontsize=8, loc="upper right")
         wait_ax.grid(alpha=0.3)
     wait_ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # batch ids are whole numbers

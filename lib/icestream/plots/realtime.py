@@ -35,8 +35,13 @@ def events_per_minute(
     fig, ax = plt.subplots(figsize=(10, 4.5))
     if not wide.empty:
         colours = plt.get_cmap("tab20")  # 20 listed colours: colours(index) is the index-th
-        ax.stackplot(wide.index, wide.T.to_numpy(), labels=wide.columns, linewidth=0,
-                     colors=[colours(index % colours.N) for index in range(len(wide.columns))])  # fmt: skip
+        ax.stackplot(
+            wide.index,
+            wide.T.to_numpy(),
+            labels=wide.columns,
+            linewidth=0,
+            colors=[colours(index % colours.N) for index in range(len(wide.columns))],
+        )
         ax.legend(ncol=3, fontsize=8, loc="upper left")
         if live_from is not None:
             step = (
@@ -50,10 +55,14 @@ def events_per_minute(
                 )
                 ax.annotate(
                     f"backfill → live producer\n{rates} (a change of producer, not an anomaly)",
-                    xy=(step, after if after is not None else before), xytext=(-10, 0), textcoords="offset points",
-                    ha="right", va="center", fontsize=8,
+                    xy=(step, after if after is not None else before),
+                    xytext=(-10, 0),
+                    textcoords="offset points",
+                    ha="right",
+                    va="center",
+                    fontsize=8,
                     bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.85},
-                )  # fmt: skip
+                )
     ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M"))
     ax.set(xlabel="event time, minute (UTC)", ylabel="events per minute", title=title)
     fig.tight_layout()

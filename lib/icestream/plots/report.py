@@ -65,18 +65,36 @@ def plot_rates(progress: pd.DataFrame) -> Figure:
     fig, ax = plt.subplots(figsize=(10, 3.5))
     backlog = progress.loc[progress["backlog"], "batch_id"] if "backlog" in progress else progress.iloc[0:0]["batch_id"]
     if len(backlog):
-        ax.axvspan(backlog.min() - 0.5, backlog.max() + 0.5, color="tab:gray", alpha=0.15,
-                   label="backlog: records that waited before the run")  # fmt: skip
+        ax.axvspan(
+            backlog.min() - 0.5,
+            backlog.max() + 0.5,
+            color="tab:gray",
+            alpha=0.15,
+            label="backlog: records that waited before the run",
+        )
     # A rate of 0 (a batch of rejects only) has no place on a log axis: it is left a gap.
     arrived = progress["input_rows_per_s"].where(progress["input_rows_per_s"] > 0)
     processed = progress["processed_rows_per_s"].where(progress["processed_rows_per_s"] > 0)
-    ax.plot(progress["batch_id"], arrived, marker="o", color="tab:blue",
-            label="arrived (records read / s since the last batch)")  # fmt: skip
-    ax.plot(progress["batch_id"], processed, marker="s", color="tab:orange",
-            label="processed (records read / s of batch time)")  # fmt: skip
+    ax.plot(
+        progress["batch_id"],
+        arrived,
+        marker="o",
+        color="tab:blue",
+        label="arrived (records read / s since the last batch)",
+    )
+    ax.plot(
+        progress["batch_id"],
+        processed,
+        marker="s",
+        color="tab:orange",
+        label="processed (records read / s of batch time)",
+    )
     ax.set_yscale("log")
-    ax.set(xlabel="batch", ylabel="records per second (log scale)",
-           title="Does the ingest keep up? Processed above arrived means yes")  # fmt: skip
+    ax.set(
+        xlabel="batch",
+        ylabel="records per second (log scale)",
+        title="Does the ingest keep up? Processed above arrived means yes",
+    )
     _batch_ticks(ax, progress["batch_id"])
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
@@ -115,8 +133,11 @@ def plot_lag(shard_lag: pd.DataFrame) -> Figure:
         ax.plot(frame["batch_id"], frame["behind_before_s"].astype(float), marker="o", label=f"shard {shard}")
     after = shard_lag.groupby("batch_id")["behind_after_s"].max().astype(float)
     ax.plot(after.index, after.to_numpy(), color="black", linestyle=":", label="after the read (max over shards)")
-    ax.set(xlabel="batch", ylabel="seconds behind the newest record",
-           title="Lag behind the stream when each batch began reading, per shard")  # fmt: skip
+    ax.set(
+        xlabel="batch",
+        ylabel="seconds behind the newest record",
+        title="Lag behind the stream when each batch began reading, per shard",
+    )
     ax.set_ylim(bottom=0)
     _batch_ticks(ax, shard_lag["batch_id"].drop_duplicates())
     ax.legend(fontsize=8, ncol=3)

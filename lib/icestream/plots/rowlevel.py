@@ -37,8 +37,16 @@ def modes_compared(costs: pd.DataFrame, title: str = "The same changes, two ways
         offset = positions + (index - (len(modes) - 1) / 2) * width
         colour = MODE_COLOURS.get(mode, f"C{index}")
         files.bar(offset, mine["rows written"], width, color=colour, label=f"{mode}: data rows")
-        files.bar(offset, mine["deletes written"], width, bottom=mine["rows written"], color=colour,
-                  hatch="//", alpha=0.5, label=f"{mode}: position deletes")  # fmt: skip
+        files.bar(
+            offset,
+            mine["deletes written"],
+            width,
+            bottom=mine["rows written"],
+            color=colour,
+            hatch="//",
+            alpha=0.5,
+            label=f"{mode}: position deletes",
+        )
         reads.bar(offset, mine["read ms"], width, color=colour, label=mode)
     for axis in (files, reads):
         axis.set_xticks(positions, statements)
@@ -68,8 +76,14 @@ def metrics_growth(growth: pd.DataFrame, title: str = "real_time_metrics as the 
     parts = sorted(growth["part"].unique())
     for index, part in enumerate(parts):
         mine = growth[growth["part"] == part].sort_values("minute")
-        axis.plot(mine["minute"], mine["events"], marker=".", linewidth=1.2, color=f"C{index}",
-                  label=f"after part {part}: {int(mine['events'].sum()):,} events")  # fmt: skip
+        axis.plot(
+            mine["minute"],
+            mine["events"],
+            marker=".",
+            linewidth=1.2,
+            color=f"C{index}",
+            label=f"after part {part}: {int(mine['events'].sum()):,} events",
+        )
     axis.set(xlabel="minute of event time (UTC)", ylabel="events in the minute", title=title)
     axis.legend(fontsize=8)
     fig.autofmt_xdate()

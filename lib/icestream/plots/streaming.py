@@ -33,8 +33,9 @@ def watermark_progress(progress: pd.DataFrame, dropped: pd.Series | None = None,
     )
     top.vlines(batches, oldest, newest, color="tab:blue", alpha=0.4, label="event times the batch read")
     top.plot(batches, newest, "o", color="tab:blue", label="newest event time in the batch")
-    top.plot(batches, watermark, "_", color="tab:red", markersize=24, markeredgewidth=2,
-             label="watermark the batch ran with")  # fmt: skip
+    top.plot(
+        batches, watermark, "_", color="tab:red", markersize=24, markeredgewidth=2, label="watermark the batch ran with"
+    )
     top.set_ylabel("event time (UTC)")
     top.legend(loc="upper left", fontsize=8)
     top.set_title(title or "Event time and the watermark, per micro-batch")

@@ -108,6 +108,9 @@ class Aggregator:
             return first  # one user record alone goes as it is: nothing to save by wrapping it
         self.aggregates += 1
         return Record(
-            data=current.builder.build(), partition_key=first.partition_key, kind=AGGREGATE_KIND,
-            event_ts=first.event_ts, send_at=last.send_at,
-        )  # fmt: skip
+            data=current.builder.build(),
+            partition_key=first.partition_key,
+            kind=AGGREGATE_KIND,
+            event_ts=first.event_ts,
+            send_at=last.send_at,
+        )

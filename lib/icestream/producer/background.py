@@ -142,10 +142,23 @@ def start_background_producer(
     log_path = run_dir / LOG_FILE
     bound = ["--count", str(count)] if count is not None else ["--duration", str(seconds)]
     command = [
-        sys.executable, "-m", "icestream.cli", "produce", "--rate", str(rate), *bound,
-        "--bad-rate", str(bad_rate), "--duplicate-rate", str(duplicate_rate), "--late-rate", str(late_rate),
-        "--anomalies", anomalies, "--no-progress",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "icestream.cli",
+        "produce",
+        "--rate",
+        str(rate),
+        *bound,
+        "--bad-rate",
+        str(bad_rate),
+        "--duplicate-rate",
+        str(duplicate_rate),
+        "--late-rate",
+        str(late_rate),
+        "--anomalies",
+        anomalies,
+        "--no-progress",
+    ]
     if seed is not None:
         command += ["--seed", str(seed)]
     process = processes.spawn(command, log_path, env={**os.environ, **_settings_environment(settings)})

@@ -146,8 +146,9 @@ def plan_production(
     if (count is None) == (duration is None):
         raise ConfigError("live production needs --count RECORDS or --duration SECONDS (one of them), so that it ends.")
     per_second, why = live_rate(client or kinesis_client(settings), stream, count, rate)
-    config = synthetic.live_config(per_second, seconds=duration, records=count, seed=seed,
-                                   anomalies=parse_anomalies(anomalies), **mix)  # fmt: skip
+    config = synthetic.live_config(
+        per_second, seconds=duration, records=count, seed=seed, anomalies=parse_anomalies(anomalies), **mix
+    )
     what = f"{count} records" if count else f"{duration:g} s"
     how = f"to {stream} at {per_second:,.0f} records/s ({why}), about {config.seconds:,.0f} s"
     return _generated("live", config, f"{what} {how}", {"append_truth": True, "pace": True})

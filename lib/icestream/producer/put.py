@@ -350,8 +350,9 @@ class Producer:
                 problem = unsendable(record, size)
                 if problem:
                     summary.unsendable += 1
-                    summary.failures.append(FailedRecord(record.kind, record.partition_key, record.event_id, size,
-                                                         *problem))  # fmt: skip
+                    summary.failures.append(
+                        FailedRecord(record.kind, record.partition_key, record.event_id, size, *problem)
+                    )
                     bar.update(1)
                     continue
                 if not builder.fits(size):

@@ -160,20 +160,46 @@ def health_report(stats: TableStats, thresholds: HealthThresholds = HealthThresh
     size_ratio = stats.average_file_bytes / stats.achievable_average_bytes if stats.achievable_average_bytes else 1.0
     metadata_ratio = stats.metadata_bytes / stats.data_bytes if stats.data_bytes else 0.0
     lines = [
-        ("small-file ratio", stats.small_files / files, thresholds.max_small_file_ratio, "max",
-         f"{stats.small_files} of {stats.data_files} data files are small and share a partition"),
-        ("average file size / achievable", size_ratio, thresholds.min_average_size_ratio, "min",
-         f"average {stats.average_file_bytes / 2**20:.3f} MiB; achievable {stats.achievable_average_bytes / 2**20:.3f} "
-         f"MiB (target {stats.target_file_bytes / 2**20:.0f} MiB)"),
-        ("files in the fullest partition", stats.max_files_per_partition, thresholds.max_files_per_partition, "max",
-         f"{stats.data_files} data files over {stats.partitions} partitions"),
+        (
+            "small-file ratio",
+            stats.small_files / files,
+            thresholds.max_small_file_ratio,
+            "max",
+            f"{stats.small_files} of {stats.data_files} data files are small and share a partition",
+        ),
+        (
+            "average file size / achievable",
+            size_ratio,
+            thresholds.min_average_size_ratio,
+            "min",
+            f"average {stats.average_file_bytes / 2**20:.3f} MiB; "
+            f"achievable {stats.achievable_average_bytes / 2**20:.3f} MiB "
+            f"(target {stats.target_file_bytes / 2**20:.0f} MiB)",
+        ),
+        (
+            "files in the fullest partition",
+            stats.max_files_per_partition,
+            thresholds.max_files_per_partition,
+            "max",
+            f"{stats.data_files} data files over {stats.partitions} partitions",
+        ),
         ("snapshots", stats.snapshots, thresholds.max_snapshots, "max", "each one is kept metadata"),
-        ("metadata bytes / data bytes", metadata_ratio, thresholds.max_metadata_ratio, "max",
-         f"{stats.metadata_bytes / 2**20:.2f} MiB of metadata for {stats.data_bytes / 2**20:.2f} MiB of data, "
-         f"{stats.manifests} manifests; {stats.previous_metadata_bytes / 2**20:.2f} MiB of older metadata.json"),
-        ("delete files / data files", stats.delete_files / files, thresholds.max_delete_file_ratio, "max",
-         f"{stats.delete_files} delete files, {stats.deleted_rows} rows deleted"),
-    ]  # fmt: skip
+        (
+            "metadata bytes / data bytes",
+            metadata_ratio,
+            thresholds.max_metadata_ratio,
+            "max",
+            f"{stats.metadata_bytes / 2**20:.2f} MiB of metadata for {stats.data_bytes / 2**20:.2f} MiB of data, "
+            f"{stats.manifests} manifests; {stats.previous_metadata_bytes / 2**20:.2f} MiB of older metadata.json",
+        ),
+        (
+            "delete files / data files",
+            stats.delete_files / files,
+            thresholds.max_delete_file_ratio,
+            "max",
+            f"{stats.delete_files} delete files, {stats.deleted_rows} rows deleted",
+        ),
+    ]
     unknown = {"metadata bytes / data bytes": stats.metadata_unavailable} if stats.metadata_unavailable else {}
     rows = []
     for check, value, limit, kind, detail in lines:

@@ -190,8 +190,16 @@ def live_frame(
     snapshots, minutes = look_again_if_moved(lambda: _look(events, rejects, statements))
     per_minute, newest = _per_minute(minutes)
     batches, rejected = _batches(snapshots)
-    return LiveFrame(since, now, per_minute, batches, rejected, newest, tuple(statements.values()),
-                     current_lag_s(spark, settings, kinesis))  # fmt: skip
+    return LiveFrame(
+        since,
+        now,
+        per_minute,
+        batches,
+        rejected,
+        newest,
+        tuple(statements.values()),
+        current_lag_s(spark, settings, kinesis),
+    )
 
 
 # Iceberg 1.12 on Spark 4.1 checks that a scan reads the snapshot its query was analysed on: a commit of

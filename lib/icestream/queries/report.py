@@ -46,9 +46,21 @@ def read_progress(settings: Settings, query_id: str | None = None, path: Path | 
 
 
 EMPTY_PROGRESS_COLUMNS = (
-    "batch_id", "started", "read", "written", "rejected", "deduplicated", "replayed", "input_rows_per_s",
-    "processed_rows_per_s", "behind_before_s", "behind_s", "backlog", "replay", "total_s",
-)  # fmt: skip
+    "batch_id",
+    "started",
+    "read",
+    "written",
+    "rejected",
+    "deduplicated",
+    "replayed",
+    "input_rows_per_s",
+    "processed_rows_per_s",
+    "behind_before_s",
+    "behind_s",
+    "backlog",
+    "replay",
+    "total_s",
+)
 
 
 def only_replayed(batch: dict[str, Any]) -> bool:
@@ -98,9 +110,18 @@ def progress_frame(progress: Iterable[dict[str, Any]]) -> pd.DataFrame:
     # No batch (an AvailableNow run on a stream with nothing new): the same columns, no rows.
     frame = pd.DataFrame(rows) if rows else pd.DataFrame(columns=EMPTY_PROGRESS_COLUMNS)
     if not rows:
-        frame = frame.astype({"batch_id": "int64", "backlog": "bool", "replay": "bool", "read": "int64",
-                              "written": "int64", "rejected": "int64", "deduplicated": "int64",
-                              "replayed": "int64"})  # fmt: skip
+        frame = frame.astype(
+            {
+                "batch_id": "int64",
+                "backlog": "bool",
+                "replay": "bool",
+                "read": "int64",
+                "written": "int64",
+                "rejected": "int64",
+                "deduplicated": "int64",
+                "replayed": "int64",
+            }
+        )
     for column in ("behind_before_s", "behind_s"):
         if column in frame:
             frame[column] = frame[column].astype("Float64")  # a missing lag shows as <NA>, not NaN
@@ -120,14 +141,15 @@ def shard_lag_frame(progress: Iterable[dict[str, Any]]) -> pd.DataFrame:
             "batch_id": batch["batch_id"],
             "shard": str(int(shard.rsplit("-", 1)[-1])) if shard.rsplit("-", 1)[-1].isdigit() else shard,
             "read": stats["read"],
-            "behind_before_s": None if stats.get("millis_behind_before_read") is None
+            "behind_before_s": None
+            if stats.get("millis_behind_before_read") is None
             else stats["millis_behind_before_read"] / 1000,
             "behind_after_s": None if stats["millis_behind_latest"] is None else stats["millis_behind_latest"] / 1000,
         }
         for batch in progress
         if not only_replayed(batch)
         for shard, stats in batch["shards"].items()
-    ]  # fmt: skip
+    ]
     frame = pd.DataFrame(rows, columns=["batch_id", "shard", "read", "behind_before_s", "behind_after_s"])
     return frame.astype({"behind_before_s": "Float64", "behind_after_s": "Float64"})
 

@@ -212,8 +212,18 @@ def progress_table(progress: Iterable[Mapping[str, Any]], query: str | None = No
                 "dropped_by_watermark": state.get("numRowsDroppedByWatermark"),
             }
         )
-    columns = ["batch_id", "timestamp", "input_rows", "rows_per_s", "duration_s", "min_event_ts", "max_event_ts",
-               "watermark", "state_rows", "dropped_by_watermark"]  # fmt: skip
+    columns = [
+        "batch_id",
+        "timestamp",
+        "input_rows",
+        "rows_per_s",
+        "duration_s",
+        "min_event_ts",
+        "max_event_ts",
+        "watermark",
+        "state_rows",
+        "dropped_by_watermark",
+    ]
     frame = pd.DataFrame(rows, columns=columns)
     for column in ("state_rows", "dropped_by_watermark"):
         frame[column] = frame[column].astype("Int64")

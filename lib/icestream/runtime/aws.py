@@ -32,8 +32,14 @@ ASSUME_ROLE_FACTORY = "org.apache.iceberg.aws.AssumeRoleAwsClientFactory"
 SERVICE_ENDPOINTS = {"s3": "s3_endpoint", "glue": "glue_endpoint", "kinesis": "kinesis_endpoint"}
 # What a boto3 session reads from the environment once, when it first needs credentials or its config:
 # a change to any of them gets a new session (see kept_session).
-SESSION_ENVIRON = ("AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
-                   "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE")  # fmt: skip
+SESSION_ENVIRON = (
+    "AWS_PROFILE",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_CONFIG_FILE",
+    "AWS_SHARED_CREDENTIALS_FILE",
+)
 _kept: dict[tuple[object, ...], Any] = {}
 # Held while a session is made or makes a client: a boto3 session is not safe to make clients from in two
 # threads at once (the clients it makes are).

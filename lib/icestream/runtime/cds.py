@@ -45,10 +45,23 @@ BUILD_TIMEOUT_SECONDS = 600
 # a profiler or monitoring agent) crashed here in KlassFactory::check_shared_class_file_load_hook
 # (OpenJDK 17.0.15): with any of these in its options the archive is left out. So is a JVM whose
 # options already choose class data sharing themselves.
-CONFLICTING_OPTIONS = ("-javaagent", "-agentlib", "-agentpath", "StartFlightRecording", "FlightRecorder",
-                       "SharedArchiveFile", "ArchiveClassesAtExit", "-Xshare")  # fmt: skip
-JAVA_OPTION_VARIABLES = ("SPARK_SUBMIT_OPTS", "JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS",
-                         "PYSPARK_SUBMIT_ARGS")  # fmt: skip
+CONFLICTING_OPTIONS = (
+    "-javaagent",
+    "-agentlib",
+    "-agentpath",
+    "StartFlightRecording",
+    "FlightRecorder",
+    "SharedArchiveFile",
+    "ArchiveClassesAtExit",
+    "-Xshare",
+)
+JAVA_OPTION_VARIABLES = (
+    "SPARK_SUBMIT_OPTS",
+    "JAVA_TOOL_OPTIONS",
+    "JDK_JAVA_OPTIONS",
+    "_JAVA_OPTIONS",
+    "PYSPARK_SUBMIT_ARGS",
+)
 
 
 def _java_binary() -> Path | None:

@@ -34,8 +34,15 @@ JIT_CHOICES = ("TieredStopAtLevel", "TieredCompilation", "CompilationMode", "-Xi
 
 SERIAL_GC = "-XX:+UseSerialGC"
 # Options by which a user or a cluster already chose the collector: theirs stands.
-GC_CHOICES = ("UseSerialGC", "UseParallelGC", "UseG1GC", "UseZGC", "UseShenandoahGC", "UseEpsilonGC",
-              "UseConcMarkSweepGC")  # fmt: skip
+GC_CHOICES = (
+    "UseSerialGC",
+    "UseParallelGC",
+    "UseG1GC",
+    "UseZGC",
+    "UseShenandoahGC",
+    "UseEpsilonGC",
+    "UseConcMarkSweepGC",
+)
 
 
 def append_java_options(existing: str, options: dict[str, str]) -> str:

@@ -252,10 +252,18 @@ def packed_environment(settings: Settings, with_package: bool = False, python_pr
             partial = Path(scratch) / target.name
             # Level 1: the archive is built once but unpacked by every executor of every application.
             _run(
-                [environment / "bin" / "venv-pack", "--prefix", environment, "--output", partial,
-                 "--compress-level", "1", "--quiet"],
+                [
+                    environment / "bin" / "venv-pack",
+                    "--prefix",
+                    environment,
+                    "--output",
+                    partial,
+                    "--compress-level",
+                    "1",
+                    "--quiet",
+                ],
                 "packing the executor environment with venv-pack",
-            )  # fmt: skip
+            )
             partial.chmod(0o644)  # venv-pack writes it private; Spark's file server and other users read it
             os.replace(partial, target)
     return target

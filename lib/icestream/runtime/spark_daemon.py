@@ -43,9 +43,15 @@ from typing import Any
 # 170 modules), the reader, and the Kinesis client's botocore and boto3. Imported in the daemon once,
 # shared by every worker.
 PRELOADED = (
-    "pyarrow", "pyarrow.pandas_compat", "pandas", "pyspark.sql.pandas.serializers", "distutils.version",
-    "boto3", "botocore.client", "icestream.ingest.read_task",
-)  # fmt: skip
+    "pyarrow",
+    "pyarrow.pandas_compat",
+    "pandas",
+    "pyspark.sql.pandas.serializers",
+    "distutils.version",
+    "boto3",
+    "botocore.client",
+    "icestream.ingest.read_task",
+)
 
 
 def preload(modules: tuple[str, ...] = PRELOADED) -> list[str]:

@@ -98,8 +98,12 @@ class StandaloneCluster:
         with log.open("ab") as sink:
             process = subprocess.Popen(
                 [str(home / "bin" / "spark-class"), *arguments, "--host", "127.0.0.1", "--webui-port", str(web_port)],
-                env=env, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-            )  # fmt: skip
+                env=env,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         return Daemon(name, process, log, web_port)
 
     def state(self) -> dict:
@@ -139,8 +143,16 @@ class StandaloneCluster:
         """Start worker ``index`` (again); with ``timeout``, wait until every worker is registered."""
         work = self.folder / f"worker-{index}"
         work.mkdir(parents=True, exist_ok=True)
-        arguments = [WORKER_CLASS, self.master_url, "--cores", str(self.cores), "--memory", self.memory,
-                     "--work-dir", str(work)]  # fmt: skip
+        arguments = [
+            WORKER_CLASS,
+            self.master_url,
+            "--cores",
+            str(self.cores),
+            "--memory",
+            self.memory,
+            "--work-dir",
+            str(work),
+        ]
         self.worker_daemons[index] = self._launch(f"worker-{index}", arguments, free_port())
         if timeout is not None:
             self._wait(lambda: self.alive_workers() >= self.workers, f"{self.workers} workers", timeout)

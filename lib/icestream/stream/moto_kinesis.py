@@ -46,9 +46,16 @@ def _require_checked_moto() -> Any:
             f"{', '.join(CHECKED_MOTO_VERSIONS)}: install the pinned version (make setup) or re-check "
             "icestream.stream.moto_kinesis against the new moto.kinesis.models.Shard."
         )
-    replaced = ("Shard.get_records", "Shard.put_record", "Shard.get_min_sequence_number",
-                "Shard.get_max_sequence_number", "Shard.get_sequence_number_at", "Stream.put_record",
-                "KinesisBackend.get_records", "KinesisBackend.put_records")  # fmt: skip
+    replaced = (
+        "Shard.get_records",
+        "Shard.put_record",
+        "Shard.get_min_sequence_number",
+        "Shard.get_max_sequence_number",
+        "Shard.get_sequence_number_at",
+        "Stream.put_record",
+        "KinesisBackend.get_records",
+        "KinesisBackend.put_records",
+    )
     missing = [name for name in replaced if not hasattr(getattr(models, name.split(".")[0], None), name.split(".")[1])]
     if missing or not isinstance(models.Shard(0, 0, 1).records, dict):
         changed = ", ".join(missing) or "Shard.records"
@@ -167,8 +174,9 @@ def enforce_write_limits(models: Any) -> None:
         answer: dict[str, Any] = {"FailedRecordCount": 0, "Records": []}
         for record in records:
             try:
-                sequence, shard = stream.put_record(record.get("PartitionKey"), record.get("ExplicitHashKey"),
-                                                    record.get("Data"))  # fmt: skip
+                sequence, shard = stream.put_record(
+                    record.get("PartitionKey"), record.get("ExplicitHashKey"), record.get("Data")
+                )
             except ThrottledError as error:
                 answer["FailedRecordCount"] += 1
                 answer["Records"].append({"ErrorCode": THROTTLED, "ErrorMessage": error.message})
@@ -301,9 +309,12 @@ def faithful_resharding() -> None:
         if low.ending_hash + 1 != high.starting_hash or not (first.is_open and second.is_open):
             raise InvalidArgumentError(adjacent_shard_to_merge)
         child = models.Shard(
-            next_shard_number(self), low.starting_hash, high.ending_hash, parent=first.shard_id,
+            next_shard_number(self),
+            low.starting_hash,
+            high.ending_hash,
+            parent=first.shard_id,
             adjacent_parent=second.shard_id,
-        )  # fmt: skip
+        )
         self.shards[child.shard_id] = child
         first.is_open = second.is_open = False
 

@@ -63,11 +63,18 @@ def records_answer(next_iterator: str | None, records: list[Any], millis_behind:
         records: moto ``Record`` objects.
         millis_behind: ``MillisBehindLatest``.
     """
-    written = ", ".join([
-        _RECORD % (record.sequence_number, arrival_time(record.created_at_datetime),
-                   canonical_base64(record.data), encode_basestring_ascii(record.partition_key))
-        for record in records
-    ])  # fmt: skip
+    written = ", ".join(
+        [
+            _RECORD
+            % (
+                record.sequence_number,
+                arrival_time(record.created_at_datetime),
+                canonical_base64(record.data),
+                encode_basestring_ascii(record.partition_key),
+            )
+            for record in records
+        ]
+    )
     members = [f'"Records": [{written}]']
     if next_iterator is not None:
         members.append(f'"NextShardIterator": {encode_basestring_ascii(next_iterator)}')

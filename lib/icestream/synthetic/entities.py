@@ -35,8 +35,12 @@ ORDER_COLUMNS = "order_id bigint, customer string, status string, amount double,
 ORDER_KEY = "order_id"
 ORDER_ORDER = "version"
 STATUSES = ("created", "paid", "packed", "shipped", "delivered", "returned")
-MALFORMED = (b"{not json", b'{"op": "u", "status": "paid", "version": 2}', b'{"op": "u", "order_id": "seven", '
-             b'"version": 2}', b'{"op": "merge", "order_id": 1, "version": 9}')  # fmt: skip
+MALFORMED = (
+    b"{not json",
+    b'{"op": "u", "status": "paid", "version": 2}',
+    b'{"op": "u", "order_id": "seven", "version": 2}',
+    b'{"op": "merge", "order_id": 1, "version": 9}',
+)
 START = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
 
 
@@ -66,13 +70,20 @@ def _payload(shape: str, op: str, row: dict[str, Any], before: dict[str, Any] | 
         "ts_ms": int(row["updated_at"].timestamp() * 1000),
         "source": {"connector": "icestream-synthetic"},
     }
-    return json.dumps(envelope).encode()  # fmt: skip
+    return json.dumps(envelope).encode()
 
 
 def order_changes(
-    orders: int = 40, changes: int = 400, seed: int = 7, shape: str = "flat", delete_share: float = 0.08,
-    late_share: float = 0.05, replay_share: float = 0.05, malformed_share: float = 0.01, start: datetime = START,
-) -> EntityStream:  # fmt: skip
+    orders: int = 40,
+    changes: int = 400,
+    seed: int = 7,
+    shape: str = "flat",
+    delete_share: float = 0.08,
+    late_share: float = 0.05,
+    replay_share: float = 0.05,
+    malformed_share: float = 0.01,
+    start: datetime = START,
+) -> EntityStream:
     """Generate an entity stream of order changes and its truth (see the module docstring)."""
     rng = random.Random(seed)  # noqa: S311 - seeded test data, not cryptography
     stream = EntityStream()
@@ -103,8 +114,14 @@ def order_changes(
         live = [key for key, row in state.items() if key not in stream.deleted]
         if len(state) < orders and (not live or rng.random() < 0.3):
             key = len(state) + 1
-            row = {"order_id": key, "customer": f"c-{rng.randrange(1000):04d}", "status": "created",
-                   "amount": round(rng.uniform(5, 500), 2), "version": 1, "updated_at": moment}  # fmt: skip
+            row = {
+                "order_id": key,
+                "customer": f"c-{rng.randrange(1000):04d}",
+                "status": "created",
+                "amount": round(rng.uniform(5, 500), 2),
+                "version": 1,
+                "updated_at": moment,
+            }
             op, before = "c", None
         elif stream.deleted and (not live or rng.random() < 0.05):  # every order deleted: one comes back
             key = rng.choice(sorted(stream.deleted))
@@ -122,8 +139,13 @@ def order_changes(
                 stream.deleted.add(key)
             else:
                 op = "u"
-                row = {**before, "status": rng.choice(STATUSES[1:]), "amount": round(before["amount"] * 1.1, 2),
-                       "version": before["version"] + 1, "updated_at": moment}  # fmt: skip
+                row = {
+                    **before,
+                    "status": rng.choice(STATUSES[1:]),
+                    "amount": round(before["amount"] * 1.1, 2),
+                    "version": before["version"] + 1,
+                    "updated_at": moment,
+                }
         state[key] = row
         payload = _payload(shape, op, row, before)
         sent_changes.append((payload, str(key)))

@@ -220,8 +220,14 @@ def live_config(
     start = start or datetime.now(UTC)
     options.setdefault("daily_curve", False)
     length = seconds if seconds is not None else (records or 0) / rate  # records is given when seconds is not
-    config = GeneratorConfig(start=start, end=start + timedelta(seconds=length), rate=rate, records=records,
-                             open_end=records is not None, **options)  # fmt: skip
+    config = GeneratorConfig(
+        start=start,
+        end=start + timedelta(seconds=length),
+        rate=rate,
+        records=records,
+        open_end=records is not None,
+        **options,
+    )
     return _with_record_rate(config, rate)
 
 
@@ -386,8 +392,12 @@ class EventGenerator:
         records, config = self._user_records(), self.config
         if config.second_kind and self._dry is None:
             orders = order_records(self._seed_text, self._start, self._limit, config.order_rate, config.users)
-            records = mix_second_kind(records, orders if config.order_rate else None, config.new_field_since,
-                                      lambda: self.window_end.timestamp())  # fmt: skip
+            records = mix_second_kind(
+                records,
+                orders if config.order_rate else None,
+                config.new_field_since,
+                lambda: self.window_end.timestamp(),
+            )
         for record in records:
             yield self._yield(record)
 

@@ -125,8 +125,9 @@ def place_anomalies(
                 f"does not fit in the {span_minutes:.1f}-minute window; make the window longer or the anomaly shorter."
             )
         baseline = baseline_per_minute(spec.event_type, (first + last) / 2)
-        placed.append(Anomaly(spec.kind, spec.event_type, format_ts(first), format_ts(last), spec.factor,
-                              round(baseline, 3)))  # fmt: skip
+        placed.append(
+            Anomaly(spec.kind, spec.event_type, format_ts(first), format_ts(last), spec.factor, round(baseline, 3))
+        )
     return placed
 
 

@@ -80,10 +80,28 @@ _PAGES = ("/", "/home", "/search", "/deals", "/cart", "/checkout", "/account", "
 )
 _REFERRERS = ("direct", "google", "newsletter", "instagram", "partner", "app_push")
 _ELEMENTS = ("buy_button", "image", "review_tab", "size_picker", "menu", "banner", "recommendation")
-_QUERIES = ("running shoes", "rain jacket", "usb-c cable", "coffee grinder", "desk lamp", "yoga mat",
-            "backpack", "headphones", "gift card", "winter boots", "water bottle", "phone case")  # fmt: skip
-_ERRORS = (("500", "internal server error"), ("502", "bad gateway"), ("504", "gateway timeout"),
-           ("401", "session expired"), ("PAY-17", "payment declined"), ("JS-1", "script error"))  # fmt: skip
+_QUERIES = (
+    "running shoes",
+    "rain jacket",
+    "usb-c cable",
+    "coffee grinder",
+    "desk lamp",
+    "yoga mat",
+    "backpack",
+    "headphones",
+    "gift card",
+    "winter boots",
+    "water bottle",
+    "phone case",
+)
+_ERRORS = (
+    ("500", "internal server error"),
+    ("502", "bad gateway"),
+    ("504", "gateway timeout"),
+    ("401", "session expired"),
+    ("PAY-17", "payment declined"),
+    ("JS-1", "script error"),
+)
 _DEVICES = (  # device_type, weight, (os, weight) pairs, app versions (newest most used)
     ("mobile", 0.55, (("iOS", 0.45), ("Android", 0.55)), ("5.3.1", "5.3.0", "5.2.4", "5.1.0")),
     ("desktop", 0.35, (("Windows", 0.55), ("macOS", 0.35), ("Linux", 0.10)), ("web-2026.11", "web-2026.10")),

@@ -31,8 +31,17 @@ def sample_records() -> tuple[list[Record], list[dict[str, Any]]]:
         The clean event records (no duplicates or bad records), and one row per malformed kind
         (``kind``, ``description``, ``size``, ``payload_base64``).
     """
-    config = backfill_config(hours=0.5, records=300, end=SAMPLE_END, seed=SAMPLE_SEED, users=60, duplicate_rate=0.0,
-                             late_rate=0.0, bad_rate=0.0, extra_field_rate=0.03)  # fmt: skip
+    config = backfill_config(
+        hours=0.5,
+        records=300,
+        end=SAMPLE_END,
+        seed=SAMPLE_SEED,
+        users=60,
+        duplicate_rate=0.0,
+        late_rate=0.0,
+        bad_rate=0.0,
+        extra_field_rate=0.03,
+    )
     records, _ = generate(config)
     base = json.loads(records[0].data)
     malformed = [

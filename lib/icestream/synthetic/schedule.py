@@ -43,8 +43,9 @@ class Schedule:
         tags: Where to count the tags of units that happen (e.g. the generator's ``counts``).
     """
 
-    def __init__(self, budget: int | None = None, dropped: frozenset[int] = frozenset(),
-                 tags: Counter[str] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, budget: int | None = None, dropped: frozenset[int] = frozenset(), tags: Counter[str] | None = None
+    ) -> None:
         self.budget = budget
         self.dropped = dropped
         self.tags: Counter[str] = tags if tags is not None else Counter()

@@ -112,8 +112,16 @@ def order_records(seed_text: str, start: float, limit: float, rate: float, users
             open_orders.append((order_id, user_id, amount, currency))
             del open_orders[:-_OPEN_ORDERS_KEPT]
         event_id = uuid4_text(rng.getrandbits(128))
-        event = {"event_id": event_id, "event_type": ORDER_EVENT_TYPE, "order_id": order_id, "user_id": user_id,
-                 "amount": amount, "currency": currency, "status": status, "event_ts": format_ts(ts)}  # fmt: skip
+        event = {
+            "event_id": event_id,
+            "event_type": ORDER_EVENT_TYPE,
+            "order_id": order_id,
+            "user_id": user_id,
+            "amount": amount,
+            "currency": currency,
+            "status": status,
+            "event_ts": format_ts(ts),
+        }
         yield Record(encode_event(event), user_id, "order", ts, ts, ORDER_EVENT_TYPE, event_id)
         ts += rng.expovariate(rate)
 

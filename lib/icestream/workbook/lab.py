@@ -56,10 +56,16 @@ def lab_command(root: Path, port: int | None = None, token: str | None = None) -
         The command, run with this interpreter.
     """
     command = [
-        sys.executable, "-m", "jupyterlab", "--ip", "127.0.0.1", "--no-browser",
-        f"--ServerApp.root_dir={root}", f"--LabApp.default_url=/lab/tree/{START_FOLDER}",
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--ip",
+        "127.0.0.1",
+        "--no-browser",
+        f"--ServerApp.root_dir={root}",
+        f"--LabApp.default_url=/lab/tree/{START_FOLDER}",
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-    ]  # fmt: skip
+    ]
     if os.geteuid() == 0:
         command.append("--allow-root")  # most containers run as root; the server still listens on loopback only
     if port is not None:

@@ -156,8 +156,11 @@ def start_job_run_definition(run: JobRun) -> str:
         "Retry": [{"ErrorEquals": ["States.TaskFailed", "States.Timeout"], **START_RETRY}],
         "End": True,
     }
-    definition = {"Comment": f"{run.name}: one idempotent StartJobRun", "StartAt": "StartJobRun",
-                  "States": {"StartJobRun": task}}  # fmt: skip
+    definition = {
+        "Comment": f"{run.name}: one idempotent StartJobRun",
+        "StartAt": "StartJobRun",
+        "States": {"StartJobRun": task},
+    }
     return _text(definition, run.streaming_timeout)
 
 
@@ -184,17 +187,36 @@ class Job:
 
 
 JOBS = [
-    Job("IngestSchedule", "BatchIngest", "Drain the stream into the Iceberg tables (the job stops when caught up)",
-        "IngestScheduleExpression", "ingest", JobRun("ingest.py", ["--available-now"], "icestream-ingest")),
-    Job("StreamingIngestSchedule", "StreamingEnabled",
+    Job(
+        "IngestSchedule",
+        "BatchIngest",
+        "Drain the stream into the Iceberg tables (the job stops when caught up)",
+        "IngestScheduleExpression",
+        "ingest",
+        JobRun("ingest.py", ["--available-now"], "icestream-ingest"),
+    ),
+    Job(
+        "StreamingIngestSchedule",
+        "StreamingEnabled",
         "Start the long-running streaming ingest; it ends at its timeout, before the next start",
-        "StreamingScheduleExpression", "streaming-ingest",
-        JobRun("ingest.py", ["--trigger", "${StreamingTrigger}"], "icestream-streaming-ingest",
-               streaming_timeout="${StreamingTimeoutMinutes}")),
-    Job("MaintenanceSchedule", None, "Compact, rewrite manifests, expire snapshots, remove orphans",
-        "MaintenanceScheduleExpression", "maintenance",
-        JobRun("icestream_cli.py", ["maintain"], "icestream-maintain", role="MaintenanceJobRole")),
-]  # fmt: skip
+        "StreamingScheduleExpression",
+        "streaming-ingest",
+        JobRun(
+            "ingest.py",
+            ["--trigger", "${StreamingTrigger}"],
+            "icestream-streaming-ingest",
+            streaming_timeout="${StreamingTimeoutMinutes}",
+        ),
+    ),
+    Job(
+        "MaintenanceSchedule",
+        None,
+        "Compact, rewrite manifests, expire snapshots, remove orphans",
+        "MaintenanceScheduleExpression",
+        "maintenance",
+        JobRun("icestream_cli.py", ["maintain"], "icestream-maintain", role="MaintenanceJobRole"),
+    ),
+]
 
 
 def _state_machine(job: Job) -> dict[str, Any]:

@@ -378,9 +378,12 @@ def flag_windows(scored: pd.DataFrame, options: DetectorOptions = DetectorOption
     # below band_low it is LOW, and where the baseline is under min_count nothing is LOW (band_low 0).
     spread = options.threshold * scored["noise"]
     scored["band_high"] = np.maximum.reduce(
-        [_counts_at(scored["center"] + spread), (1 + options.min_change) * scored["baseline"],
-         pd.Series(float(options.min_count), index=scored.index)]
-    )  # fmt: skip
+        [
+            _counts_at(scored["center"] + spread),
+            (1 + options.min_change) * scored["baseline"],
+            pd.Series(float(options.min_count), index=scored.index),
+        ]
+    )
     lowest = cast(
         "pd.Series", np.minimum(_counts_at(scored["center"] - spread), scored["baseline"] / (1 + options.min_change))
     )
