@@ -89,9 +89,9 @@ def icestream_query(spark: Any, rate: float, warmup: float, seconds: float, **op
     """The ingest at a stream's tip: fed at ``rate`` events/s by a background producer (0: nobody writes)."""
     from icestream import start_ingest
     from icestream.config import load_settings
+    from icestream.kinesis.clients import ensure_stream
     from icestream.lake import setup_tables
     from icestream.producer.background import start_background_producer, stop_background_producer
-    from icestream.stream.clients import ensure_stream
 
     suffix = uuid.uuid4().hex[:8]
     settings = load_settings(stream_name=f"bench-cost-{suffix}", table=f"cost_{suffix}")

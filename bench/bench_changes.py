@@ -123,9 +123,9 @@ def main() -> None:
     facts = banner("change data: MERGE vs append, copy-on-write vs merge-on-read", command_line())
     with bench_session("changes", shards=2) as (settings, spark):
         from icestream.ingest.changes import ChangeSpec
+        from icestream.kinesis.clients import ensure_stream, kinesis_client
         from icestream.lake import LakeTable
         from icestream.lake.routine import MaintenancePlan, run_maintenance
-        from icestream.stream.clients import ensure_stream, kinesis_client
         from icestream.synthetic.entities import ORDER_COLUMNS, ORDER_KEY, ORDER_ORDER, order_changes
 
         ensure_stream(settings, shard_count=2)

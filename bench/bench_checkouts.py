@@ -69,7 +69,7 @@ def main() -> None:
     private_environment("checkouts")
     os.environ["ICESTREAM_EMULATOR_WRITE_LIMITS"] = "false"
     from icestream.config import load_settings
-    from icestream.stream.emulator import Emulator
+    from icestream.kinesis.emulator import Emulator
 
     settings = load_settings(stream_name=f"checkouts-{uuid.uuid4().hex[:6]}", shard_count=args.shards)
     emulator = Emulator(settings.path("run_dir"))

@@ -44,8 +44,8 @@ CAVEAT = (
 
 def drain(spark: Any, settings: Any, master_url: str, cap: int, folder: Path) -> dict[str, Any]:
     """Run the ingest job once on the cluster into fresh tables; time it and read its progress."""
+    from icestream.kinesis.clients import kinesis_connection
     from icestream.lake import setup_tables
-    from icestream.stream.clients import kinesis_connection
 
     target = new_table_settings(settings.stream_name, prefix="cluster")
     setup_tables(spark, target)

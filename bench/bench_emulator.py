@@ -2,7 +2,7 @@
 
 moto 5.2.5 on its own scans a shard from its start on every put and every read, so its rates fall
 as a stream grows (the issue measured 677 puts/s into a stream holding 200k records, 3,996/s into
-a fresh one). ``icestream.stream.moto_kinesis`` reaches records by key instead. This benchmark fills one
+a fresh one). ``icestream.kinesis.moto_kinesis`` reaches records by key instead. This benchmark fills one
 stream to ``--deep`` records, then, ``--runs`` times and alternating, puts ``--batch-records``
 records into it and into a fresh stream, and reads those records back with one GetRecords loop
 (positioned after what was there before): the fresh stream is the baseline, measured in the same
@@ -102,7 +102,7 @@ def main() -> None:
     args = parser.parse_args()
     facts = banner("emulator cost at depth", command_line())
     with bench_session("emulator", shards=1, spark=False) as (settings, _):
-        from icestream.stream.emulator import Emulator
+        from icestream.kinesis.emulator import Emulator
 
         pid = Emulator(settings.path("run_dir")).status().pid
         client = bare_client(settings)

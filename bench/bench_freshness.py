@@ -56,6 +56,7 @@ def freshness_point(spark: Any, rate: float, trigger: float, seconds: float, dra
     """One live run at ``rate`` events/s with a ``trigger``-second trigger."""
     from icestream import start_ingest
     from icestream.config import load_settings
+    from icestream.kinesis.clients import ensure_stream
     from icestream.lake import setup_tables
     from icestream.producer.background import (
         background_producer_status,
@@ -63,7 +64,6 @@ def freshness_point(spark: Any, rate: float, trigger: float, seconds: float, dra
         stop_background_producer,
     )
     from icestream.queries.report import freshness, percentiles
-    from icestream.stream.clients import ensure_stream
 
     suffix = uuid.uuid4().hex[:8]
     settings = load_settings(stream_name=f"bench-fresh-{suffix}", table=f"fresh_{suffix}")

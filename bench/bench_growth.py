@@ -2,7 +2,7 @@
 
 One table is grown to 1, 10 and 100 batches' worth of snapshots and files (``--checkpoints``): each
 growth step is one Iceberg append of ``--events-per-batch`` events (a 1 s batch at 500 events/s)
-in the same hours the stream covers, made with ``icestream.load.bulk.load_payloads``. At each
+in the same hours the stream covers, made with ``icestream.file_load.bulk.load_payloads``. At each
 checkpoint, in the same run:
 
 - the ingest drains ``--measure-batches`` batches of 4 × ``--records-per-shard`` records from a
@@ -53,12 +53,12 @@ def main() -> None:
 
     facts = banner("growth: ingest batch cost and query time as snapshots and files accumulate", command_line())
     from icestream.config import load_settings
+    from icestream.file_load.bulk import load_payloads
+    from icestream.kinesis.clients import ensure_stream
     from icestream.lake import LakeTable
-    from icestream.load.bulk import load_payloads
     from icestream.producer.put import produce
     from icestream.queries import duckdb_engine as duck
     from icestream.queries import realtime
-    from icestream.stream.clients import ensure_stream
     from icestream.synthetic.generator import backfill_config, generate
 
     rows = []

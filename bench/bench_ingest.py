@@ -4,7 +4,7 @@ One stream is filled once; then, in the same run and against the same stream, a 
 GetRecords loop drains it (the ceiling the issue names: one plain boto3 client, shard after shard)
 and the ingest query drains it into a fresh table with ``available_now``, with dedupe on and off.
 A second ceiling uses the client the ingest's read tasks use (boto3 with a cheaper timestamp
-parser, ``icestream.stream.clients``), so a reader can see how much of the ratio that client accounts
+parser, ``icestream.kinesis.clients``), so a reader can see how much of the ratio that client accounts
 for. Reported: medians over ``--runs``, the ratios ingest / ceiling (target >= 0.7 against the bare
 loop), and where a drain's time goes by phase (plan, read, parse, dedupe, write, commit; see
 ``common.batch_phases``).

@@ -3,7 +3,7 @@
 A streaming ingest with a 1 s trigger commits up to 3,600 times an hour, each commit adding a small
 data file per partition it touches. Making 3,600 real commits takes too long for a benchmark, so
 this appends ``--commits`` batches of ``--events-per-commit`` events (default 100 × 500: 100 s
-at 500 events/s) with ``icestream.load.bulk.load_payloads`` (one Iceberg append per
+at 500 events/s) with ``icestream.file_load.bulk.load_payloads`` (one Iceberg append per
 batch, like the ingest's), all in one hour partition, and extrapolates linearly to an hour of 1 s
 commits: files/hour = files per commit × 3,600 (average file size as measured). The extrapolation
 is labelled as such in the output.
@@ -75,9 +75,9 @@ def main() -> None:
 
     facts = banner("small files and maintenance", command_line())
     from icestream.config import load_settings
+    from icestream.file_load.bulk import load_payloads
     from icestream.lake import LakeTable, setup_tables
     from icestream.lake.maintenance import default_rewrite_options
-    from icestream.load.bulk import load_payloads
     from icestream.synthetic.generator import backfill_config, generate
 
     with bench_session("maintenance") as (_settings, spark):

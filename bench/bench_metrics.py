@@ -8,7 +8,7 @@ built once by ``load_payloads`` from the seeded generator and reused while the s
 a rebuild from the full query; its seconds are reported) and compacted as ``icestream maintain``
 would, the state a live table is in after its scheduled maintenance.
 
-The dashboard (:mod:`icestream.queries.metrics`): every (minute, event type, device) group of the
+The dashboard (:mod:`icestream.queries.aggregate_dashboard`): every (minute, event type, device) group of the
 newest hour with events, exact unique users and average duration, and the whole table rolled up by
 event type and device. Four ways, each warmed up once, then ``--runs`` rounds, the order of the
 four alternating round by round: Spark from the events table (the full query), Spark from the
@@ -45,7 +45,7 @@ WAYS = ("spark_full", "spark_metrics", "duckdb_full", "duckdb_metrics")
 
 def dashboard_ways(connection, events_table, metrics_table, since) -> dict:
     """The four ways of asking the dashboard, by name (see the module docstring)."""
-    from icestream.queries.metrics import duckdb_dashboard, spark_dashboard
+    from icestream.queries.aggregate_dashboard import duckdb_dashboard, spark_dashboard
 
     def duckdb_from(table, from_metrics: bool):
         return lambda: duckdb_dashboard(connection, table.inspect.metadata_location()[0], since, from_metrics)
@@ -116,7 +116,7 @@ def main() -> int:
     os.environ["ICESTREAM_WAREHOUSE"] = str(WAREHOUSE)
     from icestream.config import load_settings
     from icestream.lake import LakeTable
-    from icestream.lake.metrics_table import create_metrics_table, refresh_metrics
+    from icestream.lake.continuous_aggregate import create_metrics_table, refresh_metrics
     from icestream.lake.routine import MaintenancePlan, run_maintenance
     from icestream.queries import duckdb_engine as duck
     from icestream.runtime.spark import get_spark

@@ -2,7 +2,7 @@
 
 The same generated events are put into an in-memory shard (a fake Kinesis client answering
 GetRecords from a list: no emulator, no Spark, no network) in four forms, and the shard reader
-(:func:`icestream.ingest.reader.read_shard`: expansion, decompression, parsing, dedupe digests)
+(:func:`icestream.ingest.reading.shard_reader.read_shard`: expansion, decompression, parsing, dedupe digests)
 drains each. Plain JSON is the baseline of the same run; the others are reported as events per
 second and their ratio to it. CPU-bound and single-threaded, so it is a fair per-core figure.
 
@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import banner, command_line, shown, summary, write_results
 
 from icestream.ingest.positions import TRIM_HORIZON, ShardPlan
-from icestream.ingest.reader import ReadOptions, read_shard
-from icestream.stream.clients import KinesisConnection
+from icestream.ingest.reading.shard_reader import ReadOptions, read_shard
+from icestream.kinesis.clients import KinesisConnection
 
 
 class MemoryShard:

@@ -111,7 +111,7 @@ class MemoryKinesis:
 
 def memory_read_arrow(folder: str) -> Any:
     """A stand-in for ``read_task.read_arrow``: the same task function, its client the records in memory."""
-    from icestream.ingest import read_task
+    from icestream.ingest.reading import task_function as read_task
 
     original = read_task.read_arrow
 
@@ -119,7 +119,7 @@ def memory_read_arrow(folder: str) -> Any:
         task = original(options, *plans)
 
         def run(batches: Any) -> Any:
-            from icestream.ingest import reader as worker_reader
+            from icestream.ingest.reading import shard_reader as worker_reader
 
             client = worker_reader._CLIENTS.get(("bench-memory", folder))
             if client is None:
@@ -233,8 +233,8 @@ def pipeline_load(spark: Any, settings: Any, cap: int) -> dict[str, Any]:
 
 def per_core(args: argparse.Namespace, spark: Any, settings: Any) -> dict[str, Any]:
     """Pipeline and native, alternating, per core-second; ratios per pair."""
-    from icestream.ingest import read_job
-    from icestream.stream.clients import ensure_stream, kinesis_client, list_shards
+    from icestream.ingest.reading import spark_job as read_job
+    from icestream.kinesis.clients import ensure_stream, kinesis_client, list_shards
 
     records = line_records(args.records, args.seed)
     ensure_stream(settings, shard_count=args.shards)  # empty: only ListShards is asked of it
@@ -311,7 +311,7 @@ def emulator_process(settings: Any) -> Any:
     """The emulator's process (its state file names the pid), for its CPU time."""
     import psutil
 
-    from icestream.stream.emulator import Emulator
+    from icestream.kinesis.emulator import Emulator
 
     return psutil.Process(Emulator(settings.path("run_dir")).status().pid)
 
@@ -417,7 +417,7 @@ def main() -> None:
     with bench_session("pipeline", shards=args.shards) as (settings, spark):
         jit = "C1 only" if args.c1 else "default"
         results: dict[str, Any] = {"machine": facts, "command": command_line(), "jit": jit}
-        from icestream.ingest import read_job
+        from icestream.ingest.reading import spark_job as read_job
 
         real_reader = read_job.read_arrow
         try:

@@ -24,9 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import banner, bench_session, command_line, write_results
 
+from icestream.kinesis.clients import kinesis_client
 from icestream.producer.put import producer_client
 from icestream.producer.run import run_production
-from icestream.stream.clients import kinesis_client
 from icestream.synthetic.generator import EventGenerator, backfill_config, generate, live_config
 
 
@@ -66,7 +66,7 @@ def main() -> None:
     facts = banner("producer rate", command_line())
     results: dict[str, list[dict[str, float]]] = {"live": [], "backfill": []}
     with bench_session("producer", shards=4, spark=False) as (settings, _):
-        from icestream.stream.clients import ensure_stream
+        from icestream.kinesis.clients import ensure_stream
 
         ensure_stream(settings, shard_count=4)
         for _ in range(args.runs):

@@ -1,7 +1,7 @@
 """Benchmark: the KPI dashboard over 1,000,000 events, Spark (local) and DuckDB side by side.
 
 Reproduce with ``.venv/bin/python bench/bench_queries.py`` (``--events``, ``--runs``, ``--rebuild``).
-The table is built once with ``icestream.load.bulk.load_payloads`` from the seeded generator
+The table is built once with ``icestream.file_load.bulk.load_payloads`` from the seeded generator
 (about 10 s per 100,000 events) in a warehouse under ``bench/results/tmp/`` (gitignored) and reused
 while the event count and seed match. Both engines read the same snapshot; each is warmed up once,
 then timed ``--runs`` times; the medians and their ratio are printed and written to
@@ -68,8 +68,8 @@ def ensure_table(spark, settings, events: int, seed: int, rebuild: bool = False)
     Returns:
         How it came to be (one line) and the load's seconds (None when reused).
     """
+    from icestream.file_load.bulk import load_payloads
     from icestream.lake import ddl
-    from icestream.load.bulk import load_payloads
     from icestream.synthetic.generator import backfill_config, generate
 
     name = settings.table_name
@@ -114,7 +114,7 @@ def main() -> int:
     location, snapshot_id = table.inspect.metadata_location()
     files = len(table.inspect.data_files())
     print(f"table: {name} in {WAREHOUSE} ({files} data files, snapshot {snapshot_id}); {built}")
-    print(f"table built with: icestream.load.bulk.load_payloads of backfill_config(hours=24, count={args.events}, "
+    print(f"table built with: icestream.file_load.bulk.load_payloads of backfill_config(hours=24, count={args.events}, "
           f"seed={args.seed}, bad_rate=0, duplicate_rate=0)")  # fmt: skip
 
     connection = duck.connect()

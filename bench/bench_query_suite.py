@@ -42,8 +42,8 @@ SESSION_MINUTES, LOOKBACK_MINUTES = 15, 60
 def ensure_table(spark: Any, events: int) -> str:
     """The table ``bench_queries.py`` uses for ``events``; built by the same recipe if missing."""
     from icestream.config import load_settings
+    from icestream.file_load.bulk import load_payloads
     from icestream.lake import ddl
-    from icestream.load.bulk import load_payloads
     from icestream.synthetic.generator import backfill_config, generate
 
     settings = load_settings(table=f"bench_{events}_s{SEED}")

@@ -4,8 +4,8 @@ read in turn against side by side.
 The emulator answers from this machine in well under a millisecond of network; Kinesis answers
 GetRecords and GetShardIterator after a round trip of tens of milliseconds. A read task that reads
 its shards one after another waits that long per call and shard; read side by side
-(``ReadOptions.shard_threads``, :mod:`icestream.ingest.side_by_side`) the waits overlap. This runs the
-read task's own function (``icestream.ingest.read_task.read_arrow``, in this process, without Spark)
+(``ReadOptions.shard_threads``, :mod:`icestream.ingest.reading.threads`) the waits overlap. This runs the
+read task's own function (``icestream.ingest.reading.task_function.read_arrow``, in this process, without Spark)
 over ``--shards`` shards against a stand-in client that sleeps ``--latency`` seconds per call and
 answers generated events (``--records`` per shard, at most 100 per answer, so each shard takes
 several calls). Each thread count is run ``--runs`` times, alternating with the others; the
@@ -32,9 +32,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import banner, command_line, shown, summary, write_results
 
-from icestream.ingest import read_task, reader
 from icestream.ingest.positions import ShardPlan
-from icestream.stream.clients import KinesisConnection
+from icestream.ingest.reading import shard_reader as reader
+from icestream.ingest.reading import task_function as read_task
+from icestream.kinesis.clients import KinesisConnection
 from icestream.synthetic.generator import backfill_config, generate
 
 PER_ANSWER = 100

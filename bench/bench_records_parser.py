@@ -1,9 +1,9 @@
 """What turning a GetRecords answer into Python values costs per record: botocore's parser against the
-one icestream's clients use (``icestream.stream.records_parser``).
+one icestream's clients use (``icestream.kinesis.records_parser``).
 
 One answer of ``--records`` records (generated 270-byte payloads, base64 in JSON, as Kinesis sends
 them) is parsed by botocore's own JSON parser (with icestream's cheaper timestamp parser, as before)
-and by :class:`~icestream.stream.records_parser.RecordsJSONParser`, alternating, ``--runs`` times each;
+and by :class:`~icestream.kinesis.records_parser.RecordsJSONParser`, alternating, ``--runs`` times each;
 the CPU time of each parse is divided by the records. The two results are checked to be equal.
 
 Run: ``.venv/bin/python bench/bench_records_parser.py`` (10,000 records, 9 runs: a few seconds).
@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from botocore.parsers import JSONParser
 from common import banner, command_line, shown, summary, write_results
 
-from icestream.stream.clients import _botocore_session, utc_timestamp
+from icestream.kinesis.clients import _botocore_session, utc_timestamp
 
 
 def main() -> None:

@@ -36,8 +36,8 @@ ROUTE = {"route": "event_type", "route_tables": "page_view=views,order=orders", 
 
 def fill(settings: Any, records: int, shards: int, order_rate: float) -> int:
     """Create the stream and send the history (events and orders); return the records Kinesis accepted."""
+    from icestream.kinesis.clients import ensure_stream
     from icestream.producer.put import produce
-    from icestream.stream.clients import ensure_stream
     from icestream.synthetic.generator import backfill_config, generate
 
     ensure_stream(settings, shard_count=shards)

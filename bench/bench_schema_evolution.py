@@ -57,7 +57,7 @@ def field_name(rep: int) -> str:
 
 def shard_keys(settings: Any) -> list[str]:
     """One partition key per shard, in shard order (Kinesis maps a key's MD5 into a shard's hash range)."""
-    from icestream.stream.clients import kinesis_client, list_shards
+    from icestream.kinesis.clients import kinesis_client, list_shards
 
     ranges = [
         (int(shard["HashKeyRange"]["StartingHashKey"]), int(shard["HashKeyRange"]["EndingHashKey"]))
@@ -87,8 +87,8 @@ def layout(args: argparse.Namespace) -> list[tuple[int, str, list[str]]]:
 
 def fill(settings: Any, args: argparse.Namespace) -> list[tuple[int, str, list[str]]]:
     """Create the stream and send every batch's events, spread evenly over the shards; return the layout."""
+    from icestream.kinesis.clients import ensure_stream
     from icestream.producer.put import produce
-    from icestream.stream.clients import ensure_stream
     from icestream.synthetic.generator import backfill_config, generate
     from icestream.synthetic.wire import encode_event
 

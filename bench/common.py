@@ -141,8 +141,8 @@ def bench_session(
     """
     private_environment(name)
     from icestream.config import load_settings
+    from icestream.kinesis.emulator import Emulator
     from icestream.producer.background import stop_background_producer
-    from icestream.stream.emulator import Emulator
 
     settings = load_settings(stream_name=f"bench-{uuid.uuid4().hex[:8]}", shard_count=shards)
     emulator = Emulator(settings.path("run_dir"))
@@ -175,8 +175,8 @@ def fill_stream(settings: Any, records: int, shards: int, seed: int = 7) -> int:
     Returns:
         Records Kinesis accepted (the generator adds duplicates and malformed records on purpose).
     """
+    from icestream.kinesis.clients import ensure_stream
     from icestream.producer.put import produce
-    from icestream.stream.clients import ensure_stream
     from icestream.synthetic.generator import backfill_config, generate
 
     ensure_stream(settings, shard_count=shards)
@@ -189,7 +189,7 @@ def bare_client(settings: Any) -> Any:
     import boto3
 
     from icestream.config import EMULATOR_DUMMY_KEYS
-    from icestream.stream.clients import kinesis_connection
+    from icestream.kinesis.clients import kinesis_connection
 
     connection = kinesis_connection(settings)
     keys = EMULATOR_DUMMY_KEYS.get(connection.profile)
@@ -203,9 +203,9 @@ def raw_drain(settings: Any, bare: bool = True) -> int:
     Args:
         settings: Names the stream.
         bare: A plain boto3 client (:func:`bare_client`), else the client the ingest's read tasks
-            use (``icestream.stream.clients``: the same, with a cheaper timestamp parser).
+            use (``icestream.kinesis.clients``: the same, with a cheaper timestamp parser).
     """
-    from icestream.stream.clients import kinesis_client, list_shards
+    from icestream.kinesis.clients import kinesis_client, list_shards
 
     client = bare_client(settings) if bare else kinesis_client(settings)
     return sum(_drain_shard(client, settings, shard["ShardId"]) for shard in list_shards(client, settings.stream_name))
@@ -247,7 +247,7 @@ def parallel_drain(settings: Any) -> tuple[int, float]:
     """
     from concurrent.futures import ProcessPoolExecutor
 
-    from icestream.stream.clients import list_shards
+    from icestream.kinesis.clients import list_shards
 
     shards = [shard["ShardId"] for shard in list_shards(bare_client(settings), settings.stream_name)]
     workers = min(len(shards), os.cpu_count() or 1)

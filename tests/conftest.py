@@ -121,8 +121,8 @@ def settings(test_home: Path) -> Settings:
 @pytest.fixture(scope="session")
 def emulator(settings: Settings) -> Iterator[str]:
     """One moto Kinesis server for the whole test session; yields its endpoint."""
+    from icestream.kinesis.emulator import Emulator
     from icestream.producer.background import stop_background_producer
-    from icestream.stream.emulator import Emulator
 
     server = Emulator(settings.path("run_dir"))
     # Without the per-shard write limits (on by default for users): campaigns send tens of thousands of
@@ -187,8 +187,8 @@ def fresh(spark, emulator: str) -> Callable[..., Settings]:
     ``fresh(shards=2, prefix="test", **settings)`` names the stream ``<prefix>-<random>`` and the
     tables ``<prefix>_<random>`` (plus ``_rejects``); other keyword arguments override settings.
     """
+    from icestream.kinesis.clients import ensure_stream
     from icestream.lake.table import setup_tables
-    from icestream.stream.clients import ensure_stream
 
     def make(shards: int = 2, prefix: str = "test", **overrides: object) -> Settings:
         suffix = uuid.uuid4().hex[:8]
@@ -207,8 +207,8 @@ def generated_table(spark, prefix: str, config, chunk_rows: int = 50_000) -> Ite
     Yields:
         ``(settings naming the table, its qualified name, the generated records, load counts)``.
     """
+    from icestream.file_load.bulk import load_payloads
     from icestream.lake.table import setup_tables
-    from icestream.load.bulk import load_payloads
     from icestream.synthetic.generator import generate
 
     local = load_settings(table=f"{prefix}_{uuid.uuid4().hex[:10]}")

@@ -5,7 +5,7 @@ it offers (docs/design.md lists every name):
 
 - ``icestream``: the job: settings, the Spark session, the streaming ingest and its committed positions,
   instants as epoch microseconds, the SQL-name check;
-- ``icestream.stream``: Kinesis streams and shards;
+- ``icestream.kinesis``: Kinesis streams and shards;
 - ``icestream.lake``: the Iceberg tables (``LakeTable``, creating them, statements, windows);
 - ``icestream.queries``: real-time, health, the ingest's report, anomalies, DuckDB and pyiceberg;
 - ``icestream.plots``: the notebooks' charts;

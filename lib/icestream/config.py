@@ -87,7 +87,7 @@ NON_SETTING_VARIABLES = {
 }
 
 # Dummy keys the emulators accept; they are never sent anywhere but a local endpoint
-# (see icestream.stream.clients), so they are not credentials.
+# (see icestream.kinesis.clients), so they are not credentials.
 EMULATOR_DUMMY_KEYS = {"local": ("testing", "testing"), "localstack": ("test", "test")}
 
 
@@ -156,7 +156,7 @@ class Settings:
     route_tables: tuple[str, ...] = ()  # value=suffix pairs: value -> <table>_<suffix>; empty: <table>_<value>
     route_default: str | None = None  # the suffix of the default table; None: the events table itself
     route_unknown: str = "default"  # a value with no table: "default" (its table) or "reject" (the rejects table)
-    # New top-level payload fields (icestream.ingest.evolve): "off", "add-columns" or "add-and-widen".
+    # New top-level payload fields (icestream.ingest.schema_evolution): "off", "add-columns" or "add-and-widen".
     schema_evolution: str = "off"
     # A change stream (icestream.ingest.changes): the keyed table's declaration; None: an event stream.
     changes_columns: str | None = None  # "order_id bigint, status string, updated_at timestamp"

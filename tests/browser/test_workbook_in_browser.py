@@ -154,10 +154,10 @@ def prepared_lake(spark, emulator: str) -> Iterator[Settings]:
     running them in a kernel of their own: the notebook pass runs 00 → 02 headless, and each has its own
     browser test under make browser-all. No live producer runs: the notebooks here read the backfill.
     """
+    from icestream.kinesis.clients import ensure_stream
     from icestream.lake.table import setup_tables
     from icestream.producer.background import stop_background_producer
     from icestream.producer.run import run_production
-    from icestream.stream.clients import ensure_stream
     from icestream.synthetic.generator import EventGenerator, backfill_config
     from icestream.synthetic.ground_truth import parse_anomalies
     from tests.helpers.ingest import drain

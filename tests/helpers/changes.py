@@ -10,10 +10,10 @@ from typing import Any
 from icestream.config import Settings, load_settings
 from icestream.ingest.changes import ChangeSpec
 from icestream.ingest.query import start_ingest
+from icestream.kinesis.clients import ensure_stream
 from icestream.lake.keyed import LIVE_FILTER
 from icestream.lake.table import LakeTable
 from icestream.queries import duckdb_engine as duck
-from icestream.stream.clients import ensure_stream
 from icestream.synthetic.entities import EntityStream
 
 COMPARED = ("order_id", "customer", "status", "amount", "version", "updated_at")

@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from icestream.ingest.positions import TRIM_HORIZON, ShardPlan
-from icestream.ingest.reader import ROW_FIELDS, ReadOptions, read_shard
+from icestream.ingest.reading.shard_reader import ROW_FIELDS, ReadOptions, read_shard
+from icestream.kinesis.clients import KinesisConnection
 from icestream.limits import MAX_RECORDS_PER_GET
-from icestream.stream.clients import KinesisConnection
 
 
 def payload(number: int, event_id: str | None = None) -> bytes:

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from icestream.stream.emulator import free_port
+from icestream.kinesis.emulator import free_port
 from icestream.workbook.lab import lab_command, write_overrides
 from tests.helpers.waiting import wait_until
 

@@ -8,9 +8,9 @@ import time
 from typing import Any
 
 from icestream.config import Settings
+from icestream.kinesis.clients import kinesis_client, list_shards
 from icestream.producer.aggregate import Aggregator, open_shard_starts
 from icestream.producer.put import produce
-from icestream.stream.clients import kinesis_client, list_shards
 from icestream.synthetic.wire import Record
 
 

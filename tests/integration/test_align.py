@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pyspark.sql import types as T  # noqa: N812 - the conventional alias
 
-from icestream.lake.evolution import align_columns
+from icestream.lake.table_evolution import align_columns
 
 SCHEMA = "event_id string, properties map<string,string>, extras map<string,string>"
 FIELDS = T.StructType([

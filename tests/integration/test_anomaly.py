@@ -17,8 +17,8 @@ import pytest
 
 from icestream.config import Settings, load_settings
 from icestream.demos.anomaly_evaluation import evaluate, label_windows, scoring_scope
+from icestream.file_load.bulk import load_payloads
 from icestream.lake.table import setup_tables
-from icestream.load.bulk import load_payloads
 from icestream.producer.run import RunSummary, run_summary_path, write_run_summary
 from icestream.producer.summary import ProduceSummary
 from icestream.queries import anomaly

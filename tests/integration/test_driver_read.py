@@ -13,10 +13,10 @@ from pathlib import Path
 
 from icestream.ingest.positions import TRIM_HORIZON, ShardPlan
 from icestream.ingest.query import job_group, start_ingest, stop_job_group
-from icestream.ingest.read_task import read_arrow
-from icestream.ingest.reader import ReadOptions, row_schema
-from icestream.ingest.tip_read import read_on_driver
-from icestream.stream.clients import kinesis_client, kinesis_connection, list_shards
+from icestream.ingest.reading.driver_read import read_on_driver
+from icestream.ingest.reading.shard_reader import ReadOptions, row_schema
+from icestream.ingest.reading.task_function import read_arrow
+from icestream.kinesis.clients import kinesis_client, kinesis_connection, list_shards
 from tests.helpers.spark_jobs import jobs_in_group, last_job_id
 from tests.helpers.waiting import wait_until
 from tests.reliability.workload import Workload, verify

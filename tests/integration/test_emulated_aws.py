@@ -24,12 +24,12 @@ import pyarrow as pa
 import pytest
 
 from icestream.config import Settings, load_settings
+from icestream.kinesis.clients import ensure_stream, kinesis_client
 from icestream.lake.schema import table_columns
 from icestream.producer.put import Producer
 from icestream.queries import duckdb_engine as duck
 from icestream.queries import pyiceberg_engine as ice
 from icestream.runtime import aws, catalog
-from icestream.stream.clients import ensure_stream, kinesis_client
 from icestream.synthetic.generator import backfill_config, generate
 from icestream.synthetic.wire import parse_ts
 from tests.helpers.streams import read_stream

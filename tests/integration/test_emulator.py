@@ -12,8 +12,8 @@ import pytest
 
 from icestream.config import Settings, load_settings
 from icestream.errors import ConfigError, ServiceUnavailableError
-from icestream.stream.clients import check_kinesis, ensure_stream, kinesis_client, list_shards, resolve_endpoint
-from icestream.stream.emulator import Emulator
+from icestream.kinesis.clients import check_kinesis, ensure_stream, kinesis_client, list_shards, resolve_endpoint
+from icestream.kinesis.emulator import Emulator
 
 
 def test_shared_emulator_answers(emulator: str, settings: Settings) -> None:
@@ -41,7 +41,7 @@ def test_clients_read_arrival_times_as_utc(stream_settings: Settings) -> None:
         StreamName=stream_settings.stream_name, ShardId=shard, ShardIteratorType="TRIM_HORIZON"
     )["ShardIterator"]
     arrival = client.get_records(ShardIterator=iterator)["Records"][0]["ApproximateArrivalTimestamp"]
-    assert arrival.tzinfo is UTC  # icestream.stream.clients.utc_timestamp, not botocore's tzlocal()
+    assert arrival.tzinfo is UTC  # icestream.kinesis.clients.utc_timestamp, not botocore's tzlocal()
     assert abs((arrival - before).total_seconds()) < 60
 
 
@@ -94,7 +94,7 @@ def test_local_profile_never_sends_dummy_keys_off_the_machine() -> None:
 
 
 def test_unreachable_endpoint_is_one_clear_error(tmp_path: Path) -> None:
-    from icestream.stream.emulator import free_port
+    from icestream.kinesis.emulator import free_port
 
     settings = load_settings(kinesis_endpoint=f"http://127.0.0.1:{free_port()}")
     with pytest.raises(ServiceUnavailableError, match="does not answer"):

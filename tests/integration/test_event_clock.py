@@ -13,11 +13,11 @@ from datetime import UTC, datetime
 import pytest
 
 from icestream.config import load_settings
+from icestream.kinesis.clients import ensure_stream
 from icestream.lake.table import LakeTable, setup_tables
 from icestream.queries import duckdb_engine as duck
 from icestream.queries import pyiceberg_engine as ice
 from icestream.queries import realtime
-from icestream.stream.clients import ensure_stream
 from tests.helpers.ingest import drain
 from tests.helpers.streams import event_payload, put
 

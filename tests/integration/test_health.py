@@ -14,12 +14,12 @@ import pytest
 
 from icestream.config import Settings, load_settings
 from icestream.errors import ConfigError
+from icestream.file_load.bulk import load_payloads
 from icestream.ingest import positions
 from icestream.lake.inspect import DATA_CONTENT
 from icestream.lake.maintenance import default_rewrite_options
 from icestream.lake.summary import BATCH_KEY, POSITIONS_KEY, QUERY_KEY, STREAM_KEY
 from icestream.lake.table import LakeTable, setup_tables
-from icestream.load.bulk import load_payloads
 from icestream.queries import health
 from icestream.synthetic.generator import backfill_config, generate
 

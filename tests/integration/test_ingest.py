@@ -16,7 +16,7 @@ from icestream.config import load_settings, project_home
 from icestream.errors import ConfigError, IngestError
 from icestream.ingest.options import PHASES
 from icestream.ingest.query import start_ingest
-from icestream.stream.clients import kinesis_client, list_shards
+from icestream.kinesis.clients import kinesis_client, list_shards
 from tests.helpers.crash import SimulatedCrashError, crash_at
 from tests.helpers.ingest import assert_accounted, drain, table_state
 from tests.helpers.samples import EXPECTED_REASON

@@ -11,7 +11,7 @@ import pytest
 from icestream.config import Settings
 from icestream.errors import IngestError
 from icestream.ingest.query import start_ingest
-from icestream.stream.kpl import encode_aggregate
+from icestream.kinesis.kpl import encode_aggregate
 from tests.helpers.crash import crash_at
 from tests.helpers.ingest import assert_accounted, drain
 from tests.helpers.streams import event_payload, put, read_stream, send_aggregated, user_records
@@ -59,9 +59,9 @@ def test_aggregated_gzip_records_land_once_each_across_a_crash(spark, fresh, tmp
 def test_cli_sends_the_sample_file_aggregated_and_compressed(stream_settings: Settings, capsys) -> None:
     from icestream.cli import main
     from icestream.config import project_home
-    from icestream.stream.clients import ensure_stream
-    from icestream.stream.compression import decompress
-    from icestream.stream.kpl import decode_aggregate, is_aggregate
+    from icestream.kinesis.clients import ensure_stream
+    from icestream.kinesis.compression import decompress
+    from icestream.kinesis.kpl import decode_aggregate, is_aggregate
 
     ensure_stream(stream_settings, shard_count=2)
     sample = project_home() / "data" / "samples" / "events.jsonl"

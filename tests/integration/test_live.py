@@ -23,7 +23,7 @@ MINUTE = datetime(2026, 11, 25, 10, 0, tzinfo=UTC)  # arrival times of the rows 
 @pytest.fixture
 def tables(spark, emulator: str) -> Iterator[Settings]:
     """Tables of their own, and a stream of their own: a look also asks the stream for its lag (empty: 0)."""
-    from icestream.stream.clients import ensure_stream, kinesis_client
+    from icestream.kinesis.clients import ensure_stream, kinesis_client
 
     suffix = uuid.uuid4().hex[:10]
     local = load_settings(table=f"live_{suffix}", stream_name=f"live-{suffix}")

@@ -14,8 +14,8 @@ import pytest
 from icestream.cli import main
 from icestream.config import Settings, load_settings, project_home
 from icestream.errors import ConfigError
+from icestream.file_load.files import LOAD_FILE_KEY, list_files, load_files, split_lines
 from icestream.lake.table import setup_tables
-from icestream.load.files import LOAD_FILE_KEY, list_files, load_files, split_lines
 from icestream.synthetic.samples import read_malformed_samples
 from tests.helpers.crash import SimulatedCrashError, crash_at
 from tests.helpers.samples import EXPECTED_REASON

@@ -12,7 +12,8 @@ from icestream.cli import main as cli_main
 from icestream.config import Settings, load_settings
 from icestream.errors import IngestError
 from icestream.ingest.lease import Lease
-from icestream.lake.metrics_table import (
+from icestream.kinesis.clients import ensure_stream
+from icestream.lake.continuous_aggregate import (
     METRICS_HOLDER,
     SOURCE_SNAPSHOT_KEY,
     create_metrics_view,
@@ -20,7 +21,6 @@ from icestream.lake.metrics_table import (
     refresh_metrics,
 )
 from icestream.lake.table import LakeTable, setup_tables
-from icestream.stream.clients import ensure_stream
 from icestream.synthetic.generator import backfill_config, generate
 from tests.helpers.crash import crash_at
 from tests.helpers.ingest import drain, refresh_tables

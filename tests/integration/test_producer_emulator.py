@@ -14,6 +14,7 @@ import pytest
 
 from icestream.cli import main
 from icestream.config import Settings, project_home
+from icestream.kinesis.clients import ensure_stream
 from icestream.producer.background import (
     background_producer_status,
     start_background_producer,
@@ -22,7 +23,6 @@ from icestream.producer.background import (
 )
 from icestream.producer.put import produce
 from icestream.producer.run import RunSummary, read_run_summary, run_production, run_summary_path
-from icestream.stream.clients import ensure_stream
 from icestream.synthetic.generator import EventGenerator, backfill_config, generate, live_config
 from icestream.synthetic.ground_truth import DEFAULT_ANOMALIES, ground_truth_path, read_ground_truth
 from icestream.synthetic.malformed import MALFORMED_KINDS, malformed_payload

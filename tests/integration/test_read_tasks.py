@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 from icestream.ingest.query import job_group
-from icestream.ingest.read_job import CLAUSES_UP_TO, session_task_slots, within_ends
+from icestream.ingest.reading.spark_job import CLAUSES_UP_TO, session_task_slots, within_ends
 from tests.helpers.ingest import drain, table_state
 from tests.helpers.streams import event_payload, put
 

@@ -13,8 +13,8 @@ import pytest
 from icestream.config import load_settings
 from icestream.demos.run_scope import this_run
 from icestream.errors import ConfigError
+from icestream.file_load.bulk import load_payloads
 from icestream.lake.table import LakeTable, setup_tables
-from icestream.load.bulk import load_payloads
 from icestream.queries import realtime
 from icestream.synthetic.generator import backfill_config, generate
 from icestream.timestamps import to_micros

@@ -14,8 +14,8 @@ from icestream.config import load_settings
 from icestream.demos.layout_demo import create_layout_demo
 from icestream.errors import ConfigError
 from icestream.ingest.positions import mark_source_stream
+from icestream.kinesis.clients import ensure_stream, kinesis_client, list_shards
 from icestream.lake.table import setup_tables
-from icestream.stream.clients import ensure_stream, kinesis_client, list_shards
 from icestream.workbook.reset import apply_reset, plan_reset, workbook_tables
 from tests.helpers.ingest import drain
 from tests.helpers.streams import event_payload, put

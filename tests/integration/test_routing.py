@@ -13,10 +13,10 @@ from icestream.config import Settings, load_settings
 from icestream.errors import ConfigError, IngestError
 from icestream.ingest.positions import SOURCE_PROPERTY, mark_source_stream
 from icestream.ingest.routing import UNKNOWN_ROUTE, Routing, remember_routed_table, routed_tables
+from icestream.kinesis.clients import ensure_stream
 from icestream.lake.ddl import create_routed_table
 from icestream.lake.table import LakeTable, setup_tables
 from icestream.queries import duckdb_engine as duck
-from icestream.stream.clients import ensure_stream
 from tests.helpers.crash import SimulatedCrashError
 from tests.helpers.ingest import drain
 from tests.helpers.streams import event_payload, put, send_aggregated, user_records

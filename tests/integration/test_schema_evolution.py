@@ -9,7 +9,7 @@ import pytest
 
 from icestream.config import Settings
 from icestream.errors import IngestError
-from icestream.ingest.evolve import ADDED_KEY, CONFLICT
+from icestream.ingest.schema_evolution import ADDED_KEY, CONFLICT
 from icestream.lake.table import LakeTable
 from icestream.queries import duckdb_engine as duck
 from tests.helpers.crash import SimulatedCrashError

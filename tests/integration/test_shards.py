@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from icestream.stream.clients import (
+from icestream.kinesis.clients import (
     ensure_stream,
     hash_key,
     kinesis_client,

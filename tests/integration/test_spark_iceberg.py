@@ -13,11 +13,11 @@ from datetime import UTC, datetime
 import pytest
 
 from icestream.config import Settings, load_settings
+from icestream.kinesis.clients import ensure_stream
 from icestream.lake.schema import table_columns
 from icestream.lake.table import LakeTable, setup_tables
 from icestream.runtime.catalog import several_writers_safe
 from icestream.runtime.spark import get_spark
-from icestream.stream.clients import ensure_stream
 
 
 def sample_rows(count: int, offset: int = 0) -> list[tuple]:

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from icestream.config import Settings, load_settings
+from icestream.kinesis.clients import ensure_stream, kinesis_client
+from icestream.kinesis.emulator import Emulator
 from icestream.limits import THROTTLED
 from icestream.producer.put import produce
-from icestream.stream.clients import ensure_stream, kinesis_client
-from icestream.stream.emulator import Emulator
 from tests.helpers.streams import read_stream, user_records
 
 

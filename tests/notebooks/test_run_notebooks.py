@@ -52,8 +52,8 @@ def test_every_notebook_then_a_second_run_on_the_same_lake(
     shared by all these checks; a failing cell raises NotebookFailedError, naming it."""
     import json
 
+    from icestream.kinesis.clients import kinesis_client
     from icestream.producer.run import read_run_summary, run_summary_path
-    from icestream.stream.clients import kinesis_client
     from tests.helpers.notebook_text import output_defects
 
     first_pass = test_home / "output-first-pass"

@@ -27,9 +27,9 @@ from hypothesis import strategies as st
 
 from icestream.ingest.parse import ParsedEvent, parse_payload
 from icestream.ingest.query import start_ingest
+from icestream.kinesis.clients import ensure_stream, kinesis_client
+from icestream.kinesis.emulator import free_port
 from icestream.lake.table import setup_tables
-from icestream.stream.clients import ensure_stream, kinesis_client
-from icestream.stream.emulator import free_port
 from icestream.synthetic.malformed import MALFORMED_KINDS, malformed_payload
 from tests.reliability import figures
 from tests.reliability.figures import size
@@ -224,8 +224,8 @@ def test_an_oversized_put_record_is_refused_as_invalid_not_throttled(emulator: s
     from botocore.exceptions import ClientError
 
     from icestream.config import load_settings
+    from icestream.kinesis.clients import ensure_stream
     from icestream.limits import MAX_RECORD_BYTES
-    from icestream.stream.clients import ensure_stream
 
     stream = load_settings(stream_name=f"oversized-{uuid.uuid4().hex[:8]}")
     ensure_stream(stream, shard_count=1)

@@ -18,9 +18,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from icestream.kinesis.clients import kinesis_client, list_shards
 from icestream.producer.aggregate import Aggregator, open_shard_starts
 from icestream.producer.put import produce
-from icestream.stream.clients import kinesis_client, list_shards
 from icestream.synthetic.wire import Record
 from tests.helpers.ingest import drain, refresh_tables
 from tests.reliability import figures

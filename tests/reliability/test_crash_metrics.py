@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from icestream.ingest.options import PHASES
-from icestream.lake.metrics_table import create_metrics_table
+from icestream.lake.continuous_aggregate import create_metrics_table
 from icestream.lake.table import LakeTable
 from icestream.synthetic.generator import backfill_config, generate
 from tests.helpers.ingest import drain, refresh_tables

@@ -21,8 +21,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from icestream.ingest.evolve import CONFLICT
 from icestream.ingest.options import PHASES
+from icestream.ingest.schema_evolution import CONFLICT
 from icestream.lake.table import LakeTable
 from icestream.queries import duckdb_engine as duck
 from tests.helpers.ingest import drain, refresh_tables

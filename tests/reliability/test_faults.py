@@ -19,10 +19,10 @@ from icestream.config import load_settings
 from icestream.errors import IcestreamError
 from icestream.ingest.positions import TRIM_HORIZON, ShardPlan
 from icestream.ingest.query import start_ingest
-from icestream.ingest.reader import ReadOptions, read_shard
+from icestream.ingest.reading.shard_reader import ReadOptions, read_shard
+from icestream.kinesis.clients import KinesisConnection, ensure_stream
+from icestream.kinesis.emulator import Emulator, free_port
 from icestream.lake.table import setup_tables
-from icestream.stream.clients import KinesisConnection, ensure_stream
-from icestream.stream.emulator import Emulator, free_port
 from tests.helpers.waiting import wait_until
 from tests.reliability import figures
 from tests.reliability.faultproxy import FaultProxy

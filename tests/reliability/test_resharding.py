@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from icestream.ingest.query import start_ingest
-from icestream.stream.clients import kinesis_client, list_shards
+from icestream.kinesis.clients import kinesis_client, list_shards
 from tests.reliability import figures
 from tests.reliability.figures import size
 from tests.reliability.workload import Workload, drain_and_verify

@@ -16,7 +16,7 @@ import pytest
 
 from icestream.config import load_settings, project_home
 from icestream.errors import ConfigError
-from icestream.stream.clients import ensure_stream, kinesis_client, kinesis_connection
+from icestream.kinesis.clients import ensure_stream, kinesis_client, kinesis_connection
 from tests.helpers.security import INJECTIONS, leaks
 from tests.reliability import figures
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from icestream.config import Settings
-from icestream.stream.clients import kinesis_client
+from icestream.kinesis.clients import kinesis_client
 from icestream.synthetic.malformed import MALFORMED_KINDS, malformed_payload
 from tests.helpers.ingest import drain, refresh_tables
 

@@ -1,8 +1,8 @@
 """The benchmarks name the library's modules, functions and patch points: they must still exist.
 
 The benchmarks are not run by ``make test`` (they measure; they take minutes), so a moved function
-broke them silently: ``bench_pipeline.py`` replaced ``icestream.ingest.source.read_arrow`` for its
-in-memory read tasks after the function had moved to ``icestream.ingest.read_job``, and stopped
+broke them silently: ``bench_pipeline.py`` replaced ``icestream.ingest.reading.planner.read_arrow`` for its
+in-memory read tasks after the function had moved to ``icestream.ingest.reading.spark_job``, and stopped
 with an AttributeError only when run. Had the replacement been an assignment alone, it would have
 measured the emulator instead of the in-memory records, with no error at all.
 """
@@ -58,9 +58,9 @@ def test_what_a_benchmark_imports_or_replaces_exists(script: Path) -> None:
 
 
 def test_a_replaced_function_that_moved_is_found() -> None:
-    tree = ast.parse("from icestream.ingest import source\nsource.read_arrow = None\n")
-    assert references(tree)[1] == [("icestream.ingest.source", "read_arrow")]
-    assert not hasattr(importlib.import_module("icestream.ingest.source"), "read_arrow")
+    tree = ast.parse("from icestream.ingest.reading import planner\nplanner.read_arrow = None\n")
+    assert references(tree)[1] == [("icestream.ingest.reading.planner", "read_arrow")]
+    assert not hasattr(importlib.import_module("icestream.ingest.reading.planner"), "read_arrow")
 
 
 def bench_module(name: str) -> ModuleType:

@@ -20,7 +20,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DESIGN = ROOT / "docs" / "design.md"
-FACES = ("icestream", "icestream.stream", "icestream.lake", "icestream.queries", "icestream.plots", "icestream.demos")
+FACES = ("icestream", "icestream.kinesis", "icestream.lake", "icestream.queries", "icestream.plots", "icestream.demos")
 # What a face must never load when imported: Spark executors and child processes import icestream.
 HEAVY = ("pyspark", "pandas", "duckdb", "pyiceberg", "matplotlib", "boto3", "moto")
 

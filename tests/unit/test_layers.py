@@ -19,17 +19,17 @@ from icestream.face import Face
 PACKAGE = Path(__file__).resolve().parents[2] / "lib" / "icestream"
 
 # Foundation first, as in docs/design.md: a module imports from its own layer or an earlier one; a
-# package ("lake") covers every module inside it. The folders follow the data's way (stream -> ingest
-# and load -> lake -> queries), except that the lake sits below the ingest here: the ingest writes
+# package ("lake") covers every module inside it. The folders follow the data's way (kinesis -> ingest
+# and file_load -> lake -> queries), except that the lake sits below the ingest here: the ingest writes
 # tables through the lake, and the lake knows nothing of Kinesis. The workbook's scenarios (demos)
 # sit above everything they drive and check, so nothing below them can reach them.
 LAYERS = (
     ("errors", "limits", "timestamps", "validation", "stack", "config", "face"),
     ("runtime",),
-    ("stream",),
+    ("kinesis",),
     ("lake",),
     ("ingest",),
-    ("load",),
+    ("file_load",),
     ("synthetic", "producer"),
     ("queries",),
     ("demos",),
@@ -47,9 +47,9 @@ JOB_CORE = (
     "config",
     "face",
     "runtime",
-    "stream",
+    "kinesis",
     "ingest",
-    "load",
+    "file_load",
     "lake",
 )
 

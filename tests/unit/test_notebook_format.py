@@ -111,7 +111,7 @@ def test_the_statement_check_sees_a_print_by_hand() -> None:
 MAX_FACES = 6
 FACES = (
     "icestream",
-    "icestream.stream",
+    "icestream.kinesis",
     "icestream.lake",
     "icestream.queries",
     "icestream.plots",

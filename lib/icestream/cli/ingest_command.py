@@ -101,7 +101,7 @@ def ingest_options_from(args: argparse.Namespace) -> dict[str, Any]:
         "schema_evolution": args.schema_evolution,  # None: the schema_evolution setting
     }
     if args.pause_at:
-        from icestream.ingest.pause import parse_pause, pause_hook
+        from icestream.ingest.crash_drill import parse_pause, pause_hook
 
         options["fault_hook"] = pause_hook(*parse_pause(args.pause_at), seconds=args.pause_seconds)
     if args.max_trigger_delay is not None:

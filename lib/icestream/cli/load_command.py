@@ -11,8 +11,8 @@ from icestream.cli.common import settings_from
 
 def cmd_load(args: argparse.Namespace) -> int:
     """Load files (local or Hadoop paths, gzip or not) through the stream's parser, rejects and dedupe."""
+    from icestream.file_load.files import load_files
     from icestream.ingest.transform import load_transform
-    from icestream.load.files import load_files
     from icestream.runtime.spark import prepare_runtime, start_session
 
     settings = settings_from(args)

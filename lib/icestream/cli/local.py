@@ -17,7 +17,7 @@ from icestream.validation import check_writable_folders
 
 def cmd_emulator(args: argparse.Namespace) -> int:
     """Start, stop or report the local Kinesis emulator."""
-    from icestream.stream.emulator import Emulator
+    from icestream.kinesis.emulator import Emulator
 
     settings = settings_from(args)
     emulator = Emulator(settings.path("run_dir"))
@@ -39,9 +39,9 @@ def workbook_suffixes() -> tuple[str, ...]:
 
 def cmd_setup(args: argparse.Namespace) -> int:
     """Create the stream, the namespace and the tables (idempotent), once the names and shards are checked."""
+    from icestream.kinesis.clients import check_shard_count, ensure_stream
     from icestream.lake.table import setup_tables
     from icestream.runtime.spark import prepare_runtime, start_session
-    from icestream.stream.clients import check_shard_count, ensure_stream
 
     settings = settings_from(args)
     # Everything a user can get wrong is refused before the stream exists: setup creates it first.
@@ -58,12 +58,12 @@ def cmd_setup(args: argparse.Namespace) -> int:
 
 
 def _doctor_checks(settings: Settings, start_spark: bool) -> list[tuple[str, Callable[[], str]]]:
+    from icestream.kinesis.clients import check_kinesis
     from icestream.runtime.catalog import describe_catalog
     from icestream.runtime.jars import iceberg_plan, sqlite_jdbc_driver
     from icestream.runtime.platforms import AWS_CLASSES, session_versions, unsupported_spark_reason
     from icestream.runtime.shipping import check_executors
     from icestream.runtime.spark import check_java, get_spark
-    from icestream.stream.clients import check_kinesis
 
     def python() -> str:
         if sys.version_info[:2] != (3, 11):

@@ -4,7 +4,7 @@ The ingest keeps ``<table>_metrics`` current by itself with ``--metrics``; this 
 scheduled-job form (cron, a timer, an Airflow task) for an ingest that runs without it, and the way
 to rebuild the table (``--rebuild``) or give it an Iceberg view (``--view``). It takes the metrics
 table's lease, so it refuses to run beside an ingest that keeps the same table (see
-:mod:`icestream.lake.metrics_table`).
+:mod:`icestream.lake.continuous_aggregate`).
 """
 
 from __future__ import annotations
@@ -18,8 +18,13 @@ from icestream.cli.common import settings_from
 def cmd_metrics(args: argparse.Namespace) -> int:
     """Refresh (or rebuild) the metrics table, then print what it did."""
     from icestream.ingest.lease import Lease
+    from icestream.lake.continuous_aggregate import (
+        METRICS_HOLDER,
+        create_metrics_table,
+        create_metrics_view,
+        refresh_metrics,
+    )
     from icestream.lake.ddl import qualified_name
-    from icestream.lake.metrics_table import METRICS_HOLDER, create_metrics_table, create_metrics_view, refresh_metrics
     from icestream.runtime.spark import prepare_runtime, start_session
     from icestream.validation import validate_identifier
 

@@ -18,12 +18,12 @@ def cmd_produce(args: argparse.Namespace) -> int:
     import json
     import secrets
 
+    from icestream.kinesis.clients import kinesis_client, list_shards
     from icestream.producer import background
     from icestream.producer.aggregate import Aggregator, open_shard_starts
     from icestream.producer.plan import live_rate, plan_production
     from icestream.producer.put import producer_client
     from icestream.producer.run import run_production, run_summary_path
-    from icestream.stream.clients import kinesis_client, list_shards
     from icestream.synthetic.second_kind import as_options, tables_truth_path
 
     overrides = {"stream_name": args.stream} if args.stream else {}

@@ -27,11 +27,11 @@ from typing import IO, TYPE_CHECKING, Any
 from icestream.config import CRASH_DEMO_SUFFIX
 from icestream.demos.routed_demo import start_afresh
 from icestream.errors import IngestError
+from icestream.kinesis.clients import resolve_endpoint
 from icestream.lake.demo_tables import demo_mark
 from icestream.lake.statement import Statement
 from icestream.lake.table import LakeTable, setup_tables
 from icestream.producer.put import produce
-from icestream.stream.clients import resolve_endpoint
 from icestream.synthetic.generator import backfill_config, generate
 from icestream.synthetic.kinds import VALID_KINDS
 
@@ -196,7 +196,7 @@ def wait_for_pause(process: subprocess.Popen[str], timeout: float = 180.0) -> li
     import queue
     import threading
 
-    from icestream.ingest.pause import PAUSE_MARK
+    from icestream.ingest.crash_drill import PAUSE_MARK
 
     if process.stdout is None:
         raise IngestError("wait_for_pause: start the process with stdout=subprocess.PIPE.")

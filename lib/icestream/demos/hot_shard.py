@@ -16,9 +16,9 @@ import json
 from dataclasses import replace
 
 from icestream.config import Settings
+from icestream.kinesis.clients import ensure_stream, kinesis_client
 from icestream.producer.put import produce
 from icestream.producer.summary import ProduceSummary
-from icestream.stream.clients import ensure_stream, kinesis_client
 from icestream.synthetic.wire import Record
 
 DEMO_SUFFIX = "hot-shard-demo"

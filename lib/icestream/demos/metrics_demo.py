@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 from icestream.config import METRICS_DEMO_SUFFIX
 from icestream.demos.routed_demo import start_afresh
 from icestream.ingest.query import start_ingest
+from icestream.lake.continuous_aggregate import create_metrics_table
 from icestream.lake.demo_tables import demo_mark
-from icestream.lake.metrics_table import create_metrics_table
 from icestream.lake.statement import Statement
 from icestream.lake.table import LakeTable, setup_tables
 from icestream.producer.put import produce

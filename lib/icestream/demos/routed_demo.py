@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, Any
 from icestream.config import ROUTED_DEMO_ORDERS_SUFFIX, ROUTED_DEMO_SUFFIX
 from icestream.ingest.query import start_ingest
 from icestream.ingest.routing import table_refusal
+from icestream.kinesis.clients import ensure_stream, kinesis_client
 from icestream.lake.demo_tables import adopt_demo_table, demo_mark, drop_demo_tables
 from icestream.lake.statement import Statement
 from icestream.lake.table import LakeTable, setup_tables
 from icestream.producer.put import produce
 from icestream.runtime.handles import first_row
-from icestream.stream.clients import ensure_stream, kinesis_client
 from icestream.synthetic.generator import backfill_config, generate
 from icestream.synthetic.second_kind import NEW_FIELD, ORDER_EVENT_TYPE, TableTruth, as_options, id_checksum
 

@@ -12,7 +12,7 @@ the file, then against the ids the events table holds within ``dedupe_lookback``
 **Each file is loaded once.** A file is known by a key, a digest of its qualified path, size and
 modification time (a file rewritten in place is a new file). Each file is one commit to each
 table, rejects first, and each commit carries the key in its snapshot summary
-(``icestream.load-file``): the ledger of loaded files commits atomically with the data, as the
+(``icestream.file_load-file``): the ledger of loaded files commits atomically with the data, as the
 stream's positions do. Before loading, each table's ledger is read (its snapshot ancestry; when
 snapshot expiry cut that history, the rows themselves, whose ``shard_id`` is ``file-<key>``), and
 a table that holds the file is not written again. A crash anywhere, even between the two commits
@@ -42,21 +42,21 @@ from icestream.config import Settings
 from icestream.errors import ConfigError
 from icestream.ingest import dedupe
 from icestream.ingest.parse import ParsedEvent, parse_payload
-from icestream.ingest.read_job import release_rows
-from icestream.ingest.reader import ROW_FIELDS, arrow_schema, record_batch, row_schema
+from icestream.ingest.reading.shard_reader import ROW_FIELDS, arrow_schema, record_batch, row_schema
+from icestream.ingest.reading.spark_job import release_rows
 from icestream.ingest.transform import REJECT_COLUMNS, run_transform
-from icestream.lake.evolution import align_columns
 from icestream.lake.inspect import ancestry
 from icestream.lake.schema import table_columns
 from icestream.lake.summary import QUERY_KEY
+from icestream.lake.table_evolution import align_columns
 from icestream.limits import DEFAULT_MAX_EVENT_BYTES
 from icestream.runtime.handles import first_row
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-LOAD_FILE_KEY = "icestream.load-file"  # snapshot summary: the key of the file the commit loaded
-LOAD_PATH_KEY = "icestream.load-path"  # and its path, for people reading the history
+LOAD_FILE_KEY = "icestream.file_load-file"  # snapshot summary: the key of the file the commit loaded
+LOAD_PATH_KEY = "icestream.file_load-path"  # and its path, for people reading the history
 FILE_SHARD_PREFIX = "file-"
 GZIP_MAGIC = b"\x1f\x8b"
 LOAD_PHASES = ("between_commits", "after_commit")  # where ``fault`` is called (tests)

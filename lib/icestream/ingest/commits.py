@@ -11,8 +11,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from icestream.ingest import evolve as evo
 from icestream.ingest import positions as pos
+from icestream.ingest import schema_evolution as evo
 from icestream.ingest.changes import ChangeSpec, apply_changes
 from icestream.lake.inspect import ancestry
 from icestream.lake.summary import BATCH_KEY, CREATED_KEY, POSITIONS_KEY, QUERY_KEY, STREAM_KEY

@@ -5,7 +5,7 @@ A record is one of:
 - a plain payload (the common case: a JSON event), passed through untouched;
 - a gzip or zlib payload (CloudWatch Logs subscriptions send gzip), decompressed to at most
   ``max_event_bytes`` (a decompression bomb is refused as ``oversized``);
-- a KPL aggregate (:mod:`icestream.stream.kpl`): it expands to its user records, each with its
+- a KPL aggregate (:mod:`icestream.kinesis.kpl`): it expands to its user records, each with its
   sub-sequence number (its index in the aggregate) and its own partition key; each user record may
   itself be compressed.
 
@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from icestream.ingest.parse import Rejection
-from icestream.stream.compression import CorruptCompressionError, DecompressedTooLargeError, compression_of, decompress
-from icestream.stream.kpl import AggregateError, decode_aggregate, is_aggregate
+from icestream.kinesis.compression import CorruptCompressionError, DecompressedTooLargeError, compression_of, decompress
+from icestream.kinesis.kpl import AggregateError, decode_aggregate, is_aggregate
 
 RECORD_REJECT_REASONS = ("corrupt_aggregate", "corrupt_compressed")
 # First bytes that need decoding: KPL magic, gzip, zlib. Anything else is parsed as it is.

@@ -25,8 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from icestream.kinesis.clients import list_shards
 from icestream.limits import ITERATOR_LIFETIME_SECONDS, MAX_RECORDS_PER_GET
-from icestream.stream.clients import list_shards
 
 ITERATOR_REUSE_SECONDS = ITERATOR_LIFETIME_SECONDS - 60.0  # a margin for the batch that uses it
 

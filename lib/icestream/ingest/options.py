@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 from icestream.config import Settings
 from icestream.errors import ConfigError
 from icestream.ingest.changes import ChangeSpec, change_spec_from_settings
-from icestream.ingest.evolve import MODES
 from icestream.ingest.lease import DEFAULT_TTL_SECONDS
 from icestream.ingest.routing import Routing, routing_from_settings
+from icestream.ingest.schema_evolution import MODES
 from icestream.limits import DEFAULT_MAX_EVENT_BYTES, DEFAULT_START_POSITION, GET_CALLS_PER_SECOND, START_POSITIONS
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ Unknown top-level fields are kept, not dropped: they are folded into ``propertie
 they are, other JSON values as compact JSON text), unless ``properties`` already has that key, in
 which case the explicit property wins. Unknown keys inside ``device_info`` are ignored.
 
-With schema evolution on (``evolve=True``: :mod:`icestream.ingest.evolve`), an unknown top-level field
+With schema evolution on (``evolve=True``: :mod:`icestream.ingest.schema_evolution`), an unknown top-level field
 whose name is a lower-case identifier and whose value is a string, a number or a boolean is not
 folded: it comes back in ``extras``, tagged with its JSON kind, to become (or fill) a column of its
 own. A null is an absent field; objects, arrays and other names are folded as above.
@@ -39,7 +39,7 @@ from typing import Any, cast
 
 import msgspec
 
-from icestream.ingest.evolve import evolvable_field, tag_value
+from icestream.ingest.schema_evolution import evolvable_field, tag_value
 from icestream.lake.schema import DEVICE_FIELDS, REQUIRED_FIELDS
 from icestream.limits import DEFAULT_MAX_EVENT_BYTES
 

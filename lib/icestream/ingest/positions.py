@@ -30,7 +30,7 @@ place after compaction and snapshot expiry). Two rules make that impossible here
 Positions belong to one *incarnation* of a stream. A stream deleted and created again under the
 same name (or an in-memory emulator restarted) has the same shard ids but sequence numbers that
 start over, so old positions would silently skip its first records. Every commit therefore also
-records the stream's creation time (``icestream.stream-created``, and a table property for the
+records the stream's creation time (``icestream.kinesis-created``, and a table property for the
 derived path); positions of another incarnation are ignored and the new stream is read afresh.
 """
 

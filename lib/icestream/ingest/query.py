@@ -3,7 +3,7 @@
 Designed like Spark's Kafka source and Iceberg's Flink / Kafka Connect sinks, and split the way
 Spark splits a ``StreamingQuery`` handle from its engine. Each batch:
 
-1. **plan** and **read** (:mod:`~icestream.ingest.source`): list the shards, pick the ones to read
+1. **plan** and **read** (:mod:`~icestream.ingest.reading.planner`): list the shards, pick the ones to read
    now and from where, and read them in one Spark job (one task per shard), rows kept;
 2. **dedupe**, **write** and **commit** (:mod:`~icestream.ingest.sink`): the rejects, then the
    events, each commit carrying the new per-shard positions in its snapshot summary;
@@ -34,15 +34,15 @@ from icestream.errors import IcestreamError, IngestError, InjectedFaultError
 from icestream.ingest.lease import Lease
 from icestream.ingest.options import IngestOptions, ingest_options
 from icestream.ingest.progress import PROGRESS_FILE, BatchProgress, ProgressLog
+from icestream.ingest.reading.planner import SCHEDULER_POOLS, ShardSource, TablePositions
 from icestream.ingest.retry import run_with_retries
 from icestream.ingest.sink import SinkTables, TableSink
-from icestream.ingest.source import SCHEDULER_POOLS, ShardSource, TablePositions
+from icestream.kinesis.clients import kinesis_connection
+from icestream.lake.continuous_aggregate import METRICS_HOLDER, create_metrics_table, refresh_metrics
 from icestream.lake.ddl import create_archive_table, create_namespace, create_rejects_table
 from icestream.lake.keyed import create_keyed_table
-from icestream.lake.metrics_table import METRICS_HOLDER, create_metrics_table, refresh_metrics
 from icestream.runtime.handles import heap_mib
 from icestream.runtime.shipping import raise_if_executor_import_failed
-from icestream.stream.clients import kinesis_connection
 from icestream.validation import check_writable_folders
 
 if TYPE_CHECKING:
@@ -179,7 +179,7 @@ class IngestQuery:
         self._metrics_behind = self.metrics_lease is not None
 
     def _refresh_metrics(self, progress: BatchProgress | None) -> None:
-        """Fold what the events table committed into its metrics table (see icestream.lake.metrics_table).
+        """Fold what the events table committed into its metrics table (see icestream.lake.continuous_aggregate).
 
         A crash between the events commit and this refresh leaves the metrics behind, never wrong:
         the next refresh (after a restart, a retry, or the next batch) folds the rest.

@@ -4,7 +4,7 @@
 
 - ``off`` (the default): a table's columns change only by DDL. An unknown top-level field is kept
   in ``properties`` as text (:mod:`icestream.ingest.parse`), and a column someone adds later is
-  filled from ``properties`` (:func:`icestream.lake.evolution.align_columns`).
+  filled from ``properties`` (:func:`icestream.lake.table_evolution.align_columns`).
 - ``add-columns``: an unknown top-level field whose name is a lower-case identifier and whose value
   is a string, a number or a boolean becomes a nullable column of the table its event goes to.
 - ``add-and-widen``: as ``add-columns``, and an ``int`` column widens to ``bigint``, a ``float`` to

@@ -29,17 +29,17 @@ import numpy as np
 from icestream.config import Settings
 from icestream.errors import ConfigError
 from icestream.ingest import dedupe
-from icestream.ingest import evolve as evo
 from icestream.ingest import positions as pos
+from icestream.ingest import schema_evolution as evo
 from icestream.ingest.commits import Appended, CommitStamp, TableWriter, WrittenTable
 from icestream.ingest.options import IngestOptions
 from icestream.ingest.progress import BatchProgress, IndexStats, PhaseSeconds, arrival_properties
+from icestream.ingest.reading.planner import ReadBatch, TablePositions
 from icestream.ingest.routing import TARGET_COLUMN, claim_tables, remember_routed_table, routed_tables
-from icestream.ingest.source import ReadBatch, TablePositions
 from icestream.ingest.transform import REJECT_COLUMNS, after_committed, done_ids, reject_rows, run_transform
-from icestream.lake.evolution import align_columns
 from icestream.lake.inspect import load_iceberg_table
 from icestream.lake.schema import spark_fields, table_columns
+from icestream.lake.table_evolution import align_columns
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -10,15 +10,15 @@ from icestream.face import Face
 _FACE = Face(
     __name__,
     {
-        "ensure_stream": "icestream.stream.clients",
-        "hash_key": "icestream.stream.clients",
-        "kinesis_client": "icestream.stream.clients",
-        "list_shards": "icestream.stream.clients",
-        "most_bytes_admitted": "icestream.stream.write_limits",
-        "peek_records": "icestream.stream.clients",
-        "retention_hours": "icestream.stream.clients",
-        "shard_for_key": "icestream.stream.clients",
-        "shard_table": "icestream.stream.clients",
+        "ensure_stream": "icestream.kinesis.clients",
+        "hash_key": "icestream.kinesis.clients",
+        "kinesis_client": "icestream.kinesis.clients",
+        "list_shards": "icestream.kinesis.clients",
+        "most_bytes_admitted": "icestream.kinesis.write_limits",
+        "peek_records": "icestream.kinesis.clients",
+        "retention_hours": "icestream.kinesis.clients",
+        "shard_for_key": "icestream.kinesis.clients",
+        "shard_table": "icestream.kinesis.clients",
     },
 )
 __all__ = _FACE.names

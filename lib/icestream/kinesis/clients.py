@@ -20,9 +20,9 @@ from urllib.parse import urlparse
 
 from icestream.config import Settings
 from icestream.errors import ConfigError, ServiceUnavailableError
+from icestream.kinesis.emulator import START_COMMAND, Emulator
 from icestream.limits import MAX_SHARD_COUNT
 from icestream.runtime.aws import KEPT_LOCK, kept_session, profile_session
-from icestream.stream.emulator import START_COMMAND, Emulator
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
@@ -91,10 +91,10 @@ def utc_timestamp(value: Any) -> Any:
 
 def _botocore_session() -> Any:
     """A botocore session whose clients parse timestamps with :func:`utc_timestamp` and GetRecords'
-    records directly (:mod:`icestream.stream.records_parser`)."""
+    records directly (:mod:`icestream.kinesis.records_parser`)."""
     import botocore.session
 
-    from icestream.stream.records_parser import RecordsParserFactory
+    from icestream.kinesis.records_parser import RecordsParserFactory
 
     session = botocore.session.get_session()
     session.register_component("response_parser_factory", RecordsParserFactory())

@@ -1,7 +1,7 @@
 """The local Kinesis emulator: moto's server in a background process on a loopback port.
 
-Run as ``python -m icestream.stream.emulator -H 127.0.0.1 -p PORT``: moto's server with its Kinesis model
-patched to behave and scale like Kinesis (see :mod:`icestream.stream.moto_kinesis`).
+Run as ``python -m icestream.kinesis.emulator -H 127.0.0.1 -p PORT``: moto's server with its Kinesis model
+patched to behave and scale like Kinesis (see :mod:`icestream.kinesis.moto_kinesis`).
 
 The server runs as its own process (new session), so it outlives the papermill kernels that use
 it one after another. A state file under ``data/run/`` records its pid, port and start time (see
@@ -40,7 +40,7 @@ class EmulatorState:
     process_start: str  # /proc start time, so a reused pid is never mistaken for ours
     started_at: float
     log: str
-    write_limits: bool = True  # Kinesis's per-shard write limits enforced (icestream.stream.write_limits)
+    write_limits: bool = True  # Kinesis's per-shard write limits enforced (icestream.kinesis.write_limits)
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ class Emulator:
 
     def _owns(self, state: EmulatorState) -> bool:
         """True when ``state.pid`` is still the very process this module started."""
-        return processes.is_ours(asdict(state), ("icestream.stream.emulator", str(state.port)))
+        return processes.is_ours(asdict(state), ("icestream.kinesis.emulator", str(state.port)))
 
     def status(self) -> EmulatorStatus:
         """Report whether the emulator runs and answers."""
@@ -118,7 +118,7 @@ class Emulator:
         Args:
             port: Loopback port to bind (default: a free one).
             timeout: Seconds to wait for the server to answer.
-            write_limits: Enforce Kinesis's per-shard write limits (:mod:`icestream.stream.write_limits`)
+            write_limits: Enforce Kinesis's per-shard write limits (:mod:`icestream.kinesis.write_limits`)
                 in a server started now (one already running keeps what it was started with).
 
         Returns:
@@ -136,7 +136,7 @@ class Emulator:
         port = port or free_port()
         endpoint = f"http://{LOOPBACK}:{port}"
         log_path = self.run_dir / LOG_FILE
-        command = [sys.executable, "-m", "icestream.stream.emulator", "-H", LOOPBACK, "-p", str(port)]
+        command = [sys.executable, "-m", "icestream.kinesis.emulator", "-H", LOOPBACK, "-p", str(port)]
         if not write_limits:
             command.append(NO_WRITE_LIMITS)
         process = processes.spawn(command, log_path)
@@ -185,8 +185,8 @@ def main(argv: list[str] | None = None) -> None:
     """
     from moto.server import main as moto_main
 
-    from icestream.stream import moto_kinesis
-    from icestream.stream.write_limits import WriteLimits
+    from icestream.kinesis import moto_kinesis
+    from icestream.kinesis.write_limits import WriteLimits
 
     arguments = list(sys.argv[1:] if argv is None else argv)
     limits = None if NO_WRITE_LIMITS in arguments else WriteLimits()

@@ -3,7 +3,7 @@
 Three sets of replacements, all installed by :func:`install` in the emulator process: resharding
 as Kinesis does it (:func:`faithful_resharding`), a record store whose cost per call does not
 grow with the shard, with retention (below), and GetRecords answers written directly
-(:mod:`icestream.stream.records_answer`).
+(:mod:`icestream.kinesis.records_answer`).
 
 **Record store.**
 moto 5.2.5 keeps a shard's records in an ``OrderedDict`` keyed by sequence number and finds its
@@ -29,9 +29,9 @@ import time
 from typing import Any
 
 from icestream.errors import EmulatorError
+from icestream.kinesis.records_answer import direct_records_answer
+from icestream.kinesis.write_limits import WriteLimits, throttled_message
 from icestream.limits import MAX_BYTES_PER_PUT, MAX_RECORD_BYTES, MAX_RECORDS_PER_PUT, THROTTLED
-from icestream.stream.records_answer import direct_records_answer
-from icestream.stream.write_limits import WriteLimits, throttled_message
 
 CHECKED_MOTO_VERSIONS = ("5.2.5",)  # the versions whose Shard internals these replacements mirror
 
@@ -44,7 +44,7 @@ def _require_checked_moto() -> Any:
         raise EmulatorError(
             f"moto {moto.__version__} is installed, but the emulator's Kinesis patches were checked against "
             f"{', '.join(CHECKED_MOTO_VERSIONS)}: install the pinned version (make setup) or re-check "
-            "icestream.stream.moto_kinesis against the new moto.kinesis.models.Shard."
+            "icestream.kinesis.moto_kinesis against the new moto.kinesis.models.Shard."
         )
     replaced = (
         "Shard.get_records",
@@ -59,7 +59,7 @@ def _require_checked_moto() -> Any:
     missing = [name for name in replaced if not hasattr(getattr(models, name.split(".")[0], None), name.split(".")[1])]
     if missing or not isinstance(models.Shard(0, 0, 1).records, dict):
         changed = ", ".join(missing) or "Shard.records"
-        raise EmulatorError(f"moto.kinesis.models changed shape ({changed}): re-check icestream.stream.moto_kinesis.")
+        raise EmulatorError(f"moto.kinesis.models changed shape ({changed}): re-check icestream.kinesis.moto_kinesis.")
     return models
 
 
@@ -123,7 +123,7 @@ def install(write_limits: WriteLimits | None = None) -> None:
 
 
 def enforce_write_limits(models: Any) -> None:
-    """Throttle puts beyond a shard's write limits (:mod:`icestream.stream.write_limits`) when they are on.
+    """Throttle puts beyond a shard's write limits (:mod:`icestream.kinesis.write_limits`) when they are on.
 
     ``Stream.put_record`` (which every put goes through) raises ``ProvisionedThroughputExceededException``
     for a record the shard's budget cannot take: PutRecord answers with that error; PutRecords,

@@ -6,7 +6,7 @@ parsing each arrival time into an aware datetime): measured 2026-11-27 with py-s
 GetRecords loop, 3.6 of the emulator's 4.3 busy seconds were that walk, about 38 µs of emulator
 CPU per record served. The emulator shares the machine's cores with the reader it serves, so
 its cost is every reader's. Here the answer is written with the same values, the same member
-order and the same JSON encoding (``tests/unit/stream/test_records_answer.py`` compares the bytes
+order and the same JSON encoding (``tests/unit/kinesis/test_records_answer.py`` compares the bytes
 with moto's own answer); everything else, and every error, is still moto's. Serving a drain of
 about 40,800 records cost the emulator 1.55 CPU-seconds before and 0.32 after, with moto's
 request-id scan of JSON bodies skipped as well (``bench/bench_pipeline.py``, 2026-11-27).

@@ -7,10 +7,10 @@ and a read task pays it on every record it reads. Here the records are converted
 ``Data`` decoded by botocore's blob parser, their arrival time by its timestamp parser), and
 everything else in the answer still goes through botocore's walk. A record with a member the
 model does not know, or a null member, also goes through the walk, so the result is always what
-botocore's own parser returns (tests/unit/stream/test_records_parser.py compares the two).
+botocore's own parser returns (tests/unit/kinesis/test_records_parser.py compares the two).
 
 Installed through botocore's documented component (``response_parser_factory``) by
-:func:`icestream.stream.clients._botocore_session`; errors and every other operation are parsed
+:func:`icestream.kinesis.clients._botocore_session`; errors and every other operation are parsed
 by botocore's own code.
 """
 

@@ -37,8 +37,8 @@ the exact call as text, beside the statements.
 
 The summary keys the ingest writes into its snapshots live in :mod:`icestream.lake.summary`; the rule
 that fills a column added to the table from ``properties`` is
-:func:`icestream.lake.evolution.align_columns`; partition evolution, renames and type promotions made by
-hand are :class:`icestream.lake.evolution.Evolution` (notebook 04).
+:func:`icestream.lake.table_evolution.align_columns`; partition evolution, renames and type promotions made by
+hand are :class:`icestream.lake.table_evolution.Evolution` (notebook 04).
 """
 
 from __future__ import annotations
@@ -48,22 +48,22 @@ from icestream.face import Face
 _FACE = Face(
     __name__,
     {
-        "Evolution": "icestream.lake.evolution",
+        "Evolution": "icestream.lake.table_evolution",
         "KeyedSpec": "icestream.lake.keyed",
         "LIVE_FILTER": "icestream.lake.keyed",
         "LakeTable": "icestream.lake.table",
         "METRICS_SOURCE_KEY": "icestream.lake.summary",
-        "METRICS_VIEW": "icestream.lake.metrics_table",
+        "METRICS_VIEW": "icestream.lake.continuous_aggregate",
         "Statement": "icestream.lake.statement",
         "Window": "icestream.lake.window",
         "create_keyed_table": "icestream.lake.keyed",
-        "create_metrics_table": "icestream.lake.metrics_table",
-        "create_metrics_view": "icestream.lake.metrics_table",
+        "create_metrics_table": "icestream.lake.continuous_aggregate",
+        "create_metrics_view": "icestream.lake.continuous_aggregate",
         "event_time_slices": "icestream.lake.window",
         "merge_statement": "icestream.lake.keyed",
         "qualified_name": "icestream.lake.ddl",
         "recreate_events_copy": "icestream.lake.table",
-        "refresh_metrics": "icestream.lake.metrics_table",
+        "refresh_metrics": "icestream.lake.continuous_aggregate",
         "setup_tables": "icestream.lake.table",
         "show_statements": "icestream.lake.statement",
         "sort_order_literal": "icestream.lake.maintenance",

@@ -237,7 +237,7 @@ class Maintenance:
         The ingest finds its position in the newest ancestor snapshot whose summary has it;
         maintenance snapshots (``replace``) carry none. Keeping that ancestor keeps the ingest
         answering from the snapshot, not from a derivation over the rows. On a metrics table
-        (:mod:`icestream.lake.metrics_table`) the snapshot kept is the newest with the refresh's mark.
+        (:mod:`icestream.lake.continuous_aggregate`) the snapshot kept is the newest with the refresh's mark.
 
         Args:
             stream_name: The stream whose positions must survive.

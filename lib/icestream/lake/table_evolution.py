@@ -54,7 +54,7 @@ def align_columns(frame: DataFrame, fields: Sequence[StructField], extras_column
         frame: Rows to write, with at least the base event columns and ``properties``.
         fields: The target table's fields (``spark.table(name).schema.fields``).
         extras_column: A map column of new top-level fields tagged ``<kind>:<text>``
-            (:mod:`icestream.ingest.evolve`), read before ``properties`` when ``frame`` has it.
+            (:mod:`icestream.ingest.schema_evolution`), read before ``properties`` when ``frame`` has it.
 
     Returns:
         One ``selectExpr`` (each DataFrame step is analysed again on the driver, so one step, not

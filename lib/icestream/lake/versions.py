@@ -21,8 +21,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from icestream.errors import ConfigError
-from icestream.lake.evolution import ADDABLE_TYPES
 from icestream.lake.statement import DataFrameCall, Outcome, Statement, snapshot_id_literal, timestamp_literal
+from icestream.lake.table_evolution import ADDABLE_TYPES
 from icestream.lake.window import WINDOW_SQL
 from icestream.runtime.handles import first_row
 from icestream.timestamps import as_utc
@@ -288,7 +288,7 @@ class Versions:
             The outcome, or None when the column is already there (re-runs).
 
         Raises:
-            ConfigError: If ``data_type`` is not one of :data:`~icestream.lake.evolution.ADDABLE_TYPES`.
+            ConfigError: If ``data_type`` is not one of :data:`~icestream.lake.table_evolution.ADDABLE_TYPES`.
         """
         if data_type.upper() not in ADDABLE_TYPES:
             raise ConfigError(f"column type {data_type!r}: choose one of {', '.join(ADDABLE_TYPES)}.")
@@ -304,7 +304,7 @@ class Versions:
 
         One recorded ``INSERT INTO ... SELECT`` (``table.last_statement``), after a recorded count
         of the rows it will add. A column this table has and the source lacks is filled by the
-        ingest's rule (:func:`~icestream.lake.evolution.align_columns`): ``TRY_CAST(properties['<column>']
+        ingest's rule (:func:`~icestream.lake.table_evolution.align_columns`): ``TRY_CAST(properties['<column>']
         AS <type>)``.
 
         Returns:

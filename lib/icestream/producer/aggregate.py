@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from icestream.errors import ConfigError
+from icestream.kinesis.compression import CODECS, compress
+from icestream.kinesis.kpl import AggregateBuilder
 from icestream.limits import MAX_RECORD_BYTES
-from icestream.stream.compression import CODECS, compress
-from icestream.stream.kpl import AggregateBuilder
 from icestream.synthetic.wire import Record
 
 AGGREGATE_KIND = "kpl_aggregate"

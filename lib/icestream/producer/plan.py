@@ -124,7 +124,7 @@ def plan_production(
     Raises:
         ConfigError: If the options do not fit together, or a file holds fewer payloads than ``count``.
     """
-    from icestream.stream.clients import kinesis_client
+    from icestream.kinesis.clients import kinesis_client
 
     stream = settings.stream_name
     if count is not None and count < 1:

@@ -103,7 +103,7 @@ def producer_client(settings: Settings) -> Any:
     (:func:`unsendable`) are checked once per record here; botocore would check every field of every
     record again on each call, about a quarter of the client's time per record.
     """
-    from icestream.stream.clients import kinesis_client
+    from icestream.kinesis.clients import kinesis_client
 
     return kinesis_client(settings, validate=False)
 

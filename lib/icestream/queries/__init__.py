@@ -2,7 +2,7 @@
 the stream beyond the committed positions, anomaly detection, and the same tables read by DuckDB and
 pyiceberg.
 
-The modules ``realtime``, ``health``, ``anomaly``, ``metrics``, ``streaming``, ``duckdb_engine`` and
+The modules ``realtime``, ``health``, ``anomaly``, ``aggregate_dashboard``, ``streaming``, ``duckdb_engine`` and
 ``pyiceberg_engine`` are offered as modules (``realtime.kpi_dashboard(...)`` reads as what it is);
 the ingest's report and what notebook 08 uses of ``anomaly`` are offered by name. Everything is
 loaded on first use: DuckDB and pyiceberg load only where they are asked for.
@@ -29,7 +29,7 @@ _FACE = Face(
         "window_counts": "icestream.queries.anomaly.detector",
         "write_call": "icestream.queries.report",
     },
-    modules=("anomaly", "duckdb_engine", "health", "metrics", "pyiceberg_engine", "realtime", "streaming"),
+    modules=("aggregate_dashboard", "anomaly", "duckdb_engine", "health", "pyiceberg_engine", "realtime", "streaming"),
 )
 __all__ = _FACE.names
 __getattr__ = _FACE.get

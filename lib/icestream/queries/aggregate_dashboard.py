@@ -3,7 +3,7 @@
 Two answers make the dashboard: the recent groups (every minute, event type and device from
 ``since`` on: events, exact unique users, average duration) and the roll-up of the whole table by
 event type and device (events, average duration). From the metrics table
-(:mod:`icestream.lake.metrics_table`) both read a few thousand rows; from the events table, every event.
+(:mod:`icestream.lake.continuous_aggregate`) both read a few thousand rows; from the events table, every event.
 They are equal: counts add up, and an average rolls up as the sum of the durations over their
 count, which the metrics table keeps. Unique users are exact per group; across groups they do
 not add up, so the roll-up leaves them out (the users arrays could answer it, at a cost).
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from icestream.lake.metrics_table import full_query
+from icestream.lake.continuous_aggregate import full_query
 from icestream.lake.statement import Statement
 from icestream.queries.duckdb_engine import duckdb_statement, statement_frame
 

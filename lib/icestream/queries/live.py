@@ -39,10 +39,10 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from icestream.ingest.positions import TRIM_HORIZON, is_finished, iterator_arguments, load_committed
+from icestream.kinesis.clients import kinesis_client, list_shards
 from icestream.lake.statement import Statement
 from icestream.lake.summary import BATCH_KEY, FIRST_ARRIVAL_KEY, LAST_ARRIVAL_KEY
 from icestream.lake.table import LakeTable
-from icestream.stream.clients import kinesis_client, list_shards
 from icestream.timestamps import as_utc, from_micros, to_micros
 
 if TYPE_CHECKING:

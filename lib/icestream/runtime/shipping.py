@@ -1,6 +1,6 @@
 """Ship what Spark executors need to run icestream's tasks, the way Spark documents it.
 
-A read task runs icestream's code (``icestream.ingest.reader``) in the executors' Python, which on
+A read task runs icestream's code (``icestream.ingest.reading.shard_reader``) in the executors' Python, which on
 a cluster is not this process's environment. Spark's Python Package Management offers two ways,
 both used here, chosen by the ``ship`` setting (``ICESTREAM_SHIP``) when icestream starts a
 session on a non-local master:
@@ -407,7 +407,7 @@ def check_executors(spark: SparkSession, settings: Settings, timeout: float = 60
         import socket
 
         try:
-            importlib.import_module("icestream.ingest.reader")
+            importlib.import_module("icestream.ingest.reading.shard_reader")
             problem = ""
         except ImportError as error:
             problem = f"{type(error).__name__}: {error}"

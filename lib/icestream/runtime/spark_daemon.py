@@ -50,7 +50,7 @@ PRELOADED = (
     "distutils.version",
     "boto3",
     "botocore.client",
-    "icestream.ingest.read_task",
+    "icestream.ingest.reading.task_function",
 )
 
 

@@ -23,9 +23,9 @@ from icestream.errors import ConfigError, ServiceUnavailableError
 from icestream.ingest.positions import fed_by_another, source_stream
 from icestream.ingest.progress import PROGRESS_FILE
 from icestream.ingest.routing import owned_tables
+from icestream.kinesis.clients import ensure_stream, kinesis_client
 from icestream.producer.background import LOG_FILE, STATE_FILE, stop_background_producer
 from icestream.producer.run import RUN_SUMMARY_FILE
-from icestream.stream.clients import ensure_stream, kinesis_client
 from icestream.synthetic.ground_truth import GROUND_TRUTH_FILE
 
 if TYPE_CHECKING:

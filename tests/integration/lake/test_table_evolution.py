@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 import pytest
 
 from icestream.errors import ConfigError
-from icestream.lake.evolution import Evolution, partition_transform, promoted_type
 from icestream.lake.statement import Statement
 from icestream.lake.table import LakeTable, recreate_events_copy
+from icestream.lake.table_evolution import Evolution, partition_transform, promoted_type
 from icestream.lake.window import event_time_slices
 from icestream.synthetic.generator import backfill_config
 from icestream.timestamps import to_micros

@@ -58,9 +58,9 @@ def test_doctor_reads_pyspark_from_the_path_where_pip_did_not_install_it(monkeyp
 @pytest.fixture
 def made(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """What ``icestream setup`` went on to create: nothing is created, every step is recorded and refused."""
+    from icestream.kinesis import clients
     from icestream.lake import table
     from icestream.runtime import spark
-    from icestream.stream import clients
 
     steps: list[str] = []
 

@@ -7,7 +7,7 @@ import pytest
 from icestream import cli
 from icestream.cli.ingest_command import ingest_options_from
 from icestream.errors import ConfigError
-from icestream.ingest.pause import PAUSE_MARK, parse_pause, pause_hook
+from icestream.ingest.crash_drill import PAUSE_MARK, parse_pause, pause_hook
 
 
 def test_parse_pause_reads_a_phase_and_the_batch_of_this_process() -> None:
@@ -23,7 +23,7 @@ def test_parse_pause_refuses_an_unknown_phase_or_batch(text: str) -> None:
 
 def test_the_hook_pauses_once_at_the_nth_batch_reaching_the_phase(monkeypatch: pytest.MonkeyPatch) -> None:
     slept: list[float] = []
-    monkeypatch.setattr("icestream.ingest.pause.time.sleep", slept.append)
+    monkeypatch.setattr("icestream.ingest.crash_drill.time.sleep", slept.append)
     said: list[str] = []
     hook = pause_hook("between_commits", batch=2, seconds=5, announce=said.append)
     for phase, batch_id in [

@@ -15,8 +15,8 @@ from icestream.ingest.positions import (
     mark_key,
     plan_shards,
 )
-from icestream.stream.compression import compress
-from icestream.stream.kpl import encode_aggregate
+from icestream.kinesis.compression import compress
+from icestream.kinesis.kpl import encode_aggregate
 from tests.helpers.fake_kinesis import FakeKinesis, payload, read_fake_shard
 
 

@@ -13,8 +13,8 @@ from icestream.errors import IngestError, ShardReadError
 from icestream.ingest import retry
 from icestream.ingest.options import MIN_TRIGGER_SECONDS, IngestOptions
 from icestream.ingest.query import IngestParts, IngestQuery
+from icestream.ingest.reading.planner import TablePositions
 from icestream.ingest.sink import Recovered
-from icestream.ingest.source import TablePositions
 
 
 class FakeSparkContext:

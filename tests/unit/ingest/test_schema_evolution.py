@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from icestream.ingest.evolve import evolvable_field, infer_type, plan_table, tag_value
 from icestream.ingest.parse import ParsedEvent, parse_payload
+from icestream.ingest.schema_evolution import evolvable_field, infer_type, plan_table, tag_value
 from tests.helpers.samples import event
 
 
@@ -125,7 +125,7 @@ def test_a_column_added_meanwhile_by_another_writer_is_planned_again_not_fatal()
     from pyspark.errors import AnalysisException
     from pyspark.sql.types import LongType, StringType, StructField
 
-    from icestream.ingest.evolve import PayloadEvolution
+    from icestream.ingest.schema_evolution import PayloadEvolution
 
     schemas = [
         [StructField("event_id", StringType())],

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 from botocore.utils import parse_timestamp
 
-from icestream.stream.clients import utc_timestamp
+from icestream.kinesis.clients import utc_timestamp
 
 
 @pytest.mark.parametrize("value", [0, 1_763_704_800, 1_763_704_800.123, "2026-11-21T06:00:00Z", "1763704800"])

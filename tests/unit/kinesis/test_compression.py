@@ -7,7 +7,7 @@ import zlib
 
 import pytest
 
-from icestream.stream.compression import (
+from icestream.kinesis.compression import (
     CorruptCompressionError,
     DecompressedTooLargeError,
     compress,

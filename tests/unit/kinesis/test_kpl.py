@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from icestream.stream.kpl import (
+from icestream.kinesis.kpl import (
     CHECKSUM_BYTES,
     MAGIC,
     AggregateBuilder,

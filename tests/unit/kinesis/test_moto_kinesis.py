@@ -14,7 +14,7 @@ import pytest
 from moto import mock_aws
 
 from icestream.errors import EmulatorError
-from icestream.stream import moto_kinesis
+from icestream.kinesis import moto_kinesis
 
 STREAM = "store-test"
 

@@ -18,8 +18,8 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 from moto.kinesis import responses
 
-from icestream.stream import moto_kinesis
-from icestream.stream.records_answer import arrival_time, canonical_base64
+from icestream.kinesis import moto_kinesis
+from icestream.kinesis.records_answer import arrival_time, canonical_base64
 
 STREAM = "answer-test"
 SHARD = "shardId-000000000000"

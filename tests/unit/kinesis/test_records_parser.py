@@ -11,8 +11,8 @@ import botocore.session
 import pytest
 from botocore.parsers import JSONParser
 
-from icestream.stream.clients import _botocore_session, utc_timestamp
-from icestream.stream.records_parser import RecordsJSONParser
+from icestream.kinesis.clients import _botocore_session, utc_timestamp
+from icestream.kinesis.records_parser import RecordsJSONParser
 
 MODEL = botocore.session.get_session().get_service_model("kinesis")
 

@@ -12,9 +12,9 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
+from icestream.kinesis import moto_kinesis
+from icestream.kinesis.write_limits import WriteLimits, most_bytes_admitted
 from icestream.limits import MAX_BYTES_PER_SHARD_SECOND, MAX_RECORD_BYTES, MAX_RECORDS_PER_SHARD_SECOND, THROTTLED
-from icestream.stream import moto_kinesis
-from icestream.stream.write_limits import WriteLimits, most_bytes_admitted
 
 STREAM = "limits-test"
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from icestream.lake.metrics_table import (
+from icestream.lake.continuous_aggregate import (
     ANSWER_COLUMNS,
     GROUP_COLUMNS,
     Refresh,

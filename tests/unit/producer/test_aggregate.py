@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from icestream.errors import ConfigError
+from icestream.kinesis.compression import decompress
+from icestream.kinesis.kpl import decode_aggregate, is_aggregate
 from icestream.producer.aggregate import AGGREGATE_KIND, Aggregator, open_shard_starts, shard_of
-from icestream.stream.compression import decompress
-from icestream.stream.kpl import decode_aggregate, is_aggregate
 from icestream.synthetic.wire import Record
 
 HALF = 2**127

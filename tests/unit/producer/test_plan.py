@@ -31,7 +31,7 @@ def kinesis(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FourShards:
     """A fake Kinesis behind every client the CLI opens, and a run folder in ``tmp_path``."""
     monkeypatch.setenv("ICESTREAM_RUN_DIR", str(tmp_path))
     client = FourShards()
-    monkeypatch.setattr("icestream.stream.clients.kinesis_client", lambda settings, **_: client)
+    monkeypatch.setattr("icestream.kinesis.clients.kinesis_client", lambda settings, **_: client)
     return client
 
 

@@ -46,7 +46,7 @@ def test_the_cli_backfill_gives_the_anomaly_detector_its_range(
     run_settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     client = AcceptingKinesis()
-    monkeypatch.setattr("icestream.stream.clients.kinesis_client", lambda settings, **_: client)
+    monkeypatch.setattr("icestream.kinesis.clients.kinesis_client", lambda settings, **_: client)
     assert cli.main(["produce", "--backfill-hours", "1", "--count", "300", "--seed", "3", "--no-progress"]) == 0
     summary = read_run_summary(run_summary_path(run_settings, "backfill"))
     assert summary is not None

@@ -33,7 +33,7 @@ def test_the_cli_backfill_with_orders_and_a_new_field_writes_the_truth_per_table
     run_settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     client = AcceptingKinesis()
-    monkeypatch.setattr("icestream.stream.clients.kinesis_client", lambda settings, **_: client)
+    monkeypatch.setattr("icestream.kinesis.clients.kinesis_client", lambda settings, **_: client)
     # No malformed records: the check below parses every payload (a cut one may still start with "{").
     arguments = ["--backfill-hours", "0.5", "--count", "300", "--orders", "0.1", "--new-field-after", "600",
                  "--bad-rate", "0"]  # fmt: skip
@@ -54,7 +54,7 @@ def test_the_cli_backfill_with_orders_and_a_new_field_writes_the_truth_per_table
 
 def test_a_plain_run_writes_no_truth_per_table(run_settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
     client = AcceptingKinesis()
-    monkeypatch.setattr("icestream.stream.clients.kinesis_client", lambda settings, **_: client)
+    monkeypatch.setattr("icestream.kinesis.clients.kinesis_client", lambda settings, **_: client)
     assert cli.main(["produce", "--backfill-hours", "0.5", "--count", "100", "--seed", "3", "--anomalies", "none",
                      "--no-progress"]) == 0  # fmt: skip
     assert len(client.data) == 100

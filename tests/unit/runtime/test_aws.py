@@ -110,7 +110,7 @@ def test_an_unreachable_emulator_is_a_service_error_that_says_what_to_do() -> No
 
 
 def test_kinesis_clients_assume_the_role_in_every_process(fake_aws) -> None:
-    from icestream.stream.clients import kinesis_connection
+    from icestream.kinesis.clients import kinesis_connection
 
     connection = kinesis_connection(load_settings(profile="aws", warehouse="s3://a/b", aws_role_arn=ROLE))
     assert connection.role_arn == ROLE  # pickled to the executors, which assume it themselves
@@ -129,7 +129,7 @@ def test_clients_are_made_from_one_session_per_process_and_environment(monkeypat
     """A new boto3 session parses botocore's models again (88 ms of CPU per client, 2.4 from a kept one)."""
     import threading
 
-    from icestream.stream.clients import KinesisConnection
+    from icestream.kinesis.clients import KinesisConnection
 
     monkeypatch.setattr(aws, "_kept", {}, raising=False)
     made: list[str] = []
@@ -140,7 +140,7 @@ def test_clients_are_made_from_one_session_per_process_and_environment(monkeypat
         return real(*args, **kwargs)
 
     monkeypatch.setattr(aws, "profile_session", counted)
-    monkeypatch.setattr("icestream.stream.clients.profile_session", counted)
+    monkeypatch.setattr("icestream.kinesis.clients.profile_session", counted)
     settings = load_settings(profile="localstack")
     kinesis = KinesisConnection("local", "us-east-1", "http://127.0.0.1:9")
     for _ in range(3):

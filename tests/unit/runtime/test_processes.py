@@ -53,7 +53,7 @@ def test_a_process_is_ours_only_with_its_start_time_and_command(tmp_path: Path, 
     # Past exec(): caught inside it (an empty command line, seen under load) any marks pass (the next test).
     wait_until(lambda: processes.command_line(process.pid), timeout=30, message="the sleeper's command line")
     assert processes.is_ours(state, ("icestream-test-sleeper",))
-    assert not processes.is_ours(state, ("icestream.stream.emulator",)), "another command"
+    assert not processes.is_ours(state, ("icestream.kinesis.emulator",)), "another command"
     assert not processes.is_ours({**state, "process_start": "1"}, ("icestream-test-sleeper",)), "a reused pid"
     assert not processes.is_ours({"pid": 0}, ())
 

@@ -44,7 +44,11 @@ def test_package_zip_holds_the_package_and_is_built_once(tmp_path: Path) -> None
     first = shipping.package_zip(settings)
     with zipfile.ZipFile(first) as archive:
         names = set(archive.namelist())
-    assert {"icestream/__init__.py", "icestream/ingest/reader.py", "icestream/runtime/shipping.py"} <= names
+    assert {
+        "icestream/__init__.py",
+        "icestream/ingest/reading/shard_reader.py",
+        "icestream/runtime/shipping.py",
+    } <= names
     assert not any("__pycache__" in name or name.endswith(".pyc") for name in names)
     mtime = first.stat().st_mtime_ns
     assert shipping.package_zip(settings) == first

@@ -129,7 +129,7 @@ def test_the_scheduler_pools_the_ingest_uses_are_declared() -> None:
     """Undeclared pools make Spark warn in every notebook that ingests (and run with guessed weights)."""
     import re
 
-    from icestream.ingest.source import SCHEDULER_POOLS
+    from icestream.ingest.reading.planner import SCHEDULER_POOLS
     from icestream.runtime.spark import FAIR_POOLS
 
     declared = set(re.findall(r'<pool name="([^"]+)"', FAIR_POOLS.read_text()))

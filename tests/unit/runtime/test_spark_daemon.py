@@ -74,6 +74,6 @@ def test_after_a_freeze_a_collection_walks_only_new_objects() -> None:
 
 def test_every_module_the_daemon_preloads_exists() -> None:
     """A renamed module would not fail a read task, only make every worker import it again: it fails here."""
-    assert "icestream.ingest.read_task" in PRELOADED
+    assert "icestream.ingest.reading.task_function" in PRELOADED
     assert preload() == []
     assert preload(("pyarrow", "icestream.no_such_module")) == ["icestream.no_such_module"]

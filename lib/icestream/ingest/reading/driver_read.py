@@ -7,7 +7,7 @@ store, the meta rows collected): about half of a batch's driver time at the tip
 (docs/performance.md, "Batch cost at the tip"). Spark's own micro-batch sources run one job per
 batch, the write.
 
-Here the same reader (:func:`~icestream.ingest.reader.read_shard`: the same GetRecords calls, rows
+Here the same reader (:func:`~icestream.ingest.reading.shard_reader.read_shard`: the same GetRecords calls, rows
 and meta row per shard) runs in the driver's Python process, one thread per shard, and the rows
 reach the JVM as one Arrow record batch, which Spark parallelizes without a job. They are in memory
 before the DataFrame exists, so every stage that reads them sees exactly the records the meta rows
@@ -27,7 +27,14 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from icestream.ingest.positions import ShardPlan
-from icestream.ingest.reader import ROW_FIELDS, ReadOptions, arrow_schema, read_shard, record_batch, row_schema
+from icestream.ingest.reading.shard_reader import (
+    ROW_FIELDS,
+    ReadOptions,
+    arrow_schema,
+    read_shard,
+    record_batch,
+    row_schema,
+)
 from icestream.limits import MAX_RECORDS_PER_GET
 from icestream.runtime.handles import jvm as jvm_of
 
@@ -87,7 +94,7 @@ def read_on_driver(
         pool: Threads for the shards' calls (they wait on the network, not the CPU).
 
     Returns:
-        The event, reject and raw rows as a DataFrame of :func:`~icestream.ingest.reader.row_schema`,
+        The event, reject and raw rows as a DataFrame of :func:`~icestream.ingest.reading.shard_reader.row_schema`,
         and per plan, in order, its meta row's ``(meta, raw_data)``: the task's stats and digests.
 
     Raises:

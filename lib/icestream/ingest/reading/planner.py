@@ -1,7 +1,7 @@
 """The ingest's source side: which shards to read and from where, and the Spark read job.
 
 :class:`ShardSource` plans a batch (``positions.plan_shards``: a child shard waits until its
-parents are read to the end) and runs one Spark job (:mod:`~icestream.ingest.read_job`: the shards
+parents are read to the end) and runs one Spark job (:mod:`~icestream.ingest.reading.spark_job`: the shards
 spread over the tasks the session runs at once, or ``shards_per_task`` each), which keeps the rows
 in Spark's block store and collects one small meta row per shard
 (:class:`~icestream.ingest.progress.ReadStats`). Everything after works on the kept rows,
@@ -12,7 +12,7 @@ It also carries shard iterators from one batch to the next (each saves a GetShar
 and, during a backlog, reads the next batch ahead while this one commits (``prefetch``).
 
 At the tip (the last read ended there, nothing capped) a batch is read on the driver instead
-(:mod:`~icestream.ingest.tip_read`): its append is then its only Spark job.
+(:mod:`~icestream.ingest.reading.driver_read`): its append is then its only Spark job.
 
 A caught-up stream costs no Spark job at all: after a read that left every shard at its tip, the
 next trigger first asks Kinesis from the driver (:class:`~icestream.ingest.gate.TriggerGate`: one
@@ -38,7 +38,9 @@ from icestream.ingest import positions as pos
 from icestream.ingest.gate import ITERATOR_REUSE_SECONDS, TriggerGate
 from icestream.ingest.options import IngestOptions
 from icestream.ingest.progress import ReadStats
-from icestream.ingest.read_job import (
+from icestream.ingest.reading.driver_read import TIP_RECORDS_PER_SHARD, read_on_driver
+from icestream.ingest.reading.shard_reader import ReadOptions
+from icestream.ingest.reading.spark_job import (
     read_task_count,
     read_with_spark,
     release_rows,
@@ -46,15 +48,13 @@ from icestream.ingest.read_job import (
     shard_share,
     within_ends,
 )
-from icestream.ingest.reader import ReadOptions
-from icestream.ingest.tip_read import TIP_RECORDS_PER_SHARD, read_on_driver
+from icestream.kinesis.clients import list_shards
 from icestream.limits import DEFAULT_RECORDS_PER_BATCH, DEFAULT_RECORDS_PER_SHARD
-from icestream.stream.clients import list_shards
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from icestream.stream.clients import KinesisConnection
+    from icestream.kinesis.clients import KinesisConnection
 
 # Spark scheduler pools (they matter under spark.scheduler.mode FAIR, which local sessions use):
 # a free task slot goes to the pool with the fewest running tasks, so a batch's one-task writes

@@ -32,11 +32,11 @@ from icestream.ingest.expand import SPECIAL_FIRST_BYTES, expand_record, needs_de
 from icestream.ingest.parse import Rejection, parse_event
 from icestream.ingest.positions import ShardPlan, sequence_key
 from icestream.ingest.progress import ReadStats
+from icestream.ingest.reading.threads import RecordBudget
 from icestream.ingest.retry import THROTTLE_CODES, error_code, is_transient_call
-from icestream.ingest.side_by_side import RecordBudget
+from icestream.kinesis.clients import KinesisConnection
 from icestream.lake.schema import DEVICE_FIELDS
 from icestream.limits import DEFAULT_MAX_EVENT_BYTES, GET_CALLS_PER_SECOND, MAX_RECORDS_PER_GET
-from icestream.stream.clients import KinesisConnection
 
 # Columns of the rows a read task yields (see row_schema()).
 ROW_FIELDS = ("kind", "shard_id", "sequence_number", "partition_key", "arrival_ts", "event_id", "user_id",

@@ -1,8 +1,8 @@
 """A batch's read job: the shards' plans spread over a bounded number of tasks, the rows kept.
 
-One Spark job reads every shard of a batch (:func:`~icestream.ingest.read_task.read_arrow` in each
+One Spark job reads every shard of a batch (:func:`~icestream.ingest.reading.task_function.read_arrow` in each
 task), keeps the rows in Spark's block store and collects one small meta row per shard. A task
-reads its shards side by side (:mod:`~icestream.ingest.side_by_side`: a thread per shard, a few at
+reads its shards side by side (:mod:`~icestream.ingest.reading.threads`: a thread per shard, a few at
 once), each within Kinesis's per-shard limits (its own GetRecords loop), through the one client its
 Python worker keeps: a stream of 128 shards is read by as many tasks as the session runs at once
 (:func:`task_slots`: a local session's cores), not by 128 tasks each paying a task's fixed cost.
@@ -15,8 +15,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from icestream.ingest.read_task import read_arrow
-from icestream.ingest.reader import ReadOptions, row_schema
+from icestream.ingest.reading.shard_reader import ReadOptions, row_schema
+from icestream.ingest.reading.task_function import read_arrow
 from icestream.runtime.arrow_frames import map_in_arrow
 
 if TYPE_CHECKING:

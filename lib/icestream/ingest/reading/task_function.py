@@ -1,9 +1,9 @@
 """A read task: the function Spark's ``mapInArrow`` runs over a batch's shard plans, rows out as Arrow.
 
-A task reads its shards side by side (:mod:`~icestream.ingest.side_by_side`), each with
-:func:`~icestream.ingest.reader.read_shard`, and its shards share their records (a shard takes what
+A task reads its shards side by side (:mod:`~icestream.ingest.reading.threads`), each with
+:func:`~icestream.ingest.reading.shard_reader.read_shard`, and its shards share their records (a shard takes what
 the others left, the task at most the sum of their shares); each shard's rows leave in Arrow record
-batches of at most :data:`~icestream.ingest.reader.ARROW_CHUNK_ROWS` rows.
+batches of at most :data:`~icestream.ingest.reading.shard_reader.ARROW_CHUNK_ROWS` rows.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from functools import partial
 from typing import Any
 
 from icestream.ingest.positions import ShardPlan
-from icestream.ingest.reader import ARROW_CHUNK_ROWS, ReadOptions, arrow_schema, read_shard, record_batch
-from icestream.ingest.side_by_side import RecordBudget, side_by_side
+from icestream.ingest.reading.shard_reader import ARROW_CHUNK_ROWS, ReadOptions, arrow_schema, read_shard, record_batch
+from icestream.ingest.reading.threads import RecordBudget, side_by_side
 
 
 def shard_batches(plan: ShardPlan, options: ReadOptions, schema: Any, budget: RecordBudget | None) -> Iterator[Any]:

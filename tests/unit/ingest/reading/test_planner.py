@@ -13,7 +13,7 @@ from icestream.errors import IngestError
 from icestream.ingest.options import IngestOptions
 from icestream.ingest.positions import TRIM_HORIZON, ShardPlan, after, last_sequence
 from icestream.ingest.progress import ReadStats
-from icestream.ingest.source import ReadBatch, ShardSource, TablePositions
+from icestream.ingest.reading.planner import ReadBatch, ShardSource, TablePositions
 
 
 class FakeRows:

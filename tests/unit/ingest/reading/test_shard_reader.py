@@ -12,8 +12,8 @@ from botocore.exceptions import ClientError, EndpointConnectionError
 
 from icestream.errors import ShardReadError
 from icestream.ingest.positions import TRIM_HORIZON, ShardPlan, after
-from icestream.ingest.reader import ROW_FIELDS, read_shard
-from icestream.stream.kpl import encode_aggregate
+from icestream.ingest.reading.shard_reader import ROW_FIELDS, read_shard
+from icestream.kinesis.kpl import encode_aggregate
 from tests.helpers.fake_kinesis import FakeKinesis, options, payload, read_fake_shard
 
 
@@ -179,7 +179,7 @@ def test_an_iterator_from_the_previous_batch_is_used_and_handed_on() -> None:
 
 
 def test_rows_become_arrow_batches_with_spark_types() -> None:
-    from icestream.ingest.reader import arrow_schema, record_batch
+    from icestream.ingest.reading.shard_reader import arrow_schema, record_batch
 
     fake = FakeKinesis([payload(0), b"\xff", payload(2)])
     plan = ShardPlan("shardId-0", TRIM_HORIZON, False, None, None)
@@ -192,7 +192,7 @@ def test_rows_become_arrow_batches_with_spark_types() -> None:
 
 
 def test_null_and_empty_nested_values_keep_their_meaning_in_arrow() -> None:
-    from icestream.ingest.reader import arrow_schema, record_batch
+    from icestream.ingest.reading.shard_reader import arrow_schema, record_batch
 
     device = {"device_type": "tv", "os": None, "app_version": "1"}
     fake = FakeKinesis([
@@ -271,7 +271,7 @@ def test_a_shard_stopped_by_its_cap_says_so_and_one_read_to_its_tip_does_not() -
 
 def _pooled(fakes: dict[str, FakeKinesis], share: int, threads: int | None = None) -> dict[str, dict]:
     """Read ``fakes`` as one task's shards, side by side, each with a share of ``share`` records, pooled."""
-    from icestream.ingest.side_by_side import RecordBudget, side_by_side
+    from icestream.ingest.reading.threads import RecordBudget, side_by_side
 
     threads = threads or len(fakes)
     budget = RecordBudget(len(fakes) if threads >= len(fakes) else 0)  # as read_task.read_arrow makes it
@@ -313,7 +313,7 @@ def test_shards_waiting_for_records_never_hold_up_those_waiting_for_a_thread() -
 
 
 def test_a_chunk_becomes_arrow_without_comparing_its_values_with_none() -> None:
-    from icestream.ingest.reader import arrow_schema, record_batch
+    from icestream.ingest.reading.shard_reader import arrow_schema, record_batch
 
     compared = []
 
@@ -345,7 +345,7 @@ def test_an_answer_of_aggregates_larger_than_one_call_is_read_to_the_batch_cap(m
     # each: an answer can hold more user records than one call's grant (here 4 for 15). The read goes
     # on within the answer to the shard's cap; until 2026-11-28 it stopped at the first grant, ended
     # the batch there and left the answer's rest to be asked again by the next batch.
-    monkeypatch.setattr("icestream.ingest.reader.MAX_RECORDS_PER_GET", 4)
+    monkeypatch.setattr("icestream.ingest.reading.shard_reader.MAX_RECORDS_PER_GET", 4)
     fake = FakeKinesis(_aggregates(3, 5))
     rows, meta, _ = read_fake_shard(fake, max_records=15)
     assert [row["event_id"] for row in rows] == [f"e{number}" for number in range(15)]
@@ -354,7 +354,7 @@ def test_an_answer_of_aggregates_larger_than_one_call_is_read_to_the_batch_cap(m
 
 
 def test_the_cap_still_ends_a_read_inside_an_aggregate_past_one_call(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("icestream.ingest.reader.MAX_RECORDS_PER_GET", 4)
+    monkeypatch.setattr("icestream.ingest.reading.shard_reader.MAX_RECORDS_PER_GET", 4)
     rows, meta, _ = read_fake_shard(FakeKinesis(_aggregates(3, 5)), max_records=7)
     assert [row["event_id"] for row in rows] == [f"e{number}" for number in range(7)]
     # Seven user records: the first aggregate's five and the second's subs 0 and 1.
@@ -363,7 +363,7 @@ def test_the_cap_still_ends_a_read_inside_an_aggregate_past_one_call(monkeypatch
 
 def test_an_answer_of_aggregates_takes_what_the_tasks_other_shards_left(monkeypatch: pytest.MonkeyPatch) -> None:
     # Shares of 10: the shard of aggregates (one answer, 20 user records) takes the 8 its task-mate left.
-    monkeypatch.setattr("icestream.ingest.reader.MAX_RECORDS_PER_GET", 4)
+    monkeypatch.setattr("icestream.ingest.reading.shard_reader.MAX_RECORDS_PER_GET", 4)
     fakes = {"shardId-1": FakeKinesis(_aggregates(4, 5)), "shardId-2": FakeKinesis([payload(i) for i in range(2)])}
     metas = _pooled(fakes, share=10)
     assert [(meta["read"], meta["rows"]) for meta in metas.values()] == [(18, 18), (2, 2)]

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from icestream.errors import ConfigError
 from icestream.ingest.options import IngestOptions
-from icestream.ingest.read_job import CLAUSES_UP_TO, read_task_count, shard_share, task_slots, within_ends
+from icestream.ingest.reading.spark_job import CLAUSES_UP_TO, read_task_count, shard_share, task_slots, within_ends
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from icestream.ingest.side_by_side import side_by_side
+from icestream.ingest.reading.threads import side_by_side
 
 
 def counting(name: str, count: int, gate: threading.Event | None = None) -> Iterator[tuple[str, int]]:
@@ -94,7 +94,7 @@ def test_a_consumer_that_stops_early_stops_the_threads() -> None:
 
 
 def test_a_shard_waiting_for_records_stops_waiting_when_the_read_ends_early() -> None:
-    from icestream.ingest.side_by_side import RecordBudget
+    from icestream.ingest.reading.threads import RecordBudget
 
     budget = RecordBudget(shards=2)  # counted before they start: the other may never start
     granted: list[int] = []
