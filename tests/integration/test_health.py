@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from icestream.config import Settings, load_settings
+from icestream.demos import health_demo
 from icestream.errors import ConfigError
 from icestream.file_load.bulk import load_payloads
 from icestream.ingest import positions
@@ -20,7 +21,7 @@ from icestream.lake.inspect import DATA_CONTENT
 from icestream.lake.maintenance import default_rewrite_options
 from icestream.lake.summary import BATCH_KEY, POSITIONS_KEY, QUERY_KEY, STREAM_KEY
 from icestream.lake.table import LakeTable, setup_tables
-from icestream.queries import health
+from icestream.queries import file_skipping, health
 from icestream.synthetic.generator import backfill_config, generate
 
 STREAM = "health-test-stream"
@@ -203,11 +204,11 @@ def test_a_sort_rewrite_of_an_hours_copy_narrows_the_bounds_a_type_filter_reads(
     load_payloads(spark, source_settings.table_name, ((r.data, r.partition_key) for r in records if r.kind == "event"))
     source = LakeTable(spark, source_settings.table_name)
     hour = datetime(2026, 11, 19, 11, 0, tzinfo=UTC)
-    hour_bytes = int(health.file_bounds(source, "event_type")["file_size_in_bytes"].sum())
-    copy = health.copy_hour_for_sorting(spark, source_settings, source, hour, max(1, hour_bytes // 4))
+    hour_bytes = int(source.inspect.file_bounds("event_type")["file_size_in_bytes"].sum())
+    copy = health_demo.copy_hour_for_sorting(spark, source_settings, source, hour, max(1, hour_bytes // 4))
     assert [statement.sql.split()[0] for statement in copy.statements][-2:] == ["ALTER", "INSERT"]
-    types = health.distinct_values(copy, "event_type")
-    before = health.files_read_per_value(health.file_bounds(copy, "event_type"), types)
+    types = file_skipping.distinct_values(copy, "event_type")
+    before = file_skipping.files_read_per_value(copy.inspect.file_bounds("event_type"), types)
     assert (before["files read"] == before["of files"]).all()  # arrival order: every file holds every type
     assert before["of files"].iloc[0] > 1
     content = health.content_fingerprint(copy)
@@ -215,7 +216,7 @@ def test_a_sort_rewrite_of_an_hours_copy_narrows_the_bounds_a_type_filter_reads(
         "sort", sort_order="event_type ASC, event_ts ASC", options={"rewrite-all": "true"}
     )
     assert outcome.counts["rewritten_data_files_count"] == before["of files"].iloc[0]
-    after = health.files_read_per_value(health.file_bounds(copy, "event_type"), types)
+    after = file_skipping.files_read_per_value(copy.inspect.file_bounds("event_type"), types)
     assert health.content_fingerprint(copy) == content
     assert (after["records read"] <= before["records read"]).all()
     assert after["records read"].sum() < before["records read"].sum()

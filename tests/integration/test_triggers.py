@@ -10,7 +10,7 @@ from __future__ import annotations
 from icestream.config import load_settings
 from icestream.ingest.query import start_ingest
 from icestream.lake.table import LakeTable
-from icestream.queries import health
+from icestream.queries import report
 from tests.helpers.spark_jobs import last_job_id
 from tests.helpers.waiting import wait_until
 from tests.reliability.faultproxy import FaultProxy
@@ -62,7 +62,7 @@ def test_min_records_holds_batches_back_and_one_batch_commits_them_all(spark, fr
     verdict = verify(spark, made, workload.ledger)
     assert verdict.exact, verdict
 
-    lag = health.batch_freshness(events)
+    lag = report.batch_freshness(events)
     assert "summary['icestream.first-arrival-ms']" in str(events.last_statement), "the SQL that ran is shown"
     assert list(lag["added_records"]) == [MIN_RECORDS, 5]
     assert list(lag["batch_id"]) == [0, 1]
@@ -71,7 +71,7 @@ def test_min_records_holds_batches_back_and_one_batch_commits_them_all(spark, fr
     assert first["freshness_oldest_s"] > first["freshness_newest_s"] >= 0
     assert lag["freshness_newest_s"].notna().all()
     # The rejects table got no rows, only its positions: a commit that carries no arrivals.
-    position_only = health.batch_freshness(rejects)
+    position_only = report.batch_freshness(rejects)
     assert len(position_only) >= 1
     assert position_only["added_records"].fillna(0).eq(0).all()
     assert position_only["freshness_oldest_s"].isna().all()

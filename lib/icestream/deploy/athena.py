@@ -339,7 +339,7 @@ FROM "{table}$manifests\"""",
 FROM "{table}$snapshots"
 ORDER BY committed_at, snapshot_id""",
             (),
-            "icestream.queries.health.batch_freshness",
+            "icestream.queries.report.batch_freshness",
             "unix_millis(committed_at) becomes to_unixtime(committed_at) * 1000; summary['k'] becomes element_at",
             NO_METADATA_TABLES,
             "snapshots",

@@ -257,7 +257,7 @@ def arrival_properties(shards: list[ReadStats]) -> dict[str, str]:
     """The batch's oldest and newest Kinesis arrival, epoch milliseconds, as snapshot-summary values.
 
     With the snapshot's ``committed_at`` they give the batch's arrival -> commit lag
-    (``icestream.queries.health.batch_freshness``). Empty when no shard reported an arrival.
+    (``icestream.queries.report.batch_freshness``). Empty when no shard reported an arrival.
     """
     firsts = [stats.first_arrival for stats in shards if stats.first_arrival is not None]
     lasts = [stats.last_arrival for stats in shards if stats.last_arrival is not None]

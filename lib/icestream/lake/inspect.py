@@ -206,14 +206,15 @@ class Inspect:
         whose filter cannot match inside ``[lower, upper]`` never opens the file.
 
         Returns:
-            ``file`` (name), ``partition`` (a readable label), ``record_count``, ``lower_bound``,
-            ``upper_bound``, ``lower_bounds_raw`` (the stored bytes, hex); by ``lower_bound``.
+            ``file`` (name), ``partition`` (a readable label), ``record_count``,
+            ``file_size_in_bytes``, ``lower_bound``, ``upper_bound``, ``lower_bounds_raw`` (the stored
+            bytes, hex); by ``lower_bound``.
         """
         name = validate_identifier(column, "column")
         field_id = int(load_iceberg_table(self._table.spark, self._table.name).schema().findField(name).fieldId())
         frame = self._frame(
             f"""
-            SELECT file_path, {self._partition()}, record_count,
+            SELECT file_path, {self._partition()}, record_count, file_size_in_bytes,
                    readable_metrics.{name}.lower_bound AS lower_bound,
                    readable_metrics.{name}.upper_bound AS upper_bound,
                    hex(lower_bounds[{field_id}]) AS lower_bounds_raw

@@ -2,10 +2,11 @@
 the stream beyond the committed positions, anomaly detection, and the same tables read by DuckDB and
 pyiceberg.
 
-The modules ``realtime``, ``health``, ``anomaly``, ``aggregate_dashboard``, ``streaming``, ``duckdb_engine`` and
-``pyiceberg_engine`` are offered as modules (``realtime.kpi_dashboard(...)`` reads as what it is);
-the ingest's report and what notebook 08 uses of ``anomaly`` are offered by name. Everything is
-loaded on first use: DuckDB and pyiceberg load only where they are asked for.
+The modules ``realtime``, ``health``, ``file_skipping``, ``anomaly``, ``aggregate_dashboard``,
+``streaming``, ``duckdb_engine`` and ``pyiceberg_engine`` are offered as modules
+(``realtime.kpi_dashboard(...)`` reads as what it is); the ingest's report and what notebook 08
+uses of ``anomaly`` are offered by name. Everything is loaded on first use: DuckDB and pyiceberg
+load only where they are asked for.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ _FACE = Face(
     __name__,
     {
         "DetectorOptions": "icestream.queries.anomaly.detector",
+        "batch_freshness": "icestream.queries.report",
         "committed_positions": "icestream.queries.report",
         "flagged_intervals": "icestream.queries.anomaly.detector",
         "freshness": "icestream.queries.report",
@@ -29,7 +31,16 @@ _FACE = Face(
         "window_counts": "icestream.queries.anomaly.detector",
         "write_call": "icestream.queries.report",
     },
-    modules=("aggregate_dashboard", "anomaly", "duckdb_engine", "health", "pyiceberg_engine", "realtime", "streaming"),
+    modules=(
+        "aggregate_dashboard",
+        "anomaly",
+        "duckdb_engine",
+        "file_skipping",
+        "health",
+        "pyiceberg_engine",
+        "realtime",
+        "streaming",
+    ),
 )
 __all__ = _FACE.names
 __getattr__ = _FACE.get

@@ -1,4 +1,4 @@
-"""What an ingest run did, as tables: progress per batch and freshness per row.
+"""What an ingest run did, as tables: progress per batch, freshness per batch and per row.
 
 Freshness is measured from the table, not estimated: a row becomes visible to queries when the
 snapshot of its batch commits, so its freshness is that snapshot's ``committed_at`` minus the
@@ -17,7 +17,7 @@ from icestream.config import Settings
 from icestream.ingest.progress import PROGRESS_FILE
 from icestream.lake.ddl import checked_table_name
 from icestream.lake.statement import DataFrameCall, Statement, snapshot_id_literal
-from icestream.lake.summary import BATCH_KEY, POSITIONS_KEY, STREAM_KEY
+from icestream.lake.summary import BATCH_KEY, FIRST_ARRIVAL_KEY, LAST_ARRIVAL_KEY, POSITIONS_KEY, STREAM_KEY
 from icestream.lake.table import LakeTable
 
 if TYPE_CHECKING:
@@ -297,3 +297,46 @@ def committed_positions(spark: SparkSession, settings: Settings) -> pd.DataFrame
             for shard, position in sorted(committed.positions.items())
         )
     return pd.DataFrame(rows, columns=["table", "shard", "position", "source"])
+
+
+def batch_freshness(table: LakeTable) -> pd.DataFrame:
+    """Each snapshot's freshness (docs/glossary.md): commit minus arrival of its batch's oldest and newest record.
+
+    The ingest writes the Kinesis arrival of each batch's oldest and newest record into the
+    snapshot's summary (``icestream.first-arrival-ms``, ``icestream.last-arrival-ms``); the snapshot's
+    ``committed_at`` is when its rows became visible. The statement is recorded in ``table.statements``.
+
+    Args:
+        table: The events (or rejects) table.
+
+    Returns:
+        One row per snapshot, oldest first: ``snapshot_id``, ``committed_at`` (UTC), ``batch_id``,
+        ``added_records`` (nullable integers), ``freshness_oldest_s`` (commit minus the oldest record's
+        arrival) and ``freshness_newest_s`` (minus the newest's), in seconds; null where the summary lacks
+        the keys (a maintenance commit, a position-only commit, snapshots older than the keys).
+    """
+    import pandas as pd
+
+    frame = table.run(
+        Statement(
+            f"""
+            SELECT snapshot_id, committed_at,
+                   CAST(summary['{BATCH_KEY}'] AS BIGINT) AS batch_id,
+                   CAST(summary['added-records'] AS BIGINT) AS added_records,
+                   (unix_millis(committed_at) - CAST(summary['{FIRST_ARRIVAL_KEY}'] AS BIGINT)) / 1000D
+                       AS freshness_oldest_s,
+                   (unix_millis(committed_at) - CAST(summary['{LAST_ARRIVAL_KEY}'] AS BIGINT)) / 1000D
+                       AS freshness_newest_s
+            FROM {table.name}.snapshots
+            ORDER BY committed_at, snapshot_id
+            """
+        )
+    ).toPandas()
+    for column in ("batch_id", "added_records"):  # counts stay integers next to their nulls
+        frame[column] = pd.array([None if pd.isna(value) else int(value) for value in frame[column]], dtype="Int64")
+    for column in (
+        "freshness_oldest_s",
+        "freshness_newest_s",
+    ):  # a commit without a batch has no freshness: null, not NaN
+        frame[column] = pd.array([None if pd.isna(value) else float(value) for value in frame[column]], dtype="Float64")
+    return frame

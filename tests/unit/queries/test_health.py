@@ -63,7 +63,7 @@ def test_counts_in_the_report_stay_integers_beside_ratios() -> None:
 def test_a_filter_reads_only_the_files_whose_bounds_hold_its_value() -> None:
     import pandas as pd
 
-    from icestream.queries.health import files_overlapping, files_read_per_value
+    from icestream.queries.file_skipping import files_overlapping, files_read_per_value
 
     bounds = pd.DataFrame(
         {
@@ -83,7 +83,7 @@ def test_a_filter_reads_only_the_files_whose_bounds_hold_its_value() -> None:
 def test_batch_freshness_shows_a_commit_without_a_batch_as_nulls_not_nan() -> None:
     import pandas as pd
 
-    from icestream.queries.health import batch_freshness
+    from icestream.queries.report import batch_freshness
 
     class Rows:
         def toPandas(self) -> pd.DataFrame:  # noqa: N802 - Spark's name
