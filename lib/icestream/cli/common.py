@@ -47,7 +47,7 @@ def run_handler(handler: Callable[[argparse.Namespace], int], args: argparse.Nam
     except Exception as error:
         if _spark_error(error) is None:
             raise
-        from icestream.ingest.retry import describe
+        from icestream.ingest.batch_retry import describe
 
         print(f"error: Spark failed: {describe(error)}.{_trace_kept(error, args)}", file=sys.stderr)
         return 2

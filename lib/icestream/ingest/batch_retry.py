@@ -1,7 +1,7 @@
-"""Which failures are worth retrying, and the batch retry loop that ``stop()`` interrupts.
+"""Which failed batches are worth running again, and the batch retry loop that ``stop()`` interrupts.
 
 Two levels retry. A read task retries each Kinesis call that failed transiently
-(:func:`is_transient_call`: throttling, 5xx answers, connection errors, timeouts) with paced
+(:mod:`icestream.ingest.call_retry`: throttling, 5xx answers, connection errors, timeouts) with paced
 backoff, and gives up with :class:`~icestream.errors.ShardReadError`. The query retries a whole
 batch from what the tables committed (:func:`run_with_retries`) when the batch failed transiently
 (:func:`is_transient`): a service or the network, a read task that gave up, an Iceberg commit
@@ -19,21 +19,10 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from icestream.errors import IcestreamError, IngestError, InjectedFaultError, ServiceUnavailableError, ShardReadError
+from icestream.ingest.call_retry import RETRYABLE_CODES, is_transient_call
 
 T = TypeVar("T")
 
-RETRYABLE_CODES = frozenset(
-    (
-        "ProvisionedThroughputExceededException",
-        "LimitExceededException",
-        "InternalFailure",
-        "ServiceUnavailable",
-        "InternalServerError",
-        "ThrottlingException",
-        "KMSThrottlingException",
-    )
-)
-THROTTLE_CODES = frozenset(("ProvisionedThroughputExceededException", "LimitExceededException", "ThrottlingException"))
 BASE_BACKOFF_SECONDS = 0.5  # a batch's first retry waits 1 s, then 2 s, 4 s ...
 MAX_BACKOFF_SECONDS = 10.0
 
@@ -59,23 +48,6 @@ _TRANSIENT_TEXT = re.compile(
     r"|Missing required files)"
 )
 _CHAIN_LIMIT = 16  # causes followed in a Java exception chain
-
-
-def error_code(error: BaseException) -> str:
-    """The AWS error code of a botocore ``ClientError`` ('' for anything else)."""
-    response = getattr(error, "response", None) or {}
-    return str(response.get("Error", {}).get("Code", ""))
-
-
-def is_transient_call(error: BaseException) -> bool:
-    """True for a failed AWS call worth repeating: throttling, a 5xx answer, a connection or timeout error."""
-    from botocore.exceptions import ConnectionError as BotoConnectionError
-    from botocore.exceptions import HTTPClientError, ReadTimeoutError
-
-    if isinstance(error, BotoConnectionError | HTTPClientError | ReadTimeoutError | ConnectionError | TimeoutError):
-        return True
-    status = (getattr(error, "response", None) or {}).get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
-    return error_code(error) in RETRYABLE_CODES or status >= 500
 
 
 def _spark_text(error: BaseException) -> str | None:

@@ -27,7 +27,7 @@ change read twice (a replay, a resend) cannot undo a newer one.
 A MERGE that loses a race with compaction or another writer fails Iceberg's validation (the
 tables keep the default ``serializable`` isolation, under which a concurrent change to the rows a
 MERGE read fails it); the ingest retries the batch from the committed positions
-(:mod:`icestream.ingest.retry`).
+(:mod:`icestream.ingest.batch_retry`).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ Spark splits a ``StreamingQuery`` handle from its engine. Each batch:
    ``recent_progress`` and written as one JSON line to ``<run_dir>/ingest_progress.jsonl``.
 
 A batch that fails transiently is retried from what the tables committed; any other failure
-stops the query at once (:mod:`~icestream.ingest.retry`).
+stops the query at once (:mod:`~icestream.ingest.batch_retry`).
 
 ``start_ingest(...)`` returns an :class:`IngestQuery`, a handle shaped like Spark's
 ``StreamingQuery``: ``status``, ``last_progress``, ``recent_progress``, ``await_termination`` and
@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING, Any
 
 from icestream.config import Settings, load_settings
 from icestream.errors import IcestreamError, IngestError, InjectedFaultError
+from icestream.ingest.batch_retry import run_with_retries
 from icestream.ingest.lease import Lease
 from icestream.ingest.options import IngestOptions, ingest_options
 from icestream.ingest.progress import PROGRESS_FILE, BatchProgress, ProgressLog
 from icestream.ingest.reading.planner import SCHEDULER_POOLS, ShardSource, TablePositions
-from icestream.ingest.retry import run_with_retries
 from icestream.ingest.sink import SinkTables, TableSink
 from icestream.kinesis.clients import kinesis_connection
 from icestream.lake.continuous_aggregate import METRICS_HOLDER, create_metrics_table, refresh_metrics

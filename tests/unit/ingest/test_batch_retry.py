@@ -12,7 +12,8 @@ from pyspark.errors import AnalysisException
 from pyspark.errors.exceptions.captured import PythonException
 
 from icestream.errors import ConfigError, IngestError, InjectedFaultError, ShardReadError
-from icestream.ingest.retry import describe, is_transient, is_transient_call, run_with_retries
+from icestream.ingest.batch_retry import describe, is_transient, run_with_retries
+from icestream.ingest.call_retry import is_transient_call
 
 
 class FakeJavaThrowable:

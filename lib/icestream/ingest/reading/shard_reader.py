@@ -26,6 +26,7 @@ from typing import Any
 
 from icestream.errors import ShardReadError
 from icestream.ingest import positions as pos
+from icestream.ingest.call_retry import THROTTLE_CODES, error_code, is_transient_call
 from icestream.ingest.changes import ChangeSpec, parse_change
 from icestream.ingest.dedupe import Packer
 from icestream.ingest.expand import SPECIAL_FIRST_BYTES, expand_record, needs_decoding
@@ -33,7 +34,6 @@ from icestream.ingest.parse import Rejection, parse_event
 from icestream.ingest.positions import ShardPlan, sequence_key
 from icestream.ingest.progress import ReadStats
 from icestream.ingest.reading.threads import RecordBudget
-from icestream.ingest.retry import THROTTLE_CODES, error_code, is_transient_call
 from icestream.kinesis.clients import KinesisConnection
 from icestream.lake.schema import DEVICE_FIELDS
 from icestream.limits import DEFAULT_MAX_EVENT_BYTES, GET_CALLS_PER_SECOND, MAX_RECORDS_PER_GET
