@@ -23,7 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import banner, command_line, shown, summary, write_results
 
-from icestream.ingest.positions import TRIM_HORIZON, ShardPlan
+from icestream.ingest.positions import TRIM_HORIZON
+from icestream.ingest.reading.shard_plan import ShardPlan
 from icestream.ingest.reading.shard_reader import ReadOptions, read_shard
 from icestream.kinesis.clients import KinesisConnection
 

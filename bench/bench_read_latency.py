@@ -32,9 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import banner, command_line, shown, summary, write_results
 
-from icestream.ingest.positions import ShardPlan
 from icestream.ingest.reading import shard_reader as reader
 from icestream.ingest.reading import task_function as read_task
+from icestream.ingest.reading.shard_plan import ShardPlan
 from icestream.kinesis.clients import KinesisConnection
 from icestream.synthetic.generator import backfill_config, generate
 

@@ -17,8 +17,9 @@ import pytest
 
 from icestream.config import load_settings
 from icestream.errors import IcestreamError
-from icestream.ingest.positions import TRIM_HORIZON, ShardPlan
+from icestream.ingest.positions import TRIM_HORIZON
 from icestream.ingest.query import start_ingest
+from icestream.ingest.reading.shard_plan import ShardPlan
 from icestream.ingest.reading.shard_reader import ReadOptions, read_shard
 from icestream.kinesis.clients import KinesisConnection, ensure_stream
 from icestream.kinesis.emulator import Emulator, free_port

@@ -6,15 +6,8 @@ import gzip
 import json
 
 from icestream.ingest.expand import RECORD_REJECT_REASONS, expand_record
-from icestream.ingest.positions import (
-    TRIM_HORIZON,
-    ShardPlan,
-    after,
-    committed_mark,
-    earliest,
-    mark_key,
-    plan_shards,
-)
+from icestream.ingest.positions import TRIM_HORIZON, after, committed_mark, earliest, mark_key
+from icestream.ingest.reading.shard_plan import ShardPlan, plan_shards
 from icestream.kinesis.compression import compress
 from icestream.kinesis.kpl import encode_aggregate
 from tests.helpers.fake_kinesis import FakeKinesis, payload, read_fake_shard

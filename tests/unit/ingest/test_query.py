@@ -10,7 +10,7 @@ import pytest
 
 from icestream.config import load_settings
 from icestream.errors import IngestError, ShardReadError
-from icestream.ingest import retry
+from icestream.ingest import batch_retry
 from icestream.ingest.options import MIN_TRIGGER_SECONDS, IngestOptions
 from icestream.ingest.query import IngestParts, IngestQuery
 from icestream.ingest.reading.planner import TablePositions
@@ -93,8 +93,8 @@ def make_query(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
 
 
 def test_stop_interrupts_the_wait_before_a_retry(make_query, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(retry, "BASE_BACKOFF_SECONDS", 3600.0)
-    monkeypatch.setattr(retry, "MAX_BACKOFF_SECONDS", 3600.0)
+    monkeypatch.setattr(batch_retry, "BASE_BACKOFF_SECONDS", 3600.0)
+    monkeypatch.setattr(batch_retry, "MAX_BACKOFF_SECONDS", 3600.0)
     query = make_query(ShardReadError("shard shardId-000000000000: 8 failures"), batch_retries=3).start()
     assert query.source.failed.wait(60)
     query.stop(timeout=60)  # the first retry would wait an hour

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from icestream.ingest.positions import ShardPlan
+from icestream.ingest.reading.shard_plan import ShardPlan
 from icestream.ingest.reading.shard_reader import (
     ROW_FIELDS,
     ReadOptions,

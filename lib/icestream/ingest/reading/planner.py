@@ -1,6 +1,6 @@
 """The ingest's source side: which shards to read and from where, and the Spark read job.
 
-:class:`ShardSource` plans a batch (``positions.plan_shards``: a child shard waits until its
+:class:`ShardSource` plans a batch (``shard_plan.plan_shards``: a child shard waits until its
 parents are read to the end) and runs one Spark job (:mod:`~icestream.ingest.reading.spark_job`: the shards
 spread over the tasks the session runs at once, or ``shards_per_task`` each), which keeps the rows
 in Spark's block store and collects one small meta row per shard
@@ -38,6 +38,7 @@ from icestream.ingest import positions as pos
 from icestream.ingest.gate import ITERATOR_REUSE_SECONDS, TriggerGate
 from icestream.ingest.options import IngestOptions
 from icestream.ingest.progress import ReadStats
+from icestream.ingest.reading import shard_plan
 from icestream.ingest.reading.driver_read import TIP_RECORDS_PER_SHARD, read_on_driver
 from icestream.ingest.reading.shard_reader import ReadOptions
 from icestream.ingest.reading.spark_job import (
@@ -87,7 +88,7 @@ class ReadBatch:
 
     batch_id: int
     listing: list[dict[str, Any]]  # the ListShards records it was planned from
-    plans: list[pos.ShardPlan]
+    plans: list[shard_plan.ShardPlan]
     # The event, reject and meta rows, kept once read: ``localCheckpoint``, Spark's row blocks in
     # memory (spilling to disk), measured 13 % less CPU per batch than its columnar cache, which
     # converts every row into column buffers and back for the writes. Its one difference: a lost
@@ -237,7 +238,7 @@ class ShardSource:
         processed: TablePositions,
         committed: TablePositions,
         iterators: dict[str, tuple[str, str]],
-    ) -> list[pos.ShardPlan]:
+    ) -> list[shard_plan.ShardPlan]:
         """Shard plans from both tables' positions, with thresholds and any iterator that fits.
 
         Args:
@@ -250,7 +251,7 @@ class ShardSource:
         Returns:
             One plan per shard to read now.
         """
-        plans = pos.plan_shards(listing, processed.events, processed.rejects, self.start_position)
+        plans = shard_plan.plan_shards(listing, processed.events, processed.rejects, self.start_position)
         return [
             replace(
                 plan,
@@ -294,7 +295,7 @@ class ShardSource:
         return replace(self._read(listing, plans, batch_id, on_driver), plan_seconds=plan_seconds)
 
     def _read(
-        self, listing: list[dict[str, Any]], plans: list[pos.ShardPlan], batch_id: int, on_driver: bool = False
+        self, listing: list[dict[str, Any]], plans: list[shard_plan.ShardPlan], batch_id: int, on_driver: bool = False
     ) -> ReadBatch:
         """The read phase: on the driver at the tip, else one Spark job (rows kept, a meta row per shard collected)."""
         self._fault("before_read", batch_id)
@@ -334,7 +335,7 @@ class ShardSource:
         )
 
     def _read_with_spark(
-        self, read_options: ReadOptions, plans: list[pos.ShardPlan]
+        self, read_options: ReadOptions, plans: list[shard_plan.ShardPlan]
     ) -> tuple[DataFrame, list[tuple[str, bytes]]]:
         """One Spark job reads every shard and keeps the rows; returns them and the meta rows' (meta, digests)."""
         tasks = read_task_count(len(plans), self.options.shards_per_task, self._cores())
@@ -399,7 +400,7 @@ class ShardSource:
         if plans:
             self._prefetched = self._pool.submit(self._read_ahead, done.listing, plans, done.batch_id + 1)
 
-    def _read_ahead(self, listing: list[dict[str, Any]], plans: list[pos.ShardPlan], batch_id: int) -> ReadBatch:
+    def _read_ahead(self, listing: list[dict[str, Any]], plans: list[shard_plan.ShardPlan], batch_id: int) -> ReadBatch:
         """The prefetch thread's read, in its own scheduler pool (see SCHEDULER_POOLS)."""
         self.spark.sparkContext.setLocalProperty("spark.scheduler.pool", SCHEDULER_POOLS["read_ahead"])
         return self._read(listing, plans, batch_id)
@@ -409,7 +410,7 @@ class ShardSource:
             return None
         future, self._prefetched = self._prefetched, None
         read = future.result()  # a failure of the prefetched read is this batch's failure
-        planned = pos.plan_shards(read.listing, processed.events, processed.rejects, self.start_position)
+        planned = shard_plan.plan_shards(read.listing, processed.events, processed.rejects, self.start_position)
         expected = {plan.shard_id: plan.start for plan in planned}
         if read.batch_id != batch_id or {plan.shard_id: plan.start for plan in read.plans} != expected:
             read.unpersist()  # planned from positions that did not hold: read again

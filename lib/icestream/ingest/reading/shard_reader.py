@@ -1,7 +1,7 @@
 """Read one shard in one Spark task: GetRecords within Kinesis limits, then parse each record.
 
 This runs on an executor, with boto3 inside the task and nothing from the driver but a
-:class:`~icestream.ingest.positions.ShardPlan` and :class:`ReadOptions`. It keeps to the per-shard read
+:class:`~icestream.ingest.reading.shard_plan.ShardPlan` and :class:`ReadOptions`. It keeps to the per-shard read
 limits (``1 / min_call_interval`` GetRecords calls per second, 10,000 records per call), backs off with
 jitter on throttling and transient errors, renews an expired iterator, and stops at the tip, the end or the cap.
 
@@ -31,8 +31,9 @@ from icestream.ingest.changes import ChangeSpec, parse_change
 from icestream.ingest.dedupe import Packer
 from icestream.ingest.expand import SPECIAL_FIRST_BYTES, expand_record, needs_decoding
 from icestream.ingest.parse import Rejection, parse_event
-from icestream.ingest.positions import ShardPlan, sequence_key
+from icestream.ingest.positions import sequence_key
 from icestream.ingest.progress import ReadStats
+from icestream.ingest.reading.shard_plan import ShardPlan
 from icestream.ingest.reading.threads import RecordBudget
 from icestream.kinesis.clients import KinesisConnection
 from icestream.lake.schema import DEVICE_FIELDS

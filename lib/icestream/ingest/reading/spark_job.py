@@ -22,7 +22,7 @@ from icestream.runtime.arrow_frames import map_in_arrow
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from icestream.ingest.positions import ShardPlan
+    from icestream.ingest.reading.shard_plan import ShardPlan
 
 
 def read_task_count(shards: int, shards_per_task: int | None, cores: int) -> int:

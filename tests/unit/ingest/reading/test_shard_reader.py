@@ -11,7 +11,8 @@ import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
 from icestream.errors import ShardReadError
-from icestream.ingest.positions import TRIM_HORIZON, ShardPlan, after
+from icestream.ingest.positions import TRIM_HORIZON, after
+from icestream.ingest.reading.shard_plan import ShardPlan
 from icestream.ingest.reading.shard_reader import ROW_FIELDS, read_shard
 from icestream.kinesis.kpl import encode_aggregate
 from tests.helpers.fake_kinesis import FakeKinesis, options, payload, read_fake_shard
