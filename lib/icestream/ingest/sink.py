@@ -45,8 +45,15 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructField
 
-ARCHIVE_SELECT = ("raw_data AS data", "shard_id", "sequence_number", "partition_key", "arrival_ts", "ingest_ts",
-                  "batch_id")  # fmt: skip
+ARCHIVE_SELECT = (
+    "raw_data AS data",
+    "shard_id",
+    "sequence_number",
+    "partition_key",
+    "arrival_ts",
+    "ingest_ts",
+    "batch_id",
+)
 
 
 @dataclass(frozen=True)
@@ -281,9 +288,13 @@ class TableSink:
             return
         archived = sum(stats.archived for stats in read.shards)
         self.writer.append(
-            self.archive, read.kept("raw").selectExpr(*ARCHIVE_SELECT), archived,
-            pos.furthest(new_positions, self.archive.committed), read.batch_id, arrivals,
-        )  # fmt: skip
+            self.archive,
+            read.kept("raw").selectExpr(*ARCHIVE_SELECT),
+            archived,
+            pos.furthest(new_positions, self.archive.committed),
+            read.batch_id,
+            arrivals,
+        )
         fault("after_archive", read.batch_id)
 
     def _commit_rejects(
@@ -304,9 +315,13 @@ class TableSink:
         return RejectsCommit(appended, routed_rows)
 
     def _commit_events(
-        self, read: ReadBatch, prepared: Prepared, new_positions: dict[str, str], arrivals: dict[str, str],
+        self,
+        read: ReadBatch,
+        prepared: Prepared,
+        new_positions: dict[str, str],
+        arrivals: dict[str, str],
         fault: Callable[[str, int], None],
-    ) -> dict[str, Appended]:  # fmt: skip
+    ) -> dict[str, Appended]:
         """Each events table's rows, committed in name order; a table without rows commits due positions."""
         written: dict[str, Appended] = {}
         for number, name in enumerate(sorted(self.routed)):
@@ -370,8 +385,9 @@ class TableSink:
                 counts, kinds = evo.count_routes(keyed, TARGET_COLUMN, partial(routing.table_name, self._route_naming))
             else:
                 counts, kinds = {row[0]: int(row[1]) for row in keyed.groupBy(TARGET_COLUMN).count().collect()}, None
-            refused = claim_tables(self.spark, self._route_naming, routing, [key for key in counts if key is not None],
-                                   self.routed)  # fmt: skip
+            refused = claim_tables(
+                self.spark, self._route_naming, routing, [key for key in counts if key is not None], self.routed
+            )
         frames: evo.Frames = {}
         for key in sorted(key for key in counts if key is not None):
             table = self._routed_table(routing.table_name(self._route_naming, key), read, new_positions)

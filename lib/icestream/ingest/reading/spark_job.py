@@ -149,8 +149,10 @@ def within_ends(ends: Mapping[str, str]) -> str:
         return "false"
     numbers = {int(shard.rsplit("-", 1)[1]): last for shard, last in ends.items()}
     if len(ends) <= CLAUSES_UP_TO or max(numbers) > LOOKUP_UP_TO_INDEX:
-        clauses = [f"(shard_id = '{shard}' AND {sequence_at_most('sequence_number', repr(last))})"
-                   for shard, last in ends.items()]  # fmt: skip
+        clauses = [
+            f"(shard_id = '{shard}' AND {sequence_at_most('sequence_number', repr(last))})"
+            for shard, last in ends.items()
+        ]
         return " OR ".join(clauses)
     items = ", ".join(f"'{numbers[index]}'" if index in numbers else "NULL" for index in range(max(numbers) + 1))
     last = f"try_element_at(array({items}), CAST(substring(shard_id, 9) AS INT) + 1)"
