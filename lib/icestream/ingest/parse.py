@@ -20,13 +20,16 @@ valid text. Every record therefore ends as exactly one of: a :class:`ParsedEvent
 :class:`Rejection` with a short reason code and a detail.
 
 Unknown top-level fields are kept, not dropped: they are folded into ``properties`` (strings as
-they are, other JSON values as compact JSON text), unless ``properties`` already has that key, in
-which case the explicit property wins. Unknown keys inside ``device_info`` are ignored.
+they are, other JSON values as compact JSON text). A field that ``properties`` also holds (with a
+value: a null property is an absent one) is rejected as ``conflicting_field`` ("field 'page' given
+both at top level and in properties"), whatever the two values: one of them would be lost, and a
+reject keeps the payload as sent. Unknown keys inside ``device_info`` are ignored.
 
 With schema evolution on (``evolve=True``: :mod:`icestream.ingest.schema_evolution`), an unknown top-level field
 whose name is a lower-case identifier and whose value is a string, a number or a boolean is not
 folded: it comes back in ``extras``, tagged with its JSON kind, to become (or fill) a column of its
-own. A null is an absent field; objects, arrays and other names are folded as above.
+own, and may share its name with a property. A null is an absent field; objects, arrays and other
+names are folded as above, and rejected as above when ``properties`` has their key.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ REJECT_REASONS = (
     *(f"missing_{name}" for name in REQUIRED_FIELDS),
     "wrong_type",
     "bad_timestamp",
+    "conflicting_field",
 )
 KNOWN_FIELDS = frozenset(("event_id", "user_id", "session_id", "event_type", "event_ts", "properties", "device_info"))
 STRING_FIELDS = ("event_id", "user_id", "session_id", "event_type", "event_ts")
@@ -309,8 +313,9 @@ def _validate(document: dict[str, Any], evolve: bool = False) -> ParsedEvent | R
                 extras = {} if extras is None else extras
                 extras[key] = tagged
                 continue
-        if key not in merged:
-            merged[key] = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+        if key in merged:  # folding it in would overwrite the property or drop the field: a value lost
+            return Rejection("conflicting_field", f"field {key[:60]!r} given both at top level and in properties")
+        merged[key] = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
 
     device = document.get("device_info")
     device_info: tuple[str | None, str | None, str | None] | None = None

@@ -52,10 +52,38 @@ def test_timestamps_without_offset_or_invalid_are_rejected(stamp: str) -> None:
     assert parsed.reason in ("bad_timestamp", "missing_event_ts")
 
 
-def test_unknown_fields_are_kept_in_properties_without_overriding() -> None:
-    parsed = parse_payload(event(locale="de-DE", experiment={"arm": "b"}, page="/ignored"))
+def test_unknown_fields_are_kept_in_properties() -> None:
+    parsed = parse_payload(event(locale="de-DE", experiment={"arm": "b"}))
     assert isinstance(parsed, ParsedEvent)
     assert parsed.properties == {"page": "/home", "locale": "de-DE", "experiment": '{"arm":"b"}'}
+
+
+@pytest.mark.parametrize("value", ["/top", {"path": "/top"}, 7, None])
+def test_a_field_given_at_top_level_and_in_properties_is_rejected(value: object) -> None:
+    """Folding the top-level value in would overwrite the property, or be dropped: either loses a value silently."""
+    payload = event(page=value, properties={"page": "/inner"})
+    for parsed in (parse_payload(payload), parse_event(payload)):
+        assert isinstance(parsed, Rejection), parsed
+        assert (parsed.reason, parsed.detail) == (
+            "conflicting_field",
+            "field 'page' given both at top level and in properties",
+        )
+    assert "conflicting_field" in REJECT_REASONS
+
+
+def test_a_null_property_is_absent_so_the_top_level_field_fills_it() -> None:
+    parsed = parse_payload(event(page="/top", properties={"page": None, "referrer": "direct"}))
+    assert isinstance(parsed, ParsedEvent)
+    assert parsed.properties == {"referrer": "direct", "page": "/top"}
+
+
+def test_with_evolve_a_field_that_becomes_a_column_is_no_conflict_one_folded_is() -> None:
+    parsed = parse_payload(event(page="/top", properties={"page": "/inner"}), evolve=True)
+    assert isinstance(parsed, ParsedEvent)
+    assert (parsed.extras, parsed.properties) == ({"page": "s:/top"}, {"page": "/inner"})
+    folded = parse_payload(event(page={"path": "/top"}, properties={"page": "/inner"}), evolve=True)
+    assert isinstance(folded, Rejection)
+    assert folded.reason == "conflicting_field"
 
 
 def test_optional_fields_may_be_absent() -> None:

@@ -57,7 +57,8 @@ def test_generated_records_agree() -> None:
         event(extra=1.5, more=[1, {"a": None}], last=True),
         event(device_info={"os": "iOS", "nested": [[[[[[[]]]]]]]}),
         event(device_info={"os": "iOS", "build": 7}),
-        event(properties={"page": "/x", "n": None}, page="/ignored", n="kept"),
+        event(properties={"page": "/x", "n": None}, page="/top", n="kept"),  # page: both places, a reject
+        event(properties={"n": None}, n="kept"),  # a null property is absent: the top-level value fills it
         event(properties=None, device_info=None, session_id=None),
         event(properties={}, device_info={}),
         event(event_id="e", **{"event_id ": "near"}),

@@ -9,6 +9,7 @@ from icestream.lake.schema import REQUIRED_FIELDS
 from icestream.synthetic.wire import parse_ts
 
 END = datetime(2026, 11, 21, 6, 0, tzinfo=UTC)  # the end of the generated windows in these tests
+_SCHEMA_FIELDS = ("event_id", "user_id", "session_id", "event_type", "event_ts", "properties", "device_info")
 
 
 class _NotANumberError(Exception):
@@ -45,4 +46,7 @@ def reject_reason(payload: bytes, max_event_bytes: int = 64 * 1024) -> str | Non
         return "bad_timestamp"
     if not isinstance(event.get("properties", {}), dict) or not isinstance(event.get("device_info", {}), dict):
         return "wrong_type"
+    properties = event.get("properties") or {}
+    if any(properties.get(name) is not None for name in event if name not in _SCHEMA_FIELDS):
+        return "conflicting_field"  # an unknown top-level field that properties holds too
     return None
