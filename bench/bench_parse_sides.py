@@ -66,6 +66,7 @@ def python_sides(datas: list[bytes]) -> dict[str, Any]:
 
     schema = arrow_schema()
     arrival = datetime.now(UTC)
+    position = ("shardId-000000000000", "4965" + "0" * 52, "key", arrival)
     chunks = [datas[start : start + CHUNK] for start in range(0, len(datas), CHUNK)]
 
     def raw() -> None:
@@ -79,8 +80,7 @@ def python_sides(datas: list[bytes]) -> dict[str, Any]:
                 fields = parse_event(data)
                 if isinstance(fields, Rejection):
                     continue
-                rows.append(("event", "shardId-000000000000", "4965" + "0" * 52, "key", arrival, *fields,
-                             None, None, None, None, ordinal, None))  # fmt: skip
+                rows.append(("event", *position, *fields[:8], None, None, None, None, ordinal, None))
             record_batch(rows, schema, 1, arrival)
 
     return {"raw": raw, "parsed": parsed}

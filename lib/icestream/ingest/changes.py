@@ -120,7 +120,7 @@ def parse_change(data: bytes, spec: ChangeSpec, max_bytes: int, record_id: str) 
         record_id: Unique per record (``<sequence>:<sub>``): the row's ``event_id`` column.
 
     Returns:
-        The reader's event fields ``(record_id, None, None, operation, None, values, None, None)``,
+        The reader's event fields ``(record_id, None, None, operation, None, values, None, None, False)``,
         ``values`` each declared column's value as text Spark casts to its type (None for null);
         or a :class:`~icestream.ingest.parse.Rejection`.
     """
@@ -158,7 +158,7 @@ def parse_change(data: bytes, spec: ChangeSpec, max_bytes: int, record_id: str) 
         if isinstance(text, Rejection):
             return text
         values[name] = text
-    return (record_id, None, None, operation, None, values, None, None)
+    return (record_id, None, None, operation, None, values, None, None, False)
 
 
 def _as_text(name: str, kind: str, value: Any) -> str | Rejection:

@@ -25,6 +25,12 @@ value: a null property is an absent one) is rejected as ``conflicting_field`` ("
 both at top level and in properties"), whatever the two values: one of them would be lost, and a
 reject keeps the payload as sent. Unknown keys inside ``device_info`` are ignored.
 
+``event_ts`` is kept to the microsecond, as Python's ``datetime`` and the table's ``TIMESTAMP`` hold
+it: a longer fraction is cut, never rounded (``12:00:00.123456789Z`` is stored as
+``12:00:00.123456Z``), and the event is accepted. Each parse says whether it dropped non-zero digits
+(``time_cut``, :func:`cut_to_microseconds`), and the read task counts those events
+(``event_times_cut`` in the batch's progress and its line).
+
 With schema evolution on (``evolve=True``: :mod:`icestream.ingest.schema_evolution`), an unknown top-level field
 whose name is a lower-case identifier and whose value is a string, a number or a boolean is not
 folded: it comes back in ``extras``, tagged with its JSON kind, to become (or fill) a column of its
@@ -36,6 +42,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -63,7 +70,11 @@ STRING_FIELDS = ("event_id", "user_id", "session_id", "event_type", "event_ts")
 
 # An accepted event as a tuple, in ParsedEvent's field order (the read task's row needs no object).
 DeviceInfo = tuple["str | None", "str | None", "str | None"]
-EventFields = tuple[str, str, "str | None", str, datetime, dict[str, str], "DeviceInfo | None", "dict[str, str] | None"]
+EventFields = tuple[
+    str, str, "str | None", str, datetime, dict[str, str], "DeviceInfo | None", "dict[str, str] | None", bool
+]
+# A fraction of a second with a non-zero digit past the sixth: what a microsecond cannot hold.
+_PAST_MICROSECONDS = re.compile(r"[.,][0-9]{6}[0-9]*[1-9]")
 
 
 @dataclass(frozen=True)
@@ -78,6 +89,7 @@ class ParsedEvent:
     properties: dict[str, str]
     device_info: tuple[str | None, str | None, str | None] | None
     extras: dict[str, str] | None = None  # with evolve: new top-level fields, tagged (ingest.evolve.tag_value)
+    time_cut: bool = False  # event_ts had non-zero digits below a microsecond, dropped (cut_to_microseconds)
 
 
 @dataclass(frozen=True)
@@ -114,15 +126,29 @@ def parse_timestamp(text: str) -> datetime | None:
         return None
 
 
+def cut_to_microseconds(text: str) -> bool:
+    """Whether :func:`parse_timestamp` of ``text`` dropped digits below a microsecond that were not zero.
+
+    A ``datetime`` holds microseconds; ``fromisoformat`` cuts a longer fraction (never rounds it):
+    ``12:00:00.123456789Z`` is read as ``12:00:00.123456Z``.
+    """
+    # The search costs as much as the parse. The extended form with seconds ("...THH:MM:SS", its colon
+    # at 16) has its fraction from character 19: shorter than 27 characters, it has no seventh digit
+    # (the generator's "2026-11-21T05:30:02.637Z" has 24), so the read task skips the search.
+    if len(text) < 27 and text[16:17] == ":":
+        return False
+    return _PAST_MICROSECONDS.search(text) is not None
+
+
 def parse_event(
     data: bytes, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES, evolve: bool = False
 ) -> EventFields | Rejection:
     """Like :func:`parse_payload`, an accepted event as a plain tuple: the read task's hot path.
 
     Returns:
-        ``(event_id, user_id, session_id, event_type, event_ts, properties, device_info, extras)``,
-        exactly the values :func:`parse_payload` would put in its :class:`ParsedEvent`, or its
-        :class:`Rejection`.
+        ``(event_id, user_id, session_id, event_type, event_ts, properties, device_info, extras,
+        time_cut)``, exactly the values :func:`parse_payload` would put in its :class:`ParsedEvent`,
+        or its :class:`Rejection`.
     """
     if data and len(data) <= max_event_bytes:
         fields = _simple_event(data)
@@ -132,9 +158,16 @@ def parse_event(
     if isinstance(parsed, Rejection):
         return parsed
     return (
-        parsed.event_id, parsed.user_id, parsed.session_id, parsed.event_type, parsed.event_ts, parsed.properties,
-        parsed.device_info, parsed.extras,
-    )  # fmt: skip
+        parsed.event_id,
+        parsed.user_id,
+        parsed.session_id,
+        parsed.event_type,
+        parsed.event_ts,
+        parsed.properties,
+        parsed.device_info,
+        parsed.extras,
+        parsed.time_cut,
+    )
 
 
 class _SimpleDevice(msgspec.Struct, forbid_unknown_fields=True):
@@ -192,7 +225,8 @@ def _simple_event(data: bytes) -> EventFields | None:
         properties = cast("dict[str, str]", given)  # no null among its values: just checked, without a copy
     device = document.device_info
     device_info = None if device is None else (device.device_type, device.os, device.app_version)
-    return event_id, user_id, document.session_id, event_type, timestamp, properties, device_info, None
+    cut = cut_to_microseconds(event_ts)
+    return event_id, user_id, document.session_id, event_type, timestamp, properties, device_info, None, cut
 
 
 def parse_payload(
@@ -338,4 +372,5 @@ def _validate(document: dict[str, Any], evolve: bool = False) -> ParsedEvent | R
         properties=merged,
         device_info=device_info,
         extras=extras,
+        time_cut=cut_to_microseconds(document["event_ts"]),
     )

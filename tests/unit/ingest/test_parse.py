@@ -9,7 +9,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from icestream.ingest.parse import REJECT_REASONS, ParsedEvent, Rejection, parse_event, parse_payload
+from icestream.ingest.parse import (
+    REJECT_REASONS,
+    ParsedEvent,
+    Rejection,
+    cut_to_microseconds,
+    parse_event,
+    parse_payload,
+)
 from tests.helpers.samples import EXPECTED_REASON, event, malformed_samples, sample_events
 
 
@@ -43,6 +50,47 @@ def test_timestamps_with_offsets_become_utc() -> None:
     parsed = parse_payload(event(event_ts="2026-11-21T07:00:00+02:00"))
     assert isinstance(parsed, ParsedEvent)
     assert parsed.event_ts == datetime(2026, 11, 21, 5, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("stamp", "microsecond", "cut"),
+    [
+        ("2026-11-30T12:00:00.123456789Z", 123456, True),
+        ("2026-11-30T12:00:00,123456789Z", 123456, True),  # ISO's decimal comma
+        ("2026-11-30T14:00:00.9999999+02:00", 999999, True),  # cut, never rounded up
+        ("20261130T120000.123456789Z", 123456, True),  # the basic format: shorter than the extended one
+        ("2026-11-30T12:00:00.123456000Z", 123456, False),  # the digits past the sixth are zero: nothing is lost
+        ("2026-11-30T12:00:00.123456Z", 123456, False),
+        ("2026-11-30T12:00:00.123456+00:00", 123456, False),
+        ("2026-11-30T12:00:00.123Z", 123000, False),
+        ("2026-11-30T12:00:00Z", 0, False),
+    ],
+)
+def test_a_time_below_a_microsecond_is_cut_and_says_so(stamp: str, microsecond: int, cut: bool) -> None:
+    parsed = parse_payload(event(event_ts=stamp))
+    assert isinstance(parsed, ParsedEvent)
+    assert parsed.event_ts == datetime(2026, 11, 30, 12, 0, 0, microsecond, tzinfo=UTC)
+    assert parsed.time_cut is cut
+    fields = parse_event(event(event_ts=stamp))
+    assert isinstance(fields, tuple)
+    assert (fields[4], fields[8]) == (parsed.event_ts, cut)
+
+
+@given(
+    st.sampled_from(["2026-11-30", "20261130"]),
+    st.sampled_from(["12", "12:00", "1200", "12:00:00", "120000"]),
+    st.sampled_from([".", ","]),
+    st.text("0123456789", min_size=1, max_size=12),
+    st.sampled_from(["Z", "+02:00", "-0130", "+00"]),
+)
+def test_a_cut_is_seen_in_every_form_of_a_time(date: str, time: str, mark: str, fraction: str, offset: str) -> None:
+    """The check skips the search for short times of the common shape: never a time it cuts."""
+    stamp = f"{date}T{time}{mark}{fraction}{offset}"
+    try:
+        datetime.fromisoformat(stamp)
+    except ValueError:
+        return  # a form Python does not read is rejected, never cut
+    assert cut_to_microseconds(stamp) is (fraction[6:].strip("0") != ""), stamp
 
 
 @pytest.mark.parametrize("stamp", ["2026-11-21T05:00:00", "yesterday", "2026-02-30T00:00:00Z", ""])

@@ -330,14 +330,14 @@ class _ShardReader:
                 if self.packer is not None:
                     self.packer.add(event_id, parsed[4], arrival)
                 ordinal, self.emitted = self.emitted, self.emitted + 1
-                extras = parsed[7]
+                fields, extras = parsed[:8], parsed[7]
                 if extras is None:
-                    return ("event", *position, *parsed, None, None, None, None, ordinal, None)
+                    return ("event", *position, *fields, None, None, None, None, ordinal, None)
                 for name, tagged in extras.items():
                     counts = stats.extra_kinds.setdefault(name, {})
                     counts[tagged[0]] = counts.get(tagged[0], 0) + 1
                 # Its bytes ride along: a value its column cannot hold is rejected with the payload as sent.
-                return ("event", *position, *parsed, bytes(raw), None, None, None, ordinal, None)
+                return ("event", *position, *fields, bytes(raw), None, None, None, ordinal, None)
             return None
         assert isinstance(parsed, Rejection)
         stats.rejected += 1
