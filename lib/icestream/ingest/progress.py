@@ -69,6 +69,15 @@ class ReadStats:
     read_seconds: float = 0.0
     parse_seconds: float = 0.0
 
+    def note_arrivals(self, records: list[dict[str, Any]]) -> None:
+        """Widen the arrival range by the Kinesis records of one answer that the read took."""
+        arrivals = [moment for record in records if (moment := record.get("ApproximateArrivalTimestamp")) is not None]
+        if not arrivals:
+            return
+        first, last = min(arrivals).timestamp(), max(arrivals).timestamp()
+        self.first_arrival = first if self.first_arrival is None else min(self.first_arrival, first)
+        self.last_arrival = last if self.last_arrival is None else max(self.last_arrival, last)
+
     def to_json(self) -> str:
         """The stats as compact JSON (the meta row's ``meta`` column)."""
         return json.dumps(asdict(self), separators=(",", ":"))

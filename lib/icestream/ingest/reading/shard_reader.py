@@ -228,7 +228,7 @@ class _ShardReader:
                         cut = True
                         taken = index + 1
                         break
-                _note_arrivals(stats, records[:taken])
+                stats.note_arrivals(records[:taken])
                 parse_time += time.monotonic() - began_parse
                 self.own += self.cap - stats.read  # what the answer did not hold stays this shard's
                 self.cap = stats.read
@@ -354,16 +354,6 @@ class _ShardReader:
             "reject", *position, None, None, None, None, None, None, None, None, bytes(raw), text, parsed.reason,
             detail, None, None,
         )  # fmt: skip
-
-
-def _note_arrivals(stats: ReadStats, records: list[dict[str, Any]]) -> None:
-    """Widen the task's arrival range by the records of one answer that it took."""
-    arrivals = [moment for record in records if (moment := record.get("ApproximateArrivalTimestamp")) is not None]
-    if not arrivals:
-        return
-    first, last = min(arrivals).timestamp(), max(arrivals).timestamp()
-    stats.first_arrival = first if stats.first_arrival is None else min(stats.first_arrival, first)
-    stats.last_arrival = last if stats.last_arrival is None else max(stats.last_arrival, last)
 
 
 def _meta_row(stats: ReadStats, digests: bytes | None) -> tuple:
