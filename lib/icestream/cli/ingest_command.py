@@ -55,8 +55,9 @@ def packages_lines(settings: Settings) -> list[str]:
 
 
 def _progress_line(progress: dict[str, Any]) -> str:
-    """One batch: its counts, its time and the phases that took a tenth of it or more, how far the
-    stream is behind, and the driver's heap (used / max), so a run shows where time and memory go."""
+    """One batch: its counts (with the event times cut to microseconds, when there are any), its time and
+    the phases that took a tenth of it or more, how far the stream is behind, and the driver's heap
+    (used / max), so a run shows where time and memory go."""
     behind = progress["millis_behind_latest"]
     lag = "-" if behind is None else f"{behind / 1000:.1f} s"
     durations = progress["duration_ms"]
@@ -65,9 +66,11 @@ def _progress_line(progress: dict[str, Any]) -> str:
                        if phase != "total" and ms >= total / 10)  # fmt: skip
     heap = progress.get("driver_heap_mib")
     memory = f"  heap {heap['used']:.0f}/{heap['max']:.0f} MiB" if heap else ""
+    cut = progress.get("event_times_cut", 0)
+    times_cut = f"{cut} times cut to µs  " if cut else ""
     return (
         f"batch {progress['batch_id']:>5}: read {progress['num_input_rows']:>6}  written {progress['written']:>6}  "
-        f"rejected {progress['rejected']:>4}  deduplicated {progress['deduplicated']:>4}  "
+        f"rejected {progress['rejected']:>4}  deduplicated {progress['deduplicated']:>4}  {times_cut}"
         f"{total / 1000:6.2f} s ({phases})  behind {lag}{memory}"
     )
 

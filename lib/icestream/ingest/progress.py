@@ -39,6 +39,7 @@ class ReadStats:
     replayed_events: int = 0  # at or before the events table's committed position
     replayed_rejects: int = 0
     deduplicated: int = 0  # a repeat of an event_id seen earlier in this task
+    event_times_cut: int = 0  # new events whose event_ts lost digits below a microsecond (parse.cut_to_microseconds)
     archived: int = 0  # raw rows yielded for the archive (records past its committed position)
     # [sequence, sub, event id] of the new events inside the aggregates some table's position ends in
     # (ShardPlan.inside): rows carry no sub-sequence number, so the driver tells by id which of them
@@ -186,6 +187,11 @@ class BatchProgress:
         return sum(stats.replayed_events + stats.replayed_rejects for stats in self.shards)
 
     @property
+    def event_times_cut(self) -> int:
+        """New events whose time was cut to microseconds (``event_ts`` had non-zero digits below one)."""
+        return sum(stats.event_times_cut for stats in self.shards)
+
+    @property
     def millis_behind_latest(self) -> int | None:
         """The largest lag any shard reported (None when none did)."""
         behind = [stats.millis_behind for stats in self.shards if stats.millis_behind is not None]
@@ -237,6 +243,7 @@ class BatchProgress:
             "rejected": self.rejected,
             "deduplicated": self.deduplicated,
             "replayed": self.replayed,
+            "event_times_cut": self.event_times_cut,
             "transform_dropped": self.transform_dropped,
             "schema_changes": dict(self.schema_changes),
             "duration_ms": {phase: round(seconds * 1000, 1) for phase, seconds in asdict(self.durations).items()},

@@ -82,3 +82,21 @@ def test_a_batch_line_shows_its_longest_phases_and_the_drivers_heap() -> None:
     assert "2.75 s (read 2.10, write_events 0.43)" in line, line  # plan and dedupe under a tenth: left out
     assert line.endswith("behind 0.0 s  heap 412/1024 MiB"), line
     assert "heap" not in _progress_line({**progress, "driver_heap_mib": None})
+
+
+def test_a_batch_line_counts_the_times_cut_to_microseconds_when_there_are_any() -> None:
+    from icestream.cli.ingest_command import _progress_line
+
+    progress = {
+        "batch_id": 3,
+        "num_input_rows": 40,
+        "written": 39,
+        "rejected": 1,
+        "deduplicated": 0,
+        "millis_behind_latest": 0,
+        "driver_heap_mib": None,
+        "duration_ms": {"read": 200.0, "total": 250.0},
+    }
+    line = _progress_line({**progress, "event_times_cut": 3})
+    assert "deduplicated    0  3 times cut to µs  " in line, line
+    assert "cut" not in _progress_line({**progress, "event_times_cut": 0})

@@ -14,12 +14,37 @@ STARTED = datetime(2026, 11, 21, 5, 0, tzinfo=UTC)
 
 
 def two_shards() -> BatchProgress:
-    first = ReadStats("shardId-000000000000", read=10, good=8, rejected=2, replayed_events=1, deduplicated=1,
-                      reasons={"malformed_json": 2}, last_sequence="1009", millis_behind=0, first_arrival=100.0,
-                      last_arrival=104.0, calls=2, throttled=1, retried=1, behind_before_ms=4000)  # fmt: skip
-    second = ReadStats("shardId-000000000001", read=5, good=5, replayed_rejects=0, last_sequence="2004",
-                       millis_behind=1500, first_arrival=99.0, last_arrival=103.0, calls=1,
-                       behind_before_ms=9000)  # fmt: skip
+    first = ReadStats(
+        "shardId-000000000000",
+        read=10,
+        good=8,
+        rejected=2,
+        replayed_events=1,
+        deduplicated=1,
+        reasons={"malformed_json": 2},
+        last_sequence="1009",
+        millis_behind=0,
+        first_arrival=100.0,
+        last_arrival=104.0,
+        calls=2,
+        throttled=1,
+        retried=1,
+        behind_before_ms=4000,
+        event_times_cut=3,
+    )
+    second = ReadStats(
+        "shardId-000000000001",
+        read=5,
+        good=5,
+        replayed_rejects=0,
+        last_sequence="2004",
+        millis_behind=1500,
+        first_arrival=99.0,
+        last_arrival=103.0,
+        calls=1,
+        behind_before_ms=9000,
+        event_times_cut=1,
+    )
     return BatchProgress(
         "q-1", 3, STARTED, shards=[first, second], dropped=Counter({"shardId-000000000001": 2}), written=8,
         rejected=2, events_snapshot_id=11, rejects_snapshot_id=10, ingest_ts=STARTED,
@@ -35,15 +60,40 @@ def test_read_stats_travel_as_json() -> None:
 def test_the_reported_dict_keeps_its_keys_and_totals() -> None:
     reported = two_shards().as_dict()
     assert list(reported) == [
-        "id", "batch_id", "timestamp", "num_input_rows", "written", "rejected", "deduplicated", "replayed",
-        "transform_dropped", "schema_changes", "duration_ms", "millis_behind_latest", "millis_behind_before_read",
-        "caught_up", "events_snapshot_id", "rejects_snapshot_id", "metrics_snapshot_id", "reject_reasons",
-        "first_arrival", "last_arrival", "shards", "dedupe_index", "prefetched", "read_on", "ingest_ts",
-        "input_rows_per_second", "processed_rows_per_second", "driver_heap_mib",
-    ]  # fmt: skip
+        "id",
+        "batch_id",
+        "timestamp",
+        "num_input_rows",
+        "written",
+        "rejected",
+        "deduplicated",
+        "replayed",
+        "event_times_cut",
+        "transform_dropped",
+        "schema_changes",
+        "duration_ms",
+        "millis_behind_latest",
+        "millis_behind_before_read",
+        "caught_up",
+        "events_snapshot_id",
+        "rejects_snapshot_id",
+        "metrics_snapshot_id",
+        "reject_reasons",
+        "first_arrival",
+        "last_arrival",
+        "shards",
+        "dedupe_index",
+        "prefetched",
+        "read_on",
+        "ingest_ts",
+        "input_rows_per_second",
+        "processed_rows_per_second",
+        "driver_heap_mib",
+    ]
     assert reported["num_input_rows"] == 15
     assert reported["deduplicated"] == 3, "one in a read task, two on the driver"
     assert reported["replayed"] == 1
+    assert reported["event_times_cut"] == 4, "summed over the shards"
     assert reported["duration_ms"] == {
         "plan": 10.0, "read": 500.0, "parse": 0.0, "dedupe": 0.0, "evolve": 0.0, "write_rejects": 0.0,
         "write_events": 0.0, "metrics": 0.0, "total": 1250.0,

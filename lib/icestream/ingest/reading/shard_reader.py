@@ -330,6 +330,7 @@ class _ShardReader:
                 if self.packer is not None:
                     self.packer.add(event_id, parsed[4], arrival)
                 ordinal, self.emitted = self.emitted, self.emitted + 1
+                stats.event_times_cut += parsed[8]  # counted where passed on: no repeat, no replay
                 fields, extras = parsed[:8], parsed[7]
                 if extras is None:
                     return ("event", *position, *fields, None, None, None, None, ordinal, None)

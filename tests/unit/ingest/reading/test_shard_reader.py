@@ -149,6 +149,24 @@ def test_duplicates_within_a_shard_keep_the_first() -> None:
     assert meta["deduplicated"] == 0
 
 
+def test_events_whose_time_was_cut_to_microseconds_are_counted_once_each() -> None:
+    def stamped(number: int, stamp: str, event_id: str | None = None) -> bytes:
+        return json.dumps({**json.loads(payload(number, event_id)), "event_ts": stamp}).encode()
+
+    fake = FakeKinesis(
+        [
+            stamped(0, "2026-11-21T05:00:00.123456789Z"),
+            stamped(1, "2026-11-21T05:00:00.123456Z"),
+            stamped(2, "2026-11-21T05:00:00.000000001Z"),
+            stamped(9, "2026-11-21T05:00:00.123456789Z", event_id="e0"),  # a repeat: not written, not counted
+            stamped(3, "2026-11-21T05:00:00.1234560Z"),  # a zero past the sixth digit: nothing lost
+        ]
+    )
+    rows, meta, _ = read_fake_shard(fake, min_call_interval=0.0)
+    assert [row["event_ts"].microsecond for row in rows] == [123456, 123456, 0, 123456]
+    assert meta["event_times_cut"] == 2
+
+
 def test_reject_rows_keep_the_raw_payload_and_kinesis_metadata() -> None:
     raw = b"\xff\xfe{broken"
     rows, meta, _ = read_fake_shard(FakeKinesis([raw]), min_call_interval=0.0)
