@@ -92,6 +92,34 @@ def test_malformed_samples_are_all_rejected_with_reasons(spark, fresh) -> None:
     assert_accounted(list(query.recent_progress))
 
 
+def test_a_field_in_both_places_is_rejected_and_times_cut_to_microseconds_are_counted(spark, fresh) -> None:
+    """The top-level value and the property's: a reject with its payload, not one of them dropped. A time
+    below a microsecond: the event stored cut, and the count travels from the read task to the progress."""
+    settings = fresh(shards=1)
+    second = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
+
+    def stamped(number: int, fraction: str, **fields: object) -> bytes:
+        return json.dumps(
+            {**json.loads(event_payload(number, "u0")), "event_ts": f"{second}{fraction}Z", **fields}
+        ).encode()
+
+    conflicting = stamped(9, "", page="/top", properties={"page": "/inner"})
+    fractions = [".123456789", ".000000001", ".9999999", ".123456000", ".5"]  # the last two lose nothing
+    events = [(stamped(number, fraction), "u0") for number, fraction in enumerate(fractions)]
+    put(settings, [*events, (conflicting, "u0")])
+    query = drain(spark, settings)
+    (reject,) = spark.table(settings.rejects_table_name).select("reason", "detail", "raw_data").collect()
+    assert (reject.reason, reject.detail) == (
+        "conflicting_field",
+        "field 'page' given both at top level and in properties",
+    )
+    assert bytes(reject.raw_data) == conflicting
+    stored = {row.event_id: row.event_ts.microsecond for row in spark.table(settings.table_name).collect()}
+    assert stored == {"ev-0": 123456, "ev-1": 0, "ev-2": 999999, "ev-3": 123456, "ev-4": 500000}
+    assert sum(batch["event_times_cut"] for batch in query.recent_progress) == 3
+    assert_accounted(list(query.recent_progress))
+
+
 def test_dedupe_within_a_batch_and_against_committed_rows(spark, fresh) -> None:
     settings = fresh()
     first = [(event_payload(i, f"u{i % 5}"), f"u{i % 5}") for i in range(100)]
