@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from icestream.cli.common import settings_from
 from icestream.lake.maintenance import DEFAULT_ORPHAN_AGE
-from icestream.lake.routine import DEFAULT_SNAPSHOT_AGE, STEPS, StepResult
+from icestream.lake.routine import DEFAULT_SNAPSHOT_AGE, STEPS, MaintenancePlan, StepResult
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -32,20 +32,25 @@ def _days(age: timedelta) -> str:
     return f"{age.days}d"
 
 
-def cmd_maintain(args: argparse.Namespace) -> int:
-    """Run (or with ``--dry-run``, plan) the maintenance steps and print a report line per step."""
-    from icestream.errors import ConfigError
-    from icestream.lake.routine import MaintenancePlan, parse_age, parse_steps, run_maintenance
-    from icestream.lake.table import LakeTable
-    from icestream.runtime.spark import prepare_runtime, start_session
-    from icestream.validation import validate_identifier
+def _checked_plan(args: argparse.Namespace, settings: Settings) -> tuple[MaintenancePlan, set[str]]:
+    """The plan and the step names, every step's arguments checked: a bad one fails before any step runs.
 
-    settings = settings_from(args)
-    if args.table:
-        settings = dataclasses.replace(settings, table=validate_identifier(args.table, "table"))
+    ``--retain-last 0`` had failed in the expire step, after the compaction had rewritten the table.
+
+    Raises:
+        ConfigError: For an unknown step, a bad age, ``--retain-last`` or ``--archive-retention-days`` below 1.
+    """
+    from icestream.errors import ConfigError
+    from icestream.lake.archive import check_retention_days
+    from icestream.lake.maintenance import check_retain_last
+    from icestream.lake.routine import parse_age, parse_steps
+
     names = {name.strip() for name in args.steps.split(",") if name.strip()}
     if not names or names - {*STEPS, ARCHIVE_STEP}:
         raise ConfigError(f"steps {args.steps!r}: choose from {', '.join((*STEPS, ARCHIVE_STEP))} (comma-separated).")
+    check_retain_last(args.retain_last, "--retain-last")
+    if args.archive_retention_days is not None:
+        check_retention_days(args.archive_retention_days, "--archive-retention-days")
     table_steps = names - {ARCHIVE_STEP}
     plan = MaintenancePlan.scheduled(
         settings.stream_name,
@@ -54,6 +59,20 @@ def cmd_maintain(args: argparse.Namespace) -> int:
         retain_last=args.retain_last,
         steps=parse_steps(",".join(table_steps)) if table_steps else (),
     )
+    return plan, names
+
+
+def cmd_maintain(args: argparse.Namespace) -> int:
+    """Run (or with ``--dry-run``, plan) the maintenance steps and print a report line per step."""
+    from icestream.lake.routine import run_maintenance
+    from icestream.lake.table import LakeTable
+    from icestream.runtime.spark import prepare_runtime, start_session
+    from icestream.validation import validate_identifier
+
+    settings = settings_from(args)
+    if args.table:
+        settings = dataclasses.replace(settings, table=validate_identifier(args.table, "table"))
+    plan, names = _checked_plan(args, settings)
     spark = start_session(prepare_runtime(settings), app_name="icestream-maintain")
     table = LakeTable(spark, settings.table_name, dry_run=args.dry_run)
     print(

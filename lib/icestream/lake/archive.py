@@ -45,14 +45,28 @@ class ArchiveExpiry:
         return f"{'archive':<10} rows deleted {self.deleted_rows} (arrived before {day}), data files deleted {files}"
 
 
+def check_retention_days(retention_days: int, name: str = "archive retention") -> int:
+    """Return ``retention_days`` if it keeps at least one day.
+
+    Args:
+        retention_days: Days of arrival the raw archive keeps.
+        name: What the caller calls it (``--archive-retention-days`` on the command line), named in the error.
+
+    Raises:
+        ConfigError: If it is not a whole number of at least 1.
+    """
+    if isinstance(retention_days, bool) or not isinstance(retention_days, int) or retention_days < 1:
+        raise ConfigError(f"{name} {retention_days!r}: keep at least 1 day (archive_retention_days); give 1 or more.")
+    return retention_days
+
+
 def archive_cutoff(now: datetime, retention_days: int) -> datetime:
     """The start (UTC midnight) of the oldest day kept: whole days go, so whole partitions do.
 
     Raises:
         ConfigError: If ``retention_days`` is below 1 or ``now`` is naive.
     """
-    if not isinstance(retention_days, int) or retention_days < 1:
-        raise ConfigError(f"archive retention {retention_days!r}: keep at least 1 day (archive_retention_days).")
+    check_retention_days(retention_days)
     if now.tzinfo is None:
         raise ConfigError(f"{now!r}: give a timezone-aware datetime, e.g. datetime.now(UTC).")
     oldest_kept = (now.astimezone(UTC) - timedelta(days=retention_days)).date()

@@ -77,6 +77,21 @@ def default_rewrite_options() -> dict[str, str]:
     return {"min-input-files": "2"}
 
 
+def check_retain_last(retain_last: int, name: str = "retain_last") -> int:
+    """Return ``retain_last`` if it keeps at least one snapshot (``expire_snapshots`` keeps the current one).
+
+    Args:
+        retain_last: Ancestors of the current snapshot to keep.
+        name: What the caller calls it (``--retain-last`` on the command line), named in the error.
+
+    Raises:
+        ConfigError: If it is not a whole number of at least 1.
+    """
+    if isinstance(retain_last, bool) or not isinstance(retain_last, int) or retain_last < 1:
+        raise ConfigError(f"{name} {retain_last!r}: keep at least 1 snapshot (the current one); give 1 or more.")
+    return retain_last
+
+
 def sort_order_literal(sort_order: str) -> str:
     """Validate ``"event_type ASC, event_ts ASC NULLS LAST"`` and return it normalised.
 
@@ -273,8 +288,7 @@ class Maintenance:
         Raises:
             ConfigError: If ``retain_last`` is below 1 or ``older_than`` is naive.
         """
-        if not isinstance(retain_last, int) or retain_last < 1:
-            raise ConfigError(f"retain_last {retain_last!r}: keep at least 1 snapshot.")
+        check_retain_last(retain_last)
         if keep_positions_of is not None:
             retain_last = max(retain_last, self.retain_for_positions(keep_positions_of))
         return self._call_procedure(

@@ -34,7 +34,12 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from icestream.errors import ConfigError
-from icestream.lake.maintenance import DEFAULT_ORPHAN_AGE, MIN_ORPHAN_AGE, default_rewrite_options
+from icestream.lake.maintenance import (
+    DEFAULT_ORPHAN_AGE,
+    MIN_ORPHAN_AGE,
+    check_retain_last,
+    default_rewrite_options,
+)
 from icestream.lake.statement import Outcome, Statement
 from icestream.runtime.handles import first_row
 
@@ -106,6 +111,17 @@ class MaintenancePlan:
     rewrite_options: Mapping[str, str | int] = field(default_factory=default_rewrite_options)
     delete_orphans: bool = True
 
+    def __post_init__(self) -> None:
+        """Check every step's arguments here, so that a bad one fails before the first step runs.
+
+        Raises:
+            ConfigError: For a step that is not one of :data:`STEPS` or a ``retain_last`` below 1.
+        """
+        unknown = [step for step in self.steps if step not in STEPS]
+        if unknown:
+            raise ConfigError(f"maintenance step {unknown[0]!r}: choose from {', '.join(STEPS)}.")
+        check_retain_last(self.retain_last)
+
     @classmethod
     def scheduled(
         cls,
@@ -125,7 +141,8 @@ class MaintenancePlan:
             **options: Other fields (``retain_last``, ``steps``, ``delete_orphans`` ...).
 
         Raises:
-            ConfigError: If ``orphan_age`` is below Iceberg's 24 hours or an age is negative.
+            ConfigError: If ``orphan_age`` is below Iceberg's 24 hours, an age is negative, a step unknown
+                or ``retain_last`` below 1.
         """
         if orphan_age < MIN_ORPHAN_AGE:
             raise ConfigError(
@@ -302,9 +319,7 @@ def run_maintenance(
         One result per step; a failed step has ``error`` set and the following steps still run.
     """
     results = []
-    for step in plan.steps:
-        if step not in RUNNERS:
-            raise ConfigError(f"maintenance step {step!r}: choose from {', '.join(STEPS)}.")
+    for step in plan.steps:  # each checked when the plan was made (MaintenancePlan.__post_init__)
         previous, started = table.last_statement, time.perf_counter()
         table.maintenance.fallbacks = []
         try:

@@ -46,6 +46,19 @@ def test_the_scheduled_plan_compacts_closed_hours_and_keeps_iceberg_ages() -> No
         MaintenancePlan.scheduled("user-events", now=NOW, orphan_age=timedelta(hours=23))
 
 
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"retain_last": 0}, "retain_last 0: keep at least 1 snapshot"),
+        ({"steps": ("compact", "vacuum")}, "maintenance step 'vacuum': choose from compact"),
+    ],
+)
+def test_a_plan_with_a_bad_step_argument_is_refused_when_made(options: dict[str, object], message: str) -> None:
+    # Checked when the plan is made, not when its step comes: the steps before it would have run.
+    with pytest.raises(ConfigError, match=message):
+        MaintenancePlan.scheduled("user-events", now=NOW, **options)
+
+
 class DescribeOnly:
     """A session that answers only ``DESCRIBE TABLE`` (of a table partitioned by ``hours(event_ts)``) and the
     count of its delete files (none)."""
@@ -117,3 +130,30 @@ def test_cli_refuses_an_orphan_age_below_a_day(capsys: pytest.CaptureFixture[str
     error = capsys.readouterr().err
     assert error.startswith("error: orphan age 2:00:00: at least 1 day")
     assert error.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--retain-last", "0"], "error: --retain-last 0: keep at least 1 snapshot"),
+        (["--retain-last", "-2"], "error: --retain-last -2: keep at least 1 snapshot"),
+        (["--archive-retention-days", "0"], "error: --archive-retention-days 0: keep at least 1 day"),
+    ],
+)
+def test_cli_refuses_a_bad_step_argument_before_the_first_step_runs(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], arguments: list[str], message: str
+) -> None:
+    # Issue 58: --retain-last 0 failed in the expire step, after compaction had rewritten the table.
+    from icestream.runtime import spark
+
+    started: list[str] = []
+
+    def no_session(*args: object, **kwargs: object) -> None:
+        started.append("spark")
+        raise AssertionError("the session started: a step could run")
+
+    monkeypatch.setattr(spark, "prepare_runtime", no_session)
+    assert main(["maintain", *arguments]) == 2
+    error = capsys.readouterr().err
+    assert (started, error.count("\n")) == ([], 1), error
+    assert error.startswith(message), error
