@@ -210,6 +210,16 @@ def validate_settings(values: Mapping[str, Any]) -> None:
         )
     else:
         _check(bool(values["warehouse"]), "warehouse", "must not be empty.")
+    if values["catalog_type"] == "hadoop":
+        # Iceberg's Hadoop catalog commits by renaming a metadata file, which S3 cannot do atomically, and
+        # off EMR Hadoop has no s3:// file system at all: setup made the stream, then Spark failed on the tables.
+        _check(
+            not values["warehouse"].startswith("s3://"),
+            "catalog_type",
+            f"hadoop cannot keep tables in the s3:// warehouse {values['warehouse']!r} (its commits rename files, "
+            "which S3 cannot do atomically): use catalog_type glue for an s3:// warehouse (the aws profile's "
+            "default), or a local folder as the warehouse.",
+        )
     if values["catalog_type"] == "jdbc":
         _check(
             "://" not in values["warehouse"],

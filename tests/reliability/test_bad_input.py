@@ -257,6 +257,8 @@ REFUSED_BEFORE_CREATING = {
     "a run folder that is a file": (["ingest", "--available-now"], "is a file, not a folder"),
     "a run folder under /proc": (["ingest", "--available-now"], "cannot be written"),
     "a config file not in UTF-8": (["--config", "{tmp}/latin1.yaml", "setup"], "is not UTF-8"),
+    # issue 58: setup made the stream, then Spark found no file system for s3:// (and S3 has no atomic rename)
+    "the hadoop catalog on an s3 warehouse": (["setup"], "hadoop cannot keep tables in the s3:// warehouse"),
     # issue 58: <table>_metrics_demo is notebook 07's demo table, which the demo drops and makes on every run
     "a route to a demo's table": (
         ["ingest", "--available-now", "--route", "event_type", "--route-map", "order=metrics_demo"],
@@ -279,6 +281,7 @@ REFUSED_ENVIRONMENT = {
     "a run folder that is a file": {"ICESTREAM_RUN_DIR": "{tmp}/afile", "ICESTREAM_KINESIS_ENDPOINT": "{endpoint}"},
     "a run folder under /proc": {"ICESTREAM_RUN_DIR": "/proc/run", "ICESTREAM_KINESIS_ENDPOINT": "{endpoint}"},
     "a variable that names no setting": {"ICESTREAM_SHARD_CONT": "3"},
+    "the hadoop catalog on an s3 warehouse": {"ICESTREAM_CATALOG_TYPE": "hadoop", "ICESTREAM_WAREHOUSE": "s3://b/w"},
 }
 
 

@@ -205,6 +205,18 @@ def test_an_s3a_warehouse_is_refused_with_the_s3_spelling(catalog_type: str) -> 
         load_settings(profile="aws", catalog_type=catalog_type, warehouse="s3a://bucket/warehouse")
 
 
+@pytest.mark.parametrize("profile", ["local", "aws"])
+def test_the_hadoop_catalog_on_an_s3_warehouse_is_refused_naming_glue(profile: str) -> None:
+    # Issue 58: setup created the stream, then Spark failed on the s3:// warehouse ("No FileSystem for scheme").
+    with pytest.raises(
+        ConfigError,
+        match=r"^ICESTREAM_CATALOG_TYPE / catalog_type: hadoop cannot keep tables in the s3:// warehouse "
+        r"'s3://bucket/warehouse'.*: use catalog_type glue",
+    ):
+        load_settings(profile=profile, catalog_type="hadoop", warehouse="s3://bucket/warehouse")
+    assert load_settings(catalog_type="hadoop", warehouse="hdfs://namenode/warehouse").catalog_type == "hadoop"
+
+
 def test_localstack_sends_s3_and_glue_where_kinesis_goes(monkeypatch: pytest.MonkeyPatch) -> None:
     localstack = load_settings(profile="localstack")
     assert (localstack.s3_endpoint, localstack.glue_endpoint) == ("http://localhost:4566",) * 2
@@ -286,7 +298,7 @@ def test_folders_that_exist_or_can_be_made_pass_and_are_not_made(
     monkeypatch.setenv("ICESTREAM_RUN_DIR", "not/yet")
     check_writable_folders(load_settings())
     check_writable_folders(
-        load_settings(warehouse="s3://bucket/warehouse", catalog_type="hadoop")
+        load_settings(warehouse="s3://bucket/warehouse", catalog_type="glue")
     )  # a URI is the catalog's to check
     assert sorted(path.name for path in tmp_path.rglob("*")) == ["there"]
 

@@ -77,13 +77,18 @@ def made(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return steps
 
 
+HADOOP_ON_S3 = {"ICESTREAM_CATALOG_TYPE": "hadoop", "ICESTREAM_WAREHOUSE": "s3://bucket/warehouse"}
+LONG_TABLE = {"ICESTREAM_TABLE": "t" * 108}
+
+
 @pytest.mark.parametrize(
-    ("arguments", "table", "message"),
+    ("arguments", "environment", "message"),
     [
-        (["--shards", "0"], None, "error: --shards 0: a stream has 1 to 500 shards"),
-        (["--shards", "501"], None, "error: --shards 501: a stream has 1 to 500 shards"),
-        (["--shards", "-1"], None, "error: --shards -1: a stream has 1 to 500 shards"),
-        ([], "t" * 108, "error: ICESTREAM_TABLE / table: 'tttttttttttttttttttt...' is 108 characters"),
+        (["--shards", "0"], {}, "error: --shards 0: a stream has 1 to 500 shards"),
+        (["--shards", "501"], {}, "error: --shards 501: a stream has 1 to 500 shards"),
+        (["--shards", "-1"], {}, "error: --shards -1: a stream has 1 to 500 shards"),
+        ([], LONG_TABLE, "error: ICESTREAM_TABLE / table: 'tttttttttttttttttttt...' is 108 characters"),
+        ([], HADOOP_ON_S3, "error: ICESTREAM_CATALOG_TYPE / catalog_type: hadoop cannot keep tables in the s3://"),
     ],
 )
 def test_setup_refuses_a_mistake_before_creating_anything(
@@ -91,11 +96,11 @@ def test_setup_refuses_a_mistake_before_creating_anything(
     capsys: pytest.CaptureFixture[str],
     made: list[str],
     arguments: list[str],
-    table: str | None,
+    environment: dict[str, str],
     message: str,
 ) -> None:
-    if table:
-        monkeypatch.setenv("ICESTREAM_TABLE", table)
+    for variable, value in environment.items():
+        monkeypatch.setenv(variable, value)
     assert cli.main(["setup", *arguments]) == 2
     err = capsys.readouterr().err
     assert (made, len(err.strip().splitlines())) == ([], 1), err
