@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable
 
 from icestream.cli.common import settings_from
-from icestream.config import COMPANION_SUFFIXES, DEMO_TABLE_SUFFIXES, Settings
+from icestream.config import COMPANION_SUFFIXES, DEMO_TABLE_SUFFIXES, EMULATOR_DUMMY_KEYS, Settings
 from icestream.errors import IcestreamError
 from icestream.stack import spark_line
 from icestream.validation import check_writable_folders
@@ -51,10 +51,47 @@ def cmd_setup(args: argparse.Namespace) -> int:
     check_writable_folders(settings)
     summary = ensure_stream(settings, shard_count=args.shards)
     print(f"stream {settings.stream_name}: {summary['StreamStatus']}, {summary['OpenShardCount']} open shards")
+    notice = _shards_not_applied(settings, args.shards, int(summary["OpenShardCount"]))
+    if notice:
+        print(f"notice: {notice}", file=sys.stderr, flush=True)
     spark = start_session(prepare_runtime(settings))
     for table in setup_tables(spark, settings):
         print(f"table {table.name}: ready")
     return 0
+
+
+def _shards_not_applied(settings: Settings, shards: int | None, open_shards: int) -> str:
+    """What to say when the stream exists with other shards than asked for ('' when nothing was asked, or matches).
+
+    ``--shards`` and the ``shard_count`` setting make a new stream; an existing one keeps its shards, which
+    setup had done without a word. A shard count is asked for when ``--shards`` is given or the setting is set.
+    """
+    from icestream.stream.clients import resolve_endpoint
+    from icestream.validation import ENV_PREFIX
+
+    if shards is not None:
+        asked = f"--shards {shards}"
+    elif "shard_count" in settings.sources:
+        shards, asked = settings.shard_count, f"{ENV_PREFIX}SHARD_COUNT / shard_count {settings.shard_count}"
+    else:
+        return ""
+    if shards == open_shards:
+        return ""
+    command = (
+        f"aws kinesis update-shard-count --stream-name {settings.stream_name} --target-shard-count {shards} "
+        f"--scaling-type UNIFORM_SCALING --region {settings.region}"
+    )
+    endpoint = resolve_endpoint(settings)
+    if endpoint:
+        command += f" --endpoint-url {endpoint}"
+    if settings.is_local_endpoint:  # an emulator takes its dummy keys: a user's own have no business there
+        access_key, secret_key = EMULATOR_DUMMY_KEYS[settings.profile]
+        command = f"AWS_ACCESS_KEY_ID={access_key} AWS_SECRET_ACCESS_KEY={secret_key} {command}"
+    return (
+        f"stream {settings.stream_name} exists with {open_shards} open shards; {asked} was not applied (it sets a new "
+        f"stream's shards). To reshard it, keeping its records, use Kinesis's UpdateShardCount: `{command}` (the "
+        "ingest follows the new shards); `icestream reset` would recreate it with the shards it has."
+    )
 
 
 def _doctor_checks(settings: Settings, start_spark: bool) -> list[tuple[str, Callable[[], str]]]:

@@ -115,3 +115,64 @@ def test_the_longest_companion_decides_how_long_a_table_name_may_be(monkeypatch:
     load_settings(table="t" * (128 - 1 - longest)).check_companion_names(suffixes)
     with pytest.raises(ConfigError, match=f"at most {128 - 1 - longest} characters"):
         load_settings(table="t" * (128 - longest)).check_companion_names(suffixes)
+
+
+@pytest.fixture
+def existing_two_shard_stream(monkeypatch: pytest.MonkeyPatch) -> list[int | None]:
+    """``setup`` against a stream that exists with 2 open shards; the shard counts it asked for are recorded."""
+    from icestream.lake import table
+    from icestream.runtime import spark
+    from icestream.stream import clients
+
+    asked: list[int | None] = []
+
+    def two_shards(settings: object, shard_count: int | None = None, **options: object) -> dict[str, object]:
+        asked.append(shard_count)
+        return {"StreamStatus": "ACTIVE", "OpenShardCount": 2}
+
+    monkeypatch.setenv("ICESTREAM_KINESIS_ENDPOINT", "http://127.0.0.1:4599")
+    monkeypatch.delenv("ICESTREAM_SHARD_COUNT", raising=False)
+    monkeypatch.setattr(clients, "ensure_stream", two_shards)
+    monkeypatch.setattr(spark, "prepare_runtime", lambda settings: settings)
+    monkeypatch.setattr(spark, "start_session", lambda runtime, **options: None)
+    monkeypatch.setattr(table, "setup_tables", lambda session, settings: [])
+    return asked
+
+
+@pytest.mark.parametrize(
+    ("arguments", "environment", "asked_for"),
+    [
+        (["--shards", "3"], {}, "--shards 3"),
+        ([], {"ICESTREAM_SHARD_COUNT": "3"}, "ICESTREAM_SHARD_COUNT / shard_count 3"),
+    ],
+)
+def test_setup_says_when_an_existing_stream_keeps_other_shards_than_asked(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    existing_two_shard_stream: list[int | None],
+    arguments: list[str],
+    environment: dict[str, str],
+    asked_for: str,
+) -> None:
+    # Issue 58: setup --shards 3 on a 2-shard stream exited 0 and the stream stayed at 2, without a word.
+    for variable, value in environment.items():
+        monkeypatch.setenv(variable, value)
+    assert cli.main(["setup", *arguments]) == 0
+    assert existing_two_shard_stream == [3 if arguments else None]
+    notices = [line for line in capsys.readouterr().err.splitlines() if line.startswith("notice:")]
+    assert len(notices) == 1, notices
+    assert notices[0].startswith(
+        f"notice: stream user-events exists with 2 open shards; {asked_for} was not applied"
+    ), notices[0]
+    assert "aws kinesis update-shard-count --stream-name user-events --target-shard-count 3" in notices[0]
+    assert "--endpoint-url http://127.0.0.1:4599" in notices[0]
+    assert "`AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing aws kinesis" in notices[0], "the emulator's keys"
+
+
+@pytest.mark.parametrize("arguments", [["--shards", "2"], []])
+def test_setup_says_nothing_of_shards_when_the_stream_has_those_asked_for(
+    capsys: pytest.CaptureFixture[str], existing_two_shard_stream: list[int | None], arguments: list[str]
+) -> None:
+    # Without --shards (and no shard_count set) nothing was asked of an existing stream: the default 4 is a new one's.
+    assert cli.main(["setup", *arguments]) == 0
+    assert "notice:" not in capsys.readouterr().err
