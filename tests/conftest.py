@@ -89,6 +89,9 @@ def test_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         # The session's emulator runs without the per-shard write limits (see `emulator`): the setting says so,
         # so notebook 01 checks its hot shard against the limits only where they are enforced.
         "ICESTREAM_EMULATOR_WRITE_LIMITS": "false",
+        # Setup's Kinesis calls wait as long as botocore's own retries had (3 x 30 s) for the loaded machine's
+        # emulator: the 10 s default is for a user's silent endpoint; a test must not depend on machine load.
+        "ICESTREAM_KINESIS_TIMEOUT": "45",
         "ICESTREAM_JAR_CACHE_DIR": str(project_home() / ".cache" / "jars"),
         # Spark's scratch folders (block manager, shuffle, unpacked archives, userFiles) of every
         # driver and worker the tests start: a driver the crash tests SIGKILL leaves its own behind,

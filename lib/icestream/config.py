@@ -114,6 +114,8 @@ class Settings:
 
     profile: str = "local"
     kinesis_endpoint: str | None = None  # local: read from the emulator's state file
+    # Seconds a Kinesis call of setup, reset and doctor waits for a connection, then for its answer (each try).
+    kinesis_timeout: float = 10.0
     region: str = "us-east-1"
     stream_name: str = "user-events"
     shard_count: int = 4
@@ -320,6 +322,10 @@ def _coerce(name: str, raw: Any, origin: str) -> Any:
             if isinstance(raw, bool):
                 raise ValueError(raw)
             return int(str(raw).strip())
+        if kind is float:
+            if isinstance(raw, bool):
+                raise ValueError(raw)
+            return float(str(raw).strip())
         if typing.get_origin(kind) is tuple:
             if isinstance(raw, str):
                 return tuple(part.strip() for part in raw.split(",") if part.strip())

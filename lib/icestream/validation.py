@@ -28,6 +28,7 @@ SHIP_MODES = ("packed", "package", "none")
 CATALOG_TYPES = ("jdbc", "hadoop", "glue")
 S3_SSE_TYPES = ("none", "s3", "kms")  # Iceberg S3FileIO's s3.sse.type values this project supports
 ENDPOINT_SETTINGS = ("kinesis_endpoint", "s3_endpoint", "glue_endpoint")
+MAX_KINESIS_TIMEOUT = 600  # seconds: longer than any Kinesis answer; a wait past it is no wait but a hang
 
 MAX_IDENTIFIER_CHARS = 128  # a catalog, namespace, table or column name
 _IDENTIFIER = re.compile(rf"^[A-Za-z_][A-Za-z0-9_]{{0,{MAX_IDENTIFIER_CHARS - 1}}}$")
@@ -160,6 +161,11 @@ def validate_settings(values: Mapping[str, Any]) -> None:
         bool(_STREAM_NAME.fullmatch(values["stream_name"])),
         "stream_name",
         f"{values['stream_name']!r} is not a valid Kinesis stream name (1-128 of A-Z a-z 0-9 _ . -).",
+    )
+    _check(
+        0 < values["kinesis_timeout"] <= MAX_KINESIS_TIMEOUT,  # NaN fails both comparisons
+        "kinesis_timeout",
+        f"{values['kinesis_timeout']} must be seconds above 0, at most {MAX_KINESIS_TIMEOUT}.",
     )
     _check(
         1 <= values["shard_count"] <= MAX_SHARD_COUNT,

@@ -8,9 +8,46 @@ would be replaced by a local path in every unit test that runs after one of them
 
 from __future__ import annotations
 
+import socket
+from collections.abc import Iterator
+
 import pytest
 
 
 @pytest.fixture(autouse=True)
 def _profile_defaults_not_the_sessions_warehouse(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ICESTREAM_WAREHOUSE", raising=False)
+
+
+class SilentEndpoint(str):
+    """The URL of an endpoint on 127.0.0.1 that accepts TCP connections and never answers.
+
+    The kernel completes each connection into the listening socket's backlog; nothing reads or writes,
+    so a client waits for an answer until its read timeout. The connections wait in the backlog, closed
+    or not, until :meth:`connections` takes them: a count that needs no thread and no clock.
+    """
+
+    listener: socket.socket
+
+    def connections(self) -> int:
+        """How many connections were made since the last count."""
+        count = 0
+        self.listener.setblocking(False)
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except BlockingIOError:
+                return count
+            connection.close()
+            count += 1
+
+
+@pytest.fixture
+def silent_endpoint() -> Iterator[SilentEndpoint]:
+    """A :class:`SilentEndpoint`, closed after the test."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)
+        endpoint = SilentEndpoint(f"http://127.0.0.1:{listener.getsockname()[1]}")
+        endpoint.listener = listener
+        yield endpoint

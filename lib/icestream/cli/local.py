@@ -39,7 +39,7 @@ def workbook_suffixes() -> tuple[str, ...]:
 
 def cmd_setup(args: argparse.Namespace) -> int:
     """Create the stream, the namespace and the tables (idempotent), once the names and shards are checked."""
-    from icestream.kinesis.clients import check_shard_count, ensure_stream
+    from icestream.kinesis.clients import check_shard_count, ensure_stream, waiting_for_kinesis
     from icestream.lake.table import setup_tables
     from icestream.runtime.spark import prepare_runtime, start_session
 
@@ -49,6 +49,7 @@ def cmd_setup(args: argparse.Namespace) -> int:
         check_shard_count(args.shards, "--shards")
     settings.check_companion_names(workbook_suffixes())
     check_writable_folders(settings)
+    print(waiting_for_kinesis(settings), flush=True)  # at once: an endpoint that never answers is said before it
     summary = ensure_stream(settings, shard_count=args.shards)
     print(f"stream {settings.stream_name}: {summary['StreamStatus']}, {summary['OpenShardCount']} open shards")
     notice = _shards_not_applied(settings, args.shards, int(summary["OpenShardCount"]))
@@ -66,7 +67,7 @@ def _shards_not_applied(settings: Settings, shards: int | None, open_shards: int
     ``--shards`` and the ``shard_count`` setting make a new stream; an existing one keeps its shards, which
     setup had done without a word. A shard count is asked for when ``--shards`` is given or the setting is set.
     """
-    from icestream.stream.clients import resolve_endpoint
+    from icestream.kinesis.clients import resolve_endpoint
     from icestream.validation import ENV_PREFIX
 
     if shards is not None:
@@ -95,7 +96,7 @@ def _shards_not_applied(settings: Settings, shards: int | None, open_shards: int
 
 
 def _doctor_checks(settings: Settings, start_spark: bool) -> list[tuple[str, Callable[[], str]]]:
-    from icestream.kinesis.clients import check_kinesis
+    from icestream.kinesis.clients import CHECK_ATTEMPTS, check_kinesis, waiting_for_kinesis
     from icestream.runtime.catalog import describe_catalog
     from icestream.runtime.jars import iceberg_plan, sqlite_jdbc_driver
     from icestream.runtime.platforms import AWS_CLASSES, session_versions, unsupported_spark_reason
@@ -137,6 +138,10 @@ def _doctor_checks(settings: Settings, start_spark: bool) -> list[tuple[str, Cal
             return describe_catalog(settings)
         jar, natives = sqlite_jdbc_driver(settings)
         return f"{describe_catalog(settings)}; driver {jar}" + (f", natives in {natives[0]}" if natives else "")
+
+    def kinesis() -> str:
+        print(f"{'':<5}{'kinesis':<9} {waiting_for_kinesis(settings, CHECK_ATTEMPTS)}", flush=True)
+        return check_kinesis(settings)
 
     def profile() -> str:
         return (
@@ -181,7 +186,7 @@ def _doctor_checks(settings: Settings, start_spark: bool) -> list[tuple[str, Cal
         ("iceberg", jars),
         ("catalog", catalog),
         ("settings", profile),
-        ("kinesis", lambda: check_kinesis(settings)),
+        ("kinesis", kinesis),
     ]
     if start_spark:
         checks += [("session", spark), ("platform", platform_row), ("aws", aws_classes), ("executors", executors)]

@@ -23,6 +23,7 @@ from icestream.errors import ConfigError, ServiceUnavailableError
 from icestream.kinesis.emulator import START_COMMAND, Emulator
 from icestream.limits import MAX_SHARD_COUNT
 from icestream.runtime.aws import KEPT_LOCK, kept_session, profile_session
+from icestream.validation import ENV_PREFIX
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
@@ -44,7 +45,7 @@ class KinesisConnection:
         Args:
             connect_timeout: Seconds to wait for a connection.
             read_timeout: Seconds to wait for an answer.
-            max_attempts: botocore's own retries (standard mode) for transient errors.
+            max_attempts: botocore's own retries (standard mode) for transient errors, after the first try.
             validate: botocore checks each request's parameters (off for a caller that checks its own).
 
         Returns:
@@ -136,8 +137,77 @@ def kinesis_client(settings: Settings, **options: Any) -> Any:
     return kinesis_connection(settings).client(**options)
 
 
+# Tries of each call setup and reset make (botocore's standard retries, kinesis_timeout each); doctor tries once.
+SETUP_ATTEMPTS = 2
+CHECK_ATTEMPTS = 1
+
+
+def setup_client(settings: Settings, attempts: int = SETUP_ATTEMPTS) -> Any:
+    """A Kinesis client for the few calls that set up or check a stream (setup, reset, doctor).
+
+    Each try waits ``kinesis_timeout`` seconds for a connection, then as long for the answer: an
+    endpoint that accepts and never answers had setup silent for two minutes (botocore's 30 s reads
+    and retries).
+
+    Args:
+        settings: The profile's endpoint and the ``kinesis_timeout`` setting.
+        attempts: Tries of each call.
+    """
+    timeout = settings.kinesis_timeout
+    # botocore's retries option "max_attempts" counts the retries after the first try.
+    return kinesis_client(settings, connect_timeout=timeout, read_timeout=timeout, max_attempts=attempts - 1)
+
+
+def _tries(attempts: int) -> str:
+    return f"{attempts} {'try' if attempts == 1 else 'tries'}"
+
+
+def _where(connection: KinesisConnection) -> str:
+    return f"at {connection.endpoint}" if connection.endpoint else f"of AWS in {connection.region}"
+
+
+def waiting_for_kinesis(settings: Settings, attempts: int = SETUP_ATTEMPTS) -> str:
+    """The line a command prints before its first Kinesis call: what it waits for, and how long at most.
+
+    Raises:
+        ServiceUnavailableError, ConfigError: As :func:`resolve_endpoint` does.
+    """
+    return (
+        f"waiting for the Kinesis endpoint {_where(kinesis_connection(settings))} (at most "
+        f"{settings.kinesis_timeout:g} s a call, {_tries(attempts)}: {ENV_PREFIX}KINESIS_TIMEOUT) ..."
+    )
+
+
+def unanswered(settings: Settings, error: Exception, attempts: int = SETUP_ATTEMPTS) -> ServiceUnavailableError | None:
+    """The one-line error for a Kinesis endpoint that refused, or never answered, a call; None for other errors.
+
+    Args:
+        settings: Name the endpoint and the timeout.
+        error: What botocore raised.
+        attempts: The tries the call had.
+    """
+    from botocore.exceptions import ConnectTimeoutError, EndpointConnectionError, ReadTimeoutError
+
+    connection = kinesis_connection(settings)
+    where = connection.endpoint or f"AWS Kinesis in {connection.region}"
+    waited = f"{settings.kinesis_timeout:g} s ({_tries(attempts)})"
+    longer = f"or give a slow one longer with {ENV_PREFIX}KINESIS_TIMEOUT (seconds)."
+    if isinstance(error, ReadTimeoutError):
+        what = (
+            f"it accepted the connection, then said nothing for {waited}. Check that it is a Kinesis endpoint, {longer}"
+        )
+    elif isinstance(error, ConnectTimeoutError):
+        what = f"no connection within {waited}. Check the address and the network, {longer}"
+    elif isinstance(error, EndpointConnectionError):
+        start = f" Start it with: {START_COMMAND}" if settings.profile == "local" else ""
+        what = f"nothing accepts connections there ({error}).{start}"
+    else:
+        return None
+    return ServiceUnavailableError(f"Kinesis at {where} does not answer: {what}")
+
+
 def check_kinesis(settings: Settings) -> str:
-    """Check that Kinesis answers; return a one-line description.
+    """Check that Kinesis answers (one try of ``kinesis_timeout``); return a one-line description.
 
     Raises:
         ServiceUnavailableError: If the endpoint does not answer.
@@ -147,10 +217,12 @@ def check_kinesis(settings: Settings) -> str:
     connection = kinesis_connection(settings)
     where = connection.endpoint or f"AWS Kinesis in {connection.region}"
     try:
-        connection.client(connect_timeout=2, read_timeout=5, max_attempts=1).list_streams(Limit=1)
+        setup_client(settings, attempts=CHECK_ATTEMPTS).list_streams(Limit=1)
     except (BotoCoreError, ClientError) as error:
         hint = f" Start it with: {START_COMMAND}" if settings.profile == "local" else ""
-        raise ServiceUnavailableError(f"Kinesis at {where} does not answer ({error}).{hint}") from None
+        raise unanswered(settings, error, CHECK_ATTEMPTS) or ServiceUnavailableError(
+            f"Kinesis at {where} does not answer ({error}).{hint}"
+        ) from None
     return f"Kinesis answers at {where}"
 
 
@@ -182,12 +254,13 @@ def ensure_stream(settings: Settings, shard_count: int | None = None, timeout: f
 
     Raises:
         ConfigError: If ``shard_count`` is outside 1 to 500 (checked before anything is created).
-        ServiceUnavailableError: If Kinesis does not answer or the stream does not become active.
+        ServiceUnavailableError: If Kinesis does not answer (each call: :data:`SETUP_ATTEMPTS` tries of
+            ``kinesis_timeout``) or the stream does not become active.
     """
     from botocore.exceptions import BotoCoreError, ClientError
 
     shards = check_shard_count(settings.shard_count if shard_count is None else shard_count)
-    client = kinesis_client(settings)
+    client = setup_client(settings)
     name = settings.stream_name
 
     def wait_until_active() -> dict[str, Any]:
@@ -211,7 +284,9 @@ def ensure_stream(settings: Settings, shard_count: int | None = None, timeout: f
             client.start_stream_encryption(StreamName=name, EncryptionType="KMS", KeyId=settings.kms_key_id)
             summary = wait_until_active()  # starting encryption puts the stream in UPDATING for a while
     except (BotoCoreError, ClientError) as error:
-        raise ServiceUnavailableError(f"Could not create or describe stream {name}: {error}") from None
+        raise unanswered(settings, error) or ServiceUnavailableError(
+            f"Could not create or describe stream {name}: {error}"
+        ) from None
     return summary
 
 

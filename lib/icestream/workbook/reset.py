@@ -23,7 +23,7 @@ from icestream.errors import ConfigError, ServiceUnavailableError
 from icestream.ingest.positions import fed_by_another, source_stream
 from icestream.ingest.progress import PROGRESS_FILE
 from icestream.ingest.routing import owned_tables
-from icestream.kinesis.clients import ensure_stream, kinesis_client
+from icestream.kinesis.clients import ensure_stream, setup_client
 from icestream.producer.background import LOG_FILE, STATE_FILE, stop_background_producer
 from icestream.producer.run import RUN_SUMMARY_FILE
 from icestream.synthetic.ground_truth import GROUND_TRUTH_FILE
@@ -131,7 +131,7 @@ def plan_reset(spark: SparkSession, settings: Settings) -> ResetPlan:
     check_stream_feeds_tables(spark, settings)
     routed = owned_tables(spark, settings)  # read from the events table before it is dropped
     try:
-        shards = _open_shards(kinesis_client(settings), settings.stream_name)
+        shards = _open_shards(setup_client(settings), settings.stream_name)
     except (BotoCoreError, ClientError) as error:
         raise ServiceUnavailableError(f"Kinesis does not answer ({error}); start it or check the profile.") from None
     return ResetPlan(
@@ -176,7 +176,7 @@ def apply_reset(spark: SparkSession, settings: Settings, plan: ResetPlan, timeou
     stop_background_producer(settings)  # it would write into the stream and the run folder
     for name in plan.tables:
         spark.sql(f"DROP TABLE IF EXISTS {name} PURGE")  # names from Settings (companion_table_name): validated
-    client = kinesis_client(settings)
+    client = setup_client(settings)
     try:
         if plan.stream_exists:
             _delete_stream(client, plan.stream, timeout)

@@ -176,3 +176,38 @@ def test_setup_says_nothing_of_shards_when_the_stream_has_those_asked_for(
     # Without --shards (and no shard_count set) nothing was asked of an existing stream: the default 4 is a new one's.
     assert cli.main(["setup", *arguments]) == 0
     assert "notice:" not in capsys.readouterr().err
+
+
+def test_setup_says_at_once_what_it_waits_for_and_gives_up_on_silence(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], silent_endpoint: str
+) -> None:
+    # Issue 58: an endpoint that accepts and never answers had setup silent for 120 s.
+    from icestream.lake import table
+    from icestream.runtime import spark
+
+    made: list[str] = []
+    monkeypatch.setattr(spark, "prepare_runtime", lambda settings: made.append("spark"))
+    monkeypatch.setattr(table, "setup_tables", lambda session, settings: made.append("tables"))
+    monkeypatch.setenv("ICESTREAM_KINESIS_ENDPOINT", silent_endpoint)
+    monkeypatch.setenv("ICESTREAM_KINESIS_TIMEOUT", "0.2")
+    assert cli.main(["setup"]) == 2
+    out, err = capsys.readouterr()
+    assert out.splitlines()[0].startswith(f"waiting for the Kinesis endpoint at {silent_endpoint} (at most 0.2 s")
+    assert err.startswith(f"error: Kinesis at {silent_endpoint} does not answer: it accepted the connection"), err
+    assert (made, len(err.splitlines())) == ([], 1), "no table, one line"
+
+
+def test_doctor_says_what_it_waits_for_before_the_kinesis_check(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], silent_endpoint: str
+) -> None:
+    monkeypatch.setenv("ICESTREAM_KINESIS_ENDPOINT", silent_endpoint)
+    monkeypatch.setenv("ICESTREAM_KINESIS_TIMEOUT", "0.2")
+    cli.main(["doctor", "--quick"])
+    lines = capsys.readouterr().out.splitlines()
+    kinesis = [line for line in lines if line[5:].startswith("kinesis ")]
+    assert len(kinesis) == 2, lines
+    assert kinesis[0] == (
+        f"     kinesis   waiting for the Kinesis endpoint at {silent_endpoint} (at most 0.2 s a call, 1 try: "
+        "ICESTREAM_KINESIS_TIMEOUT) ..."
+    )
+    assert kinesis[1].startswith(f"FAIL kinesis   Kinesis at {silent_endpoint} does not answer: it accepted"), kinesis
