@@ -67,6 +67,7 @@ def test_the_hadoop_catalog_stays_selectable(monkeypatch: pytest.MonkeyPatch) ->
         ("ICESTREAM_SQLITE_JDBC_JAR", "/opt/sqlite-jdbc-3.46.jar", "sqlite_jdbc_jar", "/opt/sqlite-jdbc-3.46.jar"),
         ("ICESTREAM_JAR_SOURCE", "provided", "jar_source", "provided"),
         ("ICESTREAM_SHIP", "package", "ship", "package"),
+        ("ICESTREAM_KINESIS_TIMEOUT", "2.5", "kinesis_timeout", 2.5),
     ],
 )
 def test_documented_environment_variables(
@@ -137,6 +138,10 @@ def test_profiles_set_their_defaults() -> None:
         ({"start_position": "earliest"}, "START_POSITION"),
         ({"changes_format": "avro"}, "CHANGES_FORMAT"),
         ({"changes_mode": "merge-on-write"}, "CHANGES_MODE"),
+        ({"kinesis_timeout": 0}, "KINESIS_TIMEOUT"),
+        ({"kinesis_timeout": 601}, "KINESIS_TIMEOUT"),
+        ({"kinesis_timeout": "nan"}, "KINESIS_TIMEOUT"),
+        ({"kinesis_timeout": "soon"}, "kinesis_timeout: 'soon' is not a valid float"),
     ],
 )
 def test_invalid_values_fail_at_load_naming_the_setting(overrides: dict[str, object], named: str) -> None:
