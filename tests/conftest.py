@@ -92,6 +92,9 @@ def test_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         # Setup's Kinesis calls wait as long as botocore's own retries had (3 x 30 s) for the loaded machine's
         # emulator: the 10 s default is for a user's silent endpoint; a test must not depend on machine load.
         "ICESTREAM_KINESIS_TIMEOUT": "45",
+        # Each session's emulator on a free port, found by its state file: sessions side by side (pytest-xdist's
+        # workers, other checkouts) never find one another's, nor a user's on the emulator_port.
+        "ICESTREAM_EMULATOR_PORT": "0",
         "ICESTREAM_JAR_CACHE_DIR": str(project_home() / ".cache" / "jars"),
         # Spark's scratch folders (block manager, shuffle, unpacked archives, userFiles) of every
         # driver and worker the tests start: a driver the crash tests SIGKILL leaves its own behind,

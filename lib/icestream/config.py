@@ -150,6 +150,9 @@ class Settings:
     output_dir: str = "output"
     start_position: str = DEFAULT_START_POSITION
     emulator_write_limits: bool = True  # the local emulator throttles puts beyond 1,000 records or 1 MiB/s per shard
+    # The local emulator's loopback port: where it starts, and where it is found from any run folder (0: a free
+    # port at each start, found through the run folder's state file only).
+    emulator_port: int = 4567
     archive_raw: bool = False  # the ingest also keeps every record as received in <table>_raw
     archive_retention_days: int = 30  # days of arrival the raw archive keeps (expire_archive)
     metrics: bool = False  # the ingest keeps <table>_metrics (real_time_metrics) current after every batch

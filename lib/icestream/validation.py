@@ -163,6 +163,11 @@ def validate_settings(values: Mapping[str, Any]) -> None:
         f"{values['stream_name']!r} is not a valid Kinesis stream name (1-128 of A-Z a-z 0-9 _ . -).",
     )
     _check(
+        0 <= values["emulator_port"] <= 65_535,
+        "emulator_port",
+        f"{values['emulator_port']} is not a TCP port: give 1 to 65535, or 0 for a free one at each start.",
+    )
+    _check(
         0 < values["kinesis_timeout"] <= MAX_KINESIS_TIMEOUT,  # NaN fails both comparisons
         "kinesis_timeout",
         f"{values['kinesis_timeout']} must be seconds above 0, at most {MAX_KINESIS_TIMEOUT}.",

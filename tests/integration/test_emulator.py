@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -99,3 +101,87 @@ def test_unreachable_endpoint_is_one_clear_error(tmp_path: Path) -> None:
     settings = load_settings(kinesis_endpoint=f"http://127.0.0.1:{free_port()}")
     with pytest.raises(ServiceUnavailableError, match="does not answer"):
         check_kinesis(settings)
+
+
+# -- an emulator found on its port, whatever run folder started it (issue 58) -------------------------------
+
+
+@pytest.fixture
+def first_emulator(tmp_path: Path) -> Iterator[tuple[int, str]]:
+    """An emulator started from one run folder on a port of its own; its port and endpoint. Stopped after."""
+    from icestream.stream.emulator import free_port
+
+    port = free_port()
+    server = Emulator(tmp_path / "first-run", port=port)
+    endpoint = server.start()
+    yield port, endpoint
+    server.stop()
+
+
+def _cli(args: list[str], tmp_path: Path, **env: str) -> tuple[int, str, str]:
+    variables = {key: value for key, value in os.environ.items() if key != "ICESTREAM_KINESIS_ENDPOINT"}
+    result = subprocess.run(
+        [sys.executable, "-m", "icestream.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**variables, **env},
+        cwd=tmp_path,
+        check=False,
+    )
+    return result.returncode, result.stdout, result.stderr
+
+
+def test_a_moved_run_folder_still_finds_the_emulator_on_its_port(first_emulator, tmp_path: Path) -> None:
+    # setup had said "not running" while one ran: it looked for a state file in the new run folder only.
+    port, endpoint = first_emulator
+    moved = load_settings(run_dir=str(tmp_path / "moved-run"), emulator_port=port, stream_name="moved-1")
+    assert resolve_endpoint(moved) == endpoint
+    ensure_stream(moved, shard_count=1)
+    before = load_settings(run_dir=str(tmp_path / "first-run"), stream_name="moved-1")
+    assert "moved-1" in kinesis_client(before).list_streams()["StreamNames"], "the first emulator holds the stream"
+    status = Emulator(tmp_path / "moved-run", port=port).status()
+    assert (status.healthy, status.endpoint, status.found_on_port) == (True, endpoint, True)
+
+
+def test_emulator_start_from_a_moved_run_folder_starts_no_second_one(first_emulator, tmp_path: Path) -> None:
+    # `icestream emulator start` had started a second emulator, which did not see the first one's streams.
+    port, endpoint = first_emulator
+    env = {"ICESTREAM_RUN_DIR": str(tmp_path / "moved-run"), "ICESTREAM_EMULATOR_PORT": str(port)}
+    code, out, err = _cli(["emulator", "start"], tmp_path, **env)
+    assert (code, out.strip()) == (0, endpoint), err
+    assert err.startswith(f"notice: the Kinesis emulator at {endpoint} was started with another run folder"), err
+    assert not (tmp_path / "moved-run" / "emulator.json").exists(), "nothing was started here"
+    code, out, _ = _cli(["emulator", "status"], tmp_path, **env)
+    assert code == 0
+    assert out.startswith("running (found on port"), out
+    code, out, err = _cli(["emulator", "stop"], tmp_path, **env)
+    assert (code, len(err.splitlines())) == (2, 1), err
+    assert err.startswith(f"error: the Kinesis emulator at {endpoint} was started with another run folder"), err
+    assert Emulator(tmp_path / "first-run").status().healthy, "stop leaves an emulator it did not start running"
+
+
+def test_emulator_start_uses_the_configured_endpoints_port(tmp_path: Path) -> None:
+    from icestream.stream.emulator import free_port
+
+    port = free_port()
+    env = {"ICESTREAM_RUN_DIR": str(tmp_path / "run"), "ICESTREAM_KINESIS_ENDPOINT": f"http://127.0.0.1:{port}"}
+    try:
+        code, out, err = _cli(["emulator", "start"], tmp_path, **env)
+        assert (code, out.strip()) == (0, f"http://127.0.0.1:{port}"), err
+    finally:
+        Emulator(tmp_path / "run").stop()
+
+
+def test_a_port_another_program_holds_is_refused_in_one_line(tmp_path: Path) -> None:
+    import socket
+
+    from icestream.errors import EmulatorError
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen(1)
+        port = squatter.getsockname()[1]
+        with pytest.raises(EmulatorError, match=rf"port {port} on 127.0.0.1 is taken by a program that is not the "):
+            Emulator(tmp_path / "run", port=port).start()
+    assert not (tmp_path / "run" / "emulator.json").exists()

@@ -19,6 +19,12 @@ def _profile_defaults_not_the_sessions_warehouse(monkeypatch: pytest.MonkeyPatch
     monkeypatch.delenv("ICESTREAM_WAREHOUSE", raising=False)
 
 
+@pytest.fixture(autouse=True)
+def _no_emulator_found_on_its_port(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A unit test never finds a user's emulator on the emulator_port: no emulator runs for unit tests."""
+    monkeypatch.setenv("ICESTREAM_EMULATOR_PORT", "0")
+
+
 class SilentEndpoint(str):
     """The URL of an endpoint on 127.0.0.1 that accepts TCP connections and never answers.
 

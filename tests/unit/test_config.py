@@ -32,6 +32,7 @@ def test_defaults_run_locally_with_no_aws_account() -> None:
     assert settings.rejects_table_name == "lake.streaming_analytics.user_events_rejects"
     assert settings.spark_master == "local[*]"
     assert settings.catalog_type == "jdbc"  # safe for several writing processes
+    assert settings.emulator_port == 4567  # where the emulator starts, and is found from any run folder
     assert settings.warehouse_uri == str(project_home() / "data" / "warehouse")
     assert settings.catalog_file == project_home() / "data" / "warehouse" / "catalog.db"
 
@@ -68,6 +69,7 @@ def test_the_hadoop_catalog_stays_selectable(monkeypatch: pytest.MonkeyPatch) ->
         ("ICESTREAM_JAR_SOURCE", "provided", "jar_source", "provided"),
         ("ICESTREAM_SHIP", "package", "ship", "package"),
         ("ICESTREAM_KINESIS_TIMEOUT", "2.5", "kinesis_timeout", 2.5),
+        ("ICESTREAM_EMULATOR_PORT", "0", "emulator_port", 0),
     ],
 )
 def test_documented_environment_variables(
@@ -138,6 +140,8 @@ def test_profiles_set_their_defaults() -> None:
         ({"start_position": "earliest"}, "START_POSITION"),
         ({"changes_format": "avro"}, "CHANGES_FORMAT"),
         ({"changes_mode": "merge-on-write"}, "CHANGES_MODE"),
+        ({"emulator_port": 65_536}, "EMULATOR_PORT"),
+        ({"emulator_port": -1}, "EMULATOR_PORT"),
         ({"kinesis_timeout": 0}, "KINESIS_TIMEOUT"),
         ({"kinesis_timeout": 601}, "KINESIS_TIMEOUT"),
         ({"kinesis_timeout": "nan"}, "KINESIS_TIMEOUT"),

@@ -16,20 +16,34 @@ from icestream.validation import check_writable_folders
 
 
 def cmd_emulator(args: argparse.Namespace) -> int:
-    """Start, stop or report the local Kinesis emulator."""
-    from icestream.kinesis.emulator import Emulator
+    """Start, stop or report the local Kinesis emulator (this run folder's, or the one found on its port)."""
+    from icestream.errors import EmulatorError
+    from icestream.stream.clients import local_emulator
 
     settings = settings_from(args)
-    emulator = Emulator(settings.path("run_dir"))
+    emulator = local_emulator(settings)
+    found = emulator.status()
+    elsewhere = (
+        f"the Kinesis emulator at {found.endpoint} was started with another run folder (none is recorded in "
+        f"{emulator.state_file})"
+    )
     if args.action == "start":
-        print(emulator.start(port=args.port, write_limits=settings.emulator_write_limits))
+        endpoint = emulator.start(port=args.port, write_limits=settings.emulator_write_limits)
+        if found.found_on_port:
+            print(f"notice: {elsewhere}; using it, as setup and ingest will.", file=sys.stderr, flush=True)
+        print(endpoint)
         return 0
     if args.action == "stop":
+        if found.found_on_port:  # only the folder that started it can tell that the process is ours
+            raise EmulatorError(
+                f"{elsewhere}; it was left running: stop it with that folder, ICESTREAM_RUN_DIR=<that folder> "
+                f"icestream emulator stop (the default folder is {Settings.run_dir})."
+            )
         print("stopped" if emulator.stop() else "not running")
         return 0
-    status = emulator.status()
-    print(f"{status.detail}" + (f": {status.endpoint} (pid {status.pid})" if status.endpoint else ""))
-    return 0 if status.healthy else 1
+    pid = f" (pid {found.pid})" if found.pid else ""
+    print(f"{found.detail}" + (f": {found.endpoint}{pid}" if found.endpoint else ""))
+    return 0 if found.healthy else 1
 
 
 def workbook_suffixes() -> tuple[str, ...]:
@@ -235,7 +249,11 @@ def register(commands: argparse._SubParsersAction) -> None:
     """Add this module's commands to the ``icestream`` parser."""
     emulator = commands.add_parser("emulator", help="the local Kinesis emulator")
     emulator.add_argument("action", choices=("start", "stop", "status"))
-    emulator.add_argument("--port", type=int, help="loopback port for start (default: a free one)")
+    emulator.add_argument(
+        "--port",
+        type=int,
+        help=f"loopback port for start (default: the emulator_port setting, {Settings.emulator_port})",
+    )
     emulator.set_defaults(handler=cmd_emulator)
 
     setup = commands.add_parser("setup", help="create the stream, namespace and tables (idempotent)")

@@ -121,10 +121,20 @@ def resolve_endpoint(settings: Settings) -> str | None:
                 f"this machine, not {host}. Use the localstack or aws profile for other endpoints."
             )
         return settings.kinesis_endpoint
-    endpoint = Emulator(settings.path("run_dir")).endpoint()
+    endpoint = local_emulator(settings).endpoint()
     if endpoint is None:
         raise ServiceUnavailableError(f"The local Kinesis emulator is not running. Start it with: {START_COMMAND}")
     return endpoint
+
+
+def local_emulator(settings: Settings) -> Emulator:
+    """The local profile's emulator: its run folder's, found on its port from any run folder.
+
+    The port is the configured endpoint's (so that ``icestream emulator start`` starts the emulator the
+    endpoint names), else the ``emulator_port`` setting (0: a free one, found by the run folder's state file).
+    """
+    port = urlparse(settings.kinesis_endpoint).port if settings.kinesis_endpoint else None
+    return Emulator(settings.path("run_dir"), port=port or settings.emulator_port or None)
 
 
 def kinesis_connection(settings: Settings) -> KinesisConnection:

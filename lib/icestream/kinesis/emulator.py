@@ -8,6 +8,11 @@ it one after another. A state file under ``data/run/`` records its pid, port and
 :mod:`icestream.runtime.processes`); start is idempotent, stop ends only the process this module started
 (checked by pid, start time and command line), and status reports health. moto keeps its state in
 memory: stopping the emulator loses every stream and record in it.
+
+An emulator is also found on its port (:class:`Emulator`'s ``port``, the ``emulator_port`` setting) when
+the run folder holds no state file of it: with ``ICESTREAM_RUN_DIR`` moved, setup had said "not running"
+while one ran, and start had started a second one, which did not hold the first one's streams. One found
+so is used, never stopped: only the run folder that started it holds the proof that it is ours.
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ class EmulatorStatus:
     endpoint: str | None
     pid: int | None
     detail: str
+    found_on_port: bool = False  # answering on the port, but started from another run folder (no state file here)
 
 
 def free_port(host: str = LOOPBACK) -> int:
@@ -59,6 +65,18 @@ def free_port(host: str = LOOPBACK) -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind((host, 0))
         return int(probe.getsockname()[1])
+
+
+def port_taken(port: int, host: str = LOOPBACK) -> bool:
+    """True when a program listens on ``host:port`` (the emulator could not bind it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        # As moto's server binds (SO_REUSEADDR): connections left in TIME_WAIT do not hold the port.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return True
+    return False
 
 
 def is_healthy(endpoint: str, timeout: float = 2.0) -> bool:
@@ -76,11 +94,14 @@ class Emulator:
 
     Args:
         run_dir: Folder for the state file and the server's log.
+        port: The loopback port the emulator is started on, and found on when ``run_dir`` holds no state
+            file of it (one started from another run folder); None: a free port, found by the state file only.
     """
 
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, port: int | None = None) -> None:
         self.run_dir = Path(run_dir)
         self.state_file = self.run_dir / STATE_FILE
+        self.port = port
 
     def _read_state(self) -> EmulatorState | None:
         values = processes.read_state(self.state_file)
@@ -93,9 +114,21 @@ class Emulator:
         """True when ``state.pid`` is still the very process this module started."""
         return processes.is_ours(asdict(state), ("icestream.kinesis.emulator", str(state.port)))
 
+    def _found_on_port(self) -> EmulatorStatus | None:
+        """The emulator answering on :attr:`port`, started from another run folder; None if none answers there."""
+        endpoint = f"http://{LOOPBACK}:{self.port}"
+        if not self.port or not is_healthy(endpoint):
+            return None
+        detail = f"running (found on port {self.port}; started with another run folder, not {self.run_dir})"
+        return EmulatorStatus(True, True, endpoint, None, detail, found_on_port=True)
+
     def status(self) -> EmulatorStatus:
-        """Report whether the emulator runs and answers."""
+        """Report whether the emulator runs and answers (this run folder's, else one found on :attr:`port`)."""
         state = self._read_state()
+        if state is None or not self._owns(state):
+            found = self._found_on_port()
+            if found is not None:
+                return found
         if state is None:
             return EmulatorStatus(False, False, None, None, f"not running; start it with `{START_COMMAND}`")
         if not self._owns(state):
@@ -115,8 +148,10 @@ class Emulator:
     def start(self, port: int | None = None, timeout: float = 30.0, write_limits: bool = True) -> str:
         """Start the emulator unless it already runs; return its endpoint.
 
+        One already running is kept: this run folder's, or one found on :attr:`port` (started from another).
+
         Args:
-            port: Loopback port to bind (default: a free one).
+            port: Loopback port to bind (default: :attr:`port`, else a free one).
             timeout: Seconds to wait for the server to answer.
             write_limits: Enforce Kinesis's per-shard write limits (:mod:`icestream.kinesis.write_limits`)
                 in a server started now (one already running keeps what it was started with).
@@ -125,15 +160,21 @@ class Emulator:
             The endpoint URL, e.g. ``http://127.0.0.1:45123``.
 
         Raises:
-            EmulatorError: If the server does not come up.
+            EmulatorError: If the port is taken by another program, or the server does not come up.
         """
         status = self.status()
         if status.healthy and status.endpoint:
             return status.endpoint
         if status.running:
             self.stop()
+        port = port or self.port or free_port()
+        if port_taken(port):
+            raise EmulatorError(
+                f"port {port} on {LOOPBACK} is taken by a program that is not the Kinesis emulator (it does not "
+                "answer moto's /moto-api/): stop that program, or start the emulator on another port with "
+                "--port N or ICESTREAM_EMULATOR_PORT=N."
+            )
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        port = port or free_port()
         endpoint = f"http://{LOOPBACK}:{port}"
         log_path = self.run_dir / LOG_FILE
         command = [sys.executable, "-m", "icestream.kinesis.emulator", "-H", LOOPBACK, "-p", str(port)]
