@@ -109,7 +109,7 @@ def test_unreachable_endpoint_is_one_clear_error(tmp_path: Path) -> None:
 @pytest.fixture
 def first_emulator(tmp_path: Path) -> Iterator[tuple[int, str]]:
     """An emulator started from one run folder on a port of its own; its port and endpoint. Stopped after."""
-    from icestream.stream.emulator import free_port
+    from icestream.kinesis.emulator import free_port
 
     port = free_port()
     server = Emulator(tmp_path / "first-run", port=port)
@@ -162,7 +162,7 @@ def test_emulator_start_from_a_moved_run_folder_starts_no_second_one(first_emula
 
 
 def test_emulator_start_uses_the_configured_endpoints_port(tmp_path: Path) -> None:
-    from icestream.stream.emulator import free_port
+    from icestream.kinesis.emulator import free_port
 
     port = free_port()
     env = {"ICESTREAM_RUN_DIR": str(tmp_path / "run"), "ICESTREAM_KINESIS_ENDPOINT": f"http://127.0.0.1:{port}"}

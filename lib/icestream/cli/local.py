@@ -18,7 +18,7 @@ from icestream.validation import check_writable_folders
 def cmd_emulator(args: argparse.Namespace) -> int:
     """Start, stop or report the local Kinesis emulator (this run folder's, or the one found on its port)."""
     from icestream.errors import EmulatorError
-    from icestream.stream.clients import local_emulator
+    from icestream.kinesis.clients import local_emulator
 
     settings = settings_from(args)
     emulator = local_emulator(settings)

@@ -120,9 +120,9 @@ def test_the_longest_companion_decides_how_long_a_table_name_may_be(monkeypatch:
 @pytest.fixture
 def existing_two_shard_stream(monkeypatch: pytest.MonkeyPatch) -> list[int | None]:
     """``setup`` against a stream that exists with 2 open shards; the shard counts it asked for are recorded."""
+    from icestream.kinesis import clients
     from icestream.lake import table
     from icestream.runtime import spark
-    from icestream.stream import clients
 
     asked: list[int | None] = []
 
