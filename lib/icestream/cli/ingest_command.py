@@ -62,8 +62,9 @@ def _progress_line(progress: dict[str, Any]) -> str:
     lag = "-" if behind is None else f"{behind / 1000:.1f} s"
     durations = progress["duration_ms"]
     total = durations["total"]
-    phases = ", ".join(f"{phase} {ms / 1000:.2f}" for phase, ms in durations.items()
-                       if phase != "total" and ms >= total / 10)  # fmt: skip
+    phases = ", ".join(
+        f"{phase} {ms / 1000:.2f}" for phase, ms in durations.items() if phase != "total" and ms >= total / 10
+    )
     heap = progress.get("driver_heap_mib")
     memory = f"  heap {heap['used']:.0f}/{heap['max']:.0f} MiB" if heap else ""
     cut = progress.get("event_times_cut", 0)
@@ -113,16 +114,22 @@ def ingest_options_from(args: argparse.Namespace) -> dict[str, Any]:
         options["max_trigger_delay_seconds"] = parse_trigger(args.max_trigger_delay)
     if args.transform:
         options["transform"] = load_transform(args.transform)  # before Spark starts: a typo fails at once
-    routing = {"route": args.route, "route_tables": args.route_map, "route_default": args.route_default,
-               "route_unknown": args.route_unknown}  # fmt: skip
+    routing = {
+        "route": args.route,
+        "route_tables": args.route_map,
+        "route_default": args.route_default,
+        "route_unknown": args.route_unknown,
+    }
     options["routing"] = {name: value for name, value in routing.items() if value is not None}
     if args.changes or args.key or args.order or args.change_format or args.op_field:
         settings = settings_from(args)
         options["changes"] = ChangeSpec.parse(
-            args.changes or settings.changes_columns or "", args.key or settings.changes_key or "",
-            args.order or settings.changes_order, args.change_format or settings.changes_format,
+            args.changes or settings.changes_columns or "",
+            args.key or settings.changes_key or "",
+            args.order or settings.changes_order,
+            args.change_format or settings.changes_format,
             args.op_field or settings.changes_op_field,
-        )  # fmt: skip
+        )
     if args.starting_timestamp:
         try:
             options["starting_timestamp"] = datetime.fromisoformat(args.starting_timestamp)
@@ -165,65 +172,88 @@ def add_ingest_options(ingest: argparse.ArgumentParser) -> None:
     ingest.add_argument("--duration", type=float, help="stop after this many seconds")
     ingest.add_argument("--max-batches", type=int, help="stop after this many batches")
     ingest.add_argument(
-        "--starting-position", default=None, choices=START_POSITIONS,
+        "--starting-position",
+        default=None,
+        choices=START_POSITIONS,
         help="where shards with no committed position start (default: the start_position setting, trim_horizon)",
-    )  # fmt: skip
+    )
     ingest.add_argument("--starting-timestamp", help="ISO-8601 time, with --starting-position at_timestamp")
     ingest.add_argument(
-        "--max-records-per-shard", type=int, default=None,
+        "--max-records-per-shard",
+        type=int,
+        default=None,
         help="per batch (default: 100000, ten GetRecords answers; at the stream's tip a batch takes what is there)",
-    )  # fmt: skip
+    )
     ingest.add_argument(
-        "--max-records-per-batch", type=int, default=None, metavar="N",
+        "--max-records-per-batch",
+        type=int,
+        default=None,
+        metavar="N",
         help="over all shards, what a batch keeps in memory (default: 250000; each shard's share is N / shards)",
-    )  # fmt: skip
+    )
     ingest.add_argument(
-        "--shards-per-task", type=int, default=None, metavar="N",
+        "--shards-per-task",
+        type=int,
+        default=None,
+        metavar="N",
         help="shards one read task reads, side by side (default: spread over as many tasks as Spark runs at once)",
-    )  # fmt: skip
+    )
     ingest.add_argument(
-        "--min-records", type=int, default=None, metavar="N",
+        "--min-records",
+        type=int,
+        default=None,
+        metavar="N",
         help="a trigger runs a batch once N Kinesis records wait (fewer, larger files; default: off, one is enough)",
-    )  # fmt: skip
+    )
     ingest.add_argument(
-        "--max-trigger-delay", default=None, metavar="TIME",
+        "--max-trigger-delay",
+        default=None,
+        metavar="TIME",
         help="with --min-records: after this long since the last batch one record is enough (default 15m)",
-    )  # fmt: skip
+    )
     ingest.add_argument("--no-dedupe", action="store_true", help="keep duplicate event ids")
     ingest.add_argument("--quiet", action="store_true", help="no line per batch")
     ingest.add_argument(
-        "--archive", action="store_true",
+        "--archive",
+        action="store_true",
         help="also keep every record as received in <table>_raw (default: the archive_raw setting)",
-    )  # fmt: skip
+    )
     ingest.add_argument(
-        "--metrics", action="store_true",
+        "--metrics",
+        action="store_true",
         help="also keep <table>_metrics (real_time_metrics per minute, type and device) current after every batch",
-    )  # fmt: skip
+    )
     ingest.add_argument(
-        "--transform", metavar="MODULE:FUNCTION",
+        "--transform",
+        metavar="MODULE:FUNCTION",
         help="function DataFrame -> DataFrame run on each batch's events; rows given a reject_reason go to rejects",
-    )  # fmt: skip
+    )
     ingest.add_argument(
-        "--route", metavar="FIELD|MODULE:FUNCTION",
+        "--route",
+        metavar="FIELD|MODULE:FUNCTION",
         help="send each event to the table its route names: <table>_<value> (default: the route setting; none)",
-    )  # fmt: skip
+    )
     ingest.add_argument(
-        "--route-map", metavar="VALUE=SUFFIX,...",
+        "--route-map",
+        metavar="VALUE=SUFFIX,...",
         help="with --route: value -> <table>_<suffix>; other values are unknown (default: the route_tables setting)",
-    )  # fmt: skip
+    )
     ingest.add_argument("--route-default", metavar="SUFFIX", help="the table of unknown values (default: <table>)")
     ingest.add_argument(
-        "--route-unknown", choices=("default", "reject"), default=None,
+        "--route-unknown",
+        choices=("default", "reject"),
+        default=None,
         help="an unknown value goes to the default table or to the rejects table (default: default)",
-    )  # fmt: skip
+    )
     changes = ingest.add_argument_group(
         "change data", "a stream of creates, updates and deletes by key, kept as a keyed table (docs/ingest.md)"
     )
     changes.add_argument(
-        "--changes", metavar="COLUMNS",
+        "--changes",
+        metavar="COLUMNS",
         help="the keyed table's columns, e.g. 'order_id bigint, status string, version bigint' (default: the "
         "changes_columns setting; none: an event stream)",
-    )  # fmt: skip
+    )
     changes.add_argument("--key", metavar="COLUMN[,COLUMN]", help="with --changes: the key (default: changes_key)")
     changes.add_argument("--order", metavar="COLUMN", help="with --changes: its newer value wins")
     changes.add_argument("--change-format", choices=("flat", "debezium"), help="with --changes (default: flat)")
@@ -239,14 +269,18 @@ def add_ingest_options(ingest: argparse.ArgumentParser) -> None:
         "crash drill", "hold a batch at one moment so that it can be killed there (docs/ingest.md; off by default)"
     )
     drill.add_argument(
-        "--pause-at", metavar="PHASE[:N]",
+        "--pause-at",
+        metavar="PHASE[:N]",
         help="pause the N-th batch of this process (default 1) at before_read, after_read, between_commits or "
         "after_commit, after printing 'paused at ...'",
-    )  # fmt: skip
+    )
     drill.add_argument(
-        "--pause-seconds", type=float, default=60.0, metavar="S",
+        "--pause-seconds",
+        type=float,
+        default=60.0,
+        metavar="S",
         help="with --pause-at: how long (at most 60, default 60); then the batch goes on",
-    )  # fmt: skip
+    )
 
 
 def register(commands: argparse._SubParsersAction) -> None:

@@ -121,21 +121,28 @@ def register(commands: argparse._SubParsersAction) -> None:
     maintain.add_argument("--dry-run", action="store_true", help="print the SQL each step would run; change nothing")
     maintain.add_argument("--table", help="events table to maintain (default: the table setting)")
     maintain.add_argument(
-        "--steps", default=",".join((*STEPS, ARCHIVE_STEP)),
+        "--steps",
+        default=",".join((*STEPS, ARCHIVE_STEP)),
         help=f"comma-separated subset of {','.join((*STEPS, ARCHIVE_STEP))} (default: all)",
-    )  # fmt: skip
+    )
     maintain.add_argument(
-        "--archive-retention-days", type=int, metavar="DAYS",
+        "--archive-retention-days",
+        type=int,
+        metavar="DAYS",
         help="days of arrival the raw archive keeps (default: the archive_retention_days setting, 30)",
-    )  # fmt: skip
+    )
     maintain.add_argument(
-        "--expire-older-than", default=_days(DEFAULT_SNAPSHOT_AGE), metavar="AGE",
+        "--expire-older-than",
+        default=_days(DEFAULT_SNAPSHOT_AGE),
+        metavar="AGE",
         help="snapshots older than this may expire, e.g. 5d, 12h (default 5d, Iceberg's)",
-    )  # fmt: skip
+    )
     maintain.add_argument(
-        "--orphans-older-than", default=_days(DEFAULT_ORPHAN_AGE), metavar="AGE",
+        "--orphans-older-than",
+        default=_days(DEFAULT_ORPHAN_AGE),
+        metavar="AGE",
         help="remove unreferenced files older than this; at least 24h (default 3d, Iceberg's)",
-    )  # fmt: skip
+    )
     maintain.add_argument(
         "--retain-last", type=int, default=1, help="always keep this many recent snapshots (more if positions need)"
     )

@@ -182,9 +182,14 @@ class Emulator:
             command.append(NO_WRITE_LIMITS)
         process = processes.spawn(command, log_path)
         processes.write_state(
-            self.state_file, process.pid, port=port, endpoint=endpoint, started_at=time.time(), log=str(log_path),
+            self.state_file,
+            process.pid,
+            port=port,
+            endpoint=endpoint,
+            started_at=time.time(),
+            log=str(log_path),
             write_limits=write_limits,
-        )  # fmt: skip
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if process.poll() is not None:

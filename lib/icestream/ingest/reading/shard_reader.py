@@ -40,9 +40,27 @@ from icestream.lake.schema import DEVICE_FIELDS
 from icestream.limits import DEFAULT_MAX_EVENT_BYTES, GET_CALLS_PER_SECOND, MAX_RECORDS_PER_GET
 
 # Columns of the rows a read task yields (see row_schema()).
-ROW_FIELDS = ("kind", "shard_id", "sequence_number", "partition_key", "arrival_ts", "event_id", "user_id",
-              "session_id", "event_type", "event_ts", "properties", "device_info", "extras", "raw_data", "raw_text",
-              "reason", "detail", "ordinal", "meta")  # fmt: skip
+ROW_FIELDS = (
+    "kind",
+    "shard_id",
+    "sequence_number",
+    "partition_key",
+    "arrival_ts",
+    "event_id",
+    "user_id",
+    "session_id",
+    "event_type",
+    "event_ts",
+    "properties",
+    "device_info",
+    "extras",
+    "raw_data",
+    "raw_text",
+    "reason",
+    "detail",
+    "ordinal",
+    "meta",
+)
 
 # Columns that hold one value for a whole batch: filled per Arrow batch, not per row. They come
 # with the rows (not as literals added on the driver) so every batch runs the same generated code.
@@ -291,8 +309,9 @@ class _ShardReader:
             if part.sub is not None and part.sub <= skip:
                 continue  # done in an earlier batch
             stats.read += 1
-            row = self._user_record(sequence, part.sub, part.partition_key, arrival, part.raw, part.payload,
-                                    part.rejection)  # fmt: skip
+            row = self._user_record(
+                sequence, part.sub, part.partition_key, arrival, part.raw, part.payload, part.rejection
+            )
             if row is not None:
                 yield row
             if part.sub is not None and part.sub < len(parts) - 1 and stats.read >= self.cap and not self._granted():
@@ -300,9 +319,15 @@ class _ShardReader:
                 return
 
     def _user_record(
-        self, sequence: str, sub: int | None, partition_key: str | None, arrival: datetime | None,
-        raw: bytes, payload: bytes | None, rejection: Rejection | None,
-    ) -> tuple | None:  # fmt: skip
+        self,
+        sequence: str,
+        sub: int | None,
+        partition_key: str | None,
+        arrival: datetime | None,
+        raw: bytes,
+        payload: bytes | None,
+        rejection: Rejection | None,
+    ) -> tuple | None:
         """The row of one user record, or None when it is not written (replayed, a repeat)."""
         stats = self.stats
         options = self.options
@@ -346,22 +371,43 @@ class _ShardReader:
         if self.rejects_done is not None and pos.record_key(sequence, sub) <= self.rejects_done:
             stats.replayed_rejects += 1
             return None
-        detail = parsed.detail if sub is None or parsed.detail.startswith("user record") else (
-            f"user record {sub} of a KPL aggregate: {parsed.detail}"
-        )  # fmt: skip
+        detail = (
+            parsed.detail
+            if sub is None or parsed.detail.startswith("user record")
+            else (f"user record {sub} of a KPL aggregate: {parsed.detail}")
+        )
         # Readable text of a compressed payload is its decompressed form; raw_data keeps the bytes as sent.
         text = (raw if payload is None else payload).decode("utf-8", errors="replace")[:4096]
         return (
-            "reject", *position, None, None, None, None, None, None, None, None, bytes(raw), text, parsed.reason,
-            detail, None, None,
-        )  # fmt: skip
+            "reject",
+            *position,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            bytes(raw),
+            text,
+            parsed.reason,
+            detail,
+            None,
+            None,
+        )
 
 
 def _meta_row(stats: ReadStats, digests: bytes | None) -> tuple:
     """The last row of a task: its stats as JSON in ``meta``, its new events' digests in ``raw_data``."""
     values = dict.fromkeys(ROW_FIELDS)
-    values.update(kind="meta", shard_id=stats.shard_id, sequence_number=stats.last_sequence, raw_data=digests,
-                  meta=stats.to_json())  # fmt: skip
+    values.update(
+        kind="meta",
+        shard_id=stats.shard_id,
+        sequence_number=stats.last_sequence,
+        raw_data=digests,
+        meta=stats.to_json(),
+    )
     return tuple(values[name] for name in ROW_FIELDS)
 
 
