@@ -1,4 +1,4 @@
-"""What notebook 10 teaches, against Spark 3.5 and Iceberg 1.10 themselves, on small tables.
+"""What notebook 10 teaches, against Spark and Iceberg themselves, on small tables.
 
 - Iceberg's streaming sink skips an epoch its query already committed (a checkpoint whose
   ``commits/N`` is missing, as a process killed between the two commits leaves it), and a lost
@@ -181,3 +181,36 @@ def test_spark_s_watermark_drops_and_writes_what_the_rule_says(spark, settings: 
     spark.catalog.refreshTable(windows)
     compared = streaming.windows_compared(spark.table(windows).toPandas(), truth)
     assert (compared["written"] == compared["rule"]).all(), compared
+
+
+def test_a_stream_of_commits_that_added_no_file_reads_nothing_and_available_now_fails_on_iceberg_1_12(
+    spark, settings, tmp_path: Path
+) -> None:
+    """Why notebook 10 reads the events table with processAllAvailable() rather than availableNow.
+
+    09's expiry can leave the events table whose kept commits added no file (a position-only
+    commit of the ingest, then compactions). Iceberg returns a null "latest offset" for "nothing
+    new"; from Iceberg 1.11 on, its ``prepareForTriggerAvailableNow`` dereferences it and the query
+    fails at its start. The default trigger with ``processAllAvailable()`` reads nothing and stops.
+    """
+    from pyspark.errors import StreamingQueryException
+
+    from icestream.stack import spark_line
+
+    table = table_name(settings, spark, "nofile")
+    spark.sql(f"CREATE TABLE {table} (event_id STRING) USING iceberg")
+    spark.sql(f"INSERT INTO {table} SELECT 'x' WHERE false")  # an append snapshot that adds no file
+    assert spark.sql(f"SELECT count(*) AS n FROM {table}.snapshots").first().n == 1
+    try:
+        looked = spark.readStream.format("iceberg").load(table).writeStream.format("memory").queryName("nofile_look")
+        query = looked.option("checkpointLocation", str(tmp_path / "look")).start()
+        query.processAllAvailable()
+        query.stop()
+        assert spark.table("nofile_look").count() == 0
+        if tuple(int(part) for part in spark_line(settings.spark_line).iceberg.split(".")[:2]) >= (1, 11):
+            scheduled = spark.readStream.format("iceberg").load(table).writeStream.format("memory")
+            scheduled = scheduled.queryName("nofile_scheduled").option("checkpointLocation", str(tmp_path / "now"))
+            with pytest.raises(StreamingQueryException, match="lastOffsetForTriggerAvailableNow"):
+                scheduled.trigger(availableNow=True).start().awaitTermination()
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {table} PURGE")
