@@ -1,4 +1,4 @@
-"""The pinned stack per Spark line: pyspark's release, Iceberg's, and every JVM package by coordinates.
+"""The pinned stack per Spark line (pyspark, Iceberg, every JVM package by coordinates), and the tools beside it.
 
 The facts live in ``stack.toml`` beside this module, the one place a coordinate is written;
 :mod:`icestream.runtime.maven` resolves them, :mod:`icestream.runtime.jars` hands them to sessions
@@ -65,10 +65,23 @@ class SparkLine:
         return next(package for package in self.packages if package.artifact.startswith("iceberg-spark-runtime-"))
 
 
-def _package(entry: dict[str, str], line: str) -> Package:
+@dataclass(frozen=True)
+class Tool:
+    """A program icestream starts beside Spark (the local Kafka broker): JVM packages no session loads."""
+
+    name: str  # "kafka"
+    packages: tuple[Package, ...]  # the tool itself first, then what its pom leaves out
+
+    @property
+    def version(self) -> str:
+        """The tool's own version (its first package's), which names its folder in the cache."""
+        return self.packages[0].version
+
+
+def _package(entry: dict[str, str], where: str) -> Package:
     coordinate = entry.get("coordinate", "")
     if len(coordinate.split(":")) != 3 or not all(coordinate.split(":")):
-        raise ConfigError(f"{STACK_FILE.name}: line {line} names {coordinate!r}, not group:artifact:version.")
+        raise ConfigError(f"{STACK_FILE.name}: {where} names {coordinate!r}, not group:artifact:version.")
     when = entry.get("when", "always")
     if when not in PACKAGE_WHEN:
         raise ConfigError(
@@ -92,10 +105,31 @@ def lines() -> dict[str, SparkLine]:
             table["pyspark"],
             table["scala"],
             table["iceberg"],
-            tuple(_package(entry, name) for entry in table["packages"]),
+            tuple(_package(entry, f"line {name}") for entry in table["packages"]),
         )
         for name, table in document["lines"].items()
     }
+
+
+@functools.cache
+def tools() -> dict[str, Tool]:
+    """Every tool ``stack.toml`` pins (``[tools.NAME]``), by name."""
+    return {
+        name: Tool(name, tuple(_package(entry, f"tool {name}") for entry in table["packages"]))
+        for name, table in _document().get("tools", {}).items()
+    }
+
+
+def tool(name: str) -> Tool:
+    """The pinned tool ``name``.
+
+    Raises:
+        ConfigError: If the stack pins no such tool.
+    """
+    known = tools()
+    if name not in known:
+        raise ConfigError(f"{STACK_FILE.name} pins no tool {name!r} (it has {', '.join(sorted(known)) or 'none'}).")
+    return known[name]
 
 
 def default_line_name() -> str:

@@ -6,7 +6,7 @@ import pytest
 
 from icestream.config import load_settings, project_home
 from icestream.errors import ConfigError
-from icestream.stack import line_constraints, lines, main, spark_line
+from icestream.stack import line_constraints, lines, main, spark_line, tool
 
 
 def test_the_default_line_is_the_one_constraints_txt_installs() -> None:
@@ -48,3 +48,14 @@ def test_the_spark_line_setting_takes_only_a_pinned_line() -> None:
     assert load_settings(spark_line="3.5").spark_line == "3.5"
     with pytest.raises(ConfigError, match="spark_line"):
         load_settings(spark_line="3.4")
+
+
+def test_the_kafka_broker_is_a_tool_beside_the_lines_not_a_spark_package() -> None:
+    kafka = tool("kafka")
+    assert kafka.packages[0].artifact == "kafka_2.13"
+    assert kafka.version == kafka.packages[0].version
+    assert int(kafka.version.split(".")[0]) >= 4  # KRaft only: no ZooKeeper
+    line_coordinates = {package.coordinate for line in lines().values() for package in line.packages}
+    assert not line_coordinates & {package.coordinate for package in kafka.packages}
+    with pytest.raises(ConfigError, match="pins no tool 'zookeeper'"):
+        tool("zookeeper")

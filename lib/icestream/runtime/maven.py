@@ -4,7 +4,8 @@ Spark users name jars by ``group:artifact:version`` and let Maven (or ``--packag
 what they pull in. :func:`resolve` does the same with Maven itself, once per package of the line
 (``stack.toml``), into a Maven repository under the cache folder, then copies the jars a session
 needs into ``<cache>/spark-<line>/`` and writes a manifest there. Later runs read the manifest and
-start no Maven at all, so sessions start offline.
+start no Maven at all, so sessions start offline. A tool of the stack (the local Kafka broker) is
+resolved the same way into ``<cache>/<tool>-<version>/`` (:func:`resolve_tool`).
 
 Two rules shape the copied set:
 
@@ -29,7 +30,7 @@ from pathlib import Path
 from xml.sax.saxutils import escape
 
 from icestream.errors import JarError
-from icestream.stack import Package, SparkLine
+from icestream.stack import Package, SparkLine, Tool
 
 MANIFEST = "manifest.json"
 MAVEN_REPOSITORY = "maven"  # the Maven repository folder inside the cache folder
@@ -51,6 +52,11 @@ class ResolvedJar:
 def line_folder(cache: Path, line: SparkLine) -> Path:
     """Where a line's jars and manifest live."""
     return cache / f"spark-{line.name}"
+
+
+def tool_folder(cache: Path, tool: Tool) -> Path:
+    """Where a tool's jars and manifest live (``kafka-4.1.1``)."""
+    return cache / f"{tool.name}-{tool.version}"
 
 
 def manifest_key(packages: tuple[Package, ...], spark_jars: tuple[str, ...]) -> str:
@@ -187,6 +193,17 @@ def read_manifest(folder: Path, key: str) -> list[ResolvedJar] | None:
     return jars
 
 
+def resolve_tool(tool: Tool, cache: Path) -> list[ResolvedJar]:
+    """A tool's jars in its folder (:func:`tool_folder`): from its manifest, else resolved as a line's are.
+
+    Nothing is left out for Spark: a tool runs in a JVM of its own, with these jars alone.
+
+    Raises:
+        JarError: If Maven is missing, refuses a coordinate, or a checksum does not match.
+    """
+    return _resolve_into(tool_folder(cache, tool), {"tool": tool.name}, tool.packages, cache, ())
+
+
 def resolve(
     line: SparkLine, packages: tuple[Package, ...], cache: Path, spark_jars: tuple[str, ...]
 ) -> list[ResolvedJar]:
@@ -204,7 +221,13 @@ def resolve(
     Raises:
         JarError: If Maven is missing, refuses a coordinate, or a checksum does not match.
     """
-    folder = line_folder(cache, line)
+    return _resolve_into(line_folder(cache, line), {"line": line.name}, packages, cache, spark_jars)
+
+
+def _resolve_into(
+    folder: Path, label: dict[str, str], packages: tuple[Package, ...], cache: Path, spark_jars: tuple[str, ...]
+) -> list[ResolvedJar]:
+    """:func:`resolve` into ``folder``, its manifest saying what it is for (``label``)."""
     key = manifest_key(packages, spark_jars)
     known = read_manifest(folder, key)
     if known is not None:
@@ -234,6 +257,6 @@ def resolve(
         for jar in jars.values()
     ]
     scratch = folder / f".{MANIFEST}.{os.getpid()}"
-    scratch.write_text(json.dumps({"key": key, "line": line.name, "jars": entries}, indent=1) + "\n")
+    scratch.write_text(json.dumps({"key": key, **label, "jars": entries}, indent=1) + "\n")
     scratch.replace(folder / MANIFEST)
     return list(jars.values())

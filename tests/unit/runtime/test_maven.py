@@ -18,7 +18,7 @@ import pytest
 
 from icestream.errors import JarError
 from icestream.runtime import maven
-from icestream.stack import Package, SparkLine
+from icestream.stack import Package, SparkLine, Tool
 
 RUNTIME = Package("org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.1", "Iceberg tables")
 KAFKA = Package("org.apache.spark:spark-sql-kafka-0-10_2.12:3.5.7", "Spark's Kafka source")
@@ -203,3 +203,25 @@ def test_the_pom_escapes_what_it_is_given() -> None:
     text = maven.pom(Package("g<x>:a&b:1", "x"))
     assert "<groupId>g&lt;x&gt;</groupId>" in text
     assert "<artifactId>a&amp;b</artifactId>" in text
+
+
+def test_a_tool_resolves_into_its_own_folder_with_nothing_left_out_for_spark(
+    tmp_path: Path, fake_maven: dict[str, object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broker = Package("org.apache.kafka:kafka_2.13:4.1.1", "the local Kafka broker")
+    binding = Package("org.apache.logging.log4j:log4j-slf4j-impl:2.24.3", "its log lines")
+    kafka = Tool("kafka", (broker, binding))
+    fake_maven[broker.artifact] = [good(broker.coordinate), good("org.slf4j:slf4j-api:1.7.36")]
+    fake_maven[binding.artifact] = [good(binding.coordinate), good("org.slf4j:slf4j-api:1.7.36")]
+    os.environ["FAKE_MAVEN"] = json.dumps(fake_maven)
+    jars = maven.resolve_tool(kafka, tmp_path / "cache")
+    assert [jar.path.name for jar in jars] == [
+        "kafka_2.13-4.1.1.jar",
+        "slf4j-api-1.7.36.jar",  # Spark ships slf4j, but the broker's JVM has no Spark: kept, and once
+        "log4j-slf4j-impl-2.24.3.jar",
+    ]
+    assert {jar.path.parent for jar in jars} == {tmp_path / "cache" / "kafka-4.1.1"}
+    manifest = json.loads((tmp_path / "cache" / "kafka-4.1.1" / maven.MANIFEST).read_text())
+    assert manifest["tool"] == "kafka"
+    monkeypatch.setenv("PATH", "/nonexistent")  # later starts are offline
+    assert maven.resolve_tool(kafka, tmp_path / "cache") == jars
