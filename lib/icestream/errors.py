@@ -54,6 +54,10 @@ class EmulatorError(IcestreamError):
     """The local Kinesis emulator could not be started or stopped."""
 
 
+class KafkaBrokerError(IcestreamError):
+    """The local Kafka broker could not be started or stopped; the message names its log file or folder."""
+
+
 class StorageListingError(IcestreamError):
     """A table's folder could not be listed (e.g. no Hadoop FileSystem for its scheme); the message says why."""
 

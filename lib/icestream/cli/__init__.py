@@ -1,4 +1,4 @@
-"""The ``icestream`` command line: emulator, setup, doctor, produce, ingest, load, ship, maintain, metrics, reset, run.
+"""icestream's commands: emulator, kafka, setup, doctor, produce, ingest, load, ship, maintain, metrics, reset, run.
 
 Each command lives in a module of this package with a ``register(commands)`` function; adding a
 command is one module and one entry in :data:`COMMAND_MODULES`. Errors a user can cause are printed

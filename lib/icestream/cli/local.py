@@ -1,4 +1,4 @@
-"""``icestream emulator``, ``setup`` and ``doctor``: the local pieces and the checks."""
+"""``icestream emulator``, ``kafka``, ``setup`` and ``doctor``: the local pieces and the checks."""
 
 from __future__ import annotations
 
@@ -44,6 +44,26 @@ def cmd_emulator(args: argparse.Namespace) -> int:
     pid = f" (pid {found.pid})" if found.pid else ""
     print(f"{found.detail}" + (f": {found.endpoint}{pid}" if found.endpoint else ""))
     return 0 if found.healthy else 1
+
+
+def cmd_kafka(args: argparse.Namespace) -> int:
+    """Start, stop or report the local Kafka broker (one KRaft node on loopback)."""
+    from icestream.kafka.broker import Broker
+
+    broker = Broker.from_settings(settings_from(args))
+    if args.action == "start":
+        started = broker.start(port=args.port)
+        if started.already_running:
+            print(f"already running: {started.bootstrap} (pid {started.pid}); stop it with `icestream kafka stop`")
+        else:
+            print(started.bootstrap)
+        return 0
+    if args.action == "stop":
+        print("stopped" if broker.stop() else "not running")
+        return 0
+    status = broker.status()
+    print(f"{status.detail}" + (f": {status.bootstrap} (pid {status.pid})" if status.bootstrap else ""))
+    return 0 if status.healthy else 1
 
 
 def workbook_suffixes() -> tuple[str, ...]:
@@ -255,6 +275,13 @@ def register(commands: argparse._SubParsersAction) -> None:
         help=f"loopback port for start (default: the emulator_port setting, {Settings.emulator_port})",
     )
     emulator.set_defaults(handler=cmd_emulator)
+
+    kafka = commands.add_parser("kafka", help="the local Kafka broker (one KRaft node on 127.0.0.1)")
+    kafka.add_argument("action", choices=("start", "stop", "status"))
+    kafka.add_argument(
+        "--port", type=int, help="loopback port of the broker's listener for start (default: a free one)"
+    )
+    kafka.set_defaults(handler=cmd_kafka)
 
     setup = commands.add_parser("setup", help="create the stream, namespace and tables (idempotent)")
     setup.add_argument("--shards", type=int, help="shards for a new stream (default: settings.shard_count)")
