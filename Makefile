@@ -27,7 +27,7 @@ TEST_WORKERS ?= 2
 BENCH_ARGS ?=
 LINT_PATHS := $(wildcard lib tests bench notebooks)
 
-.PHONY: help setup system browser venv jars emulator run test test-spark3.5 lint format lab stop clear-outputs clean reliability browser-all bench bench-smoke reset prune-uv-cache
+.PHONY: help setup system browser venv jars emulator kafka run test test-spark3.5 lint format lab stop clear-outputs clean reliability browser-all bench bench-smoke reset prune-uv-cache
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -92,8 +92,9 @@ venv: $(STAMP)
 prune-uv-cache:
 	@[ ! -x $(BIN)/uv ] || $(BIN)/uv cache prune -q 2>/dev/null || true
 
-jars: system venv  ## resolve the JVM packages (lib/icestream/stack.toml) from Maven Central, and build the driver's class archive, into .cache/jars (once)
+jars: system venv  ## resolve the JVM packages and the Kafka broker's (lib/icestream/stack.toml) from Maven Central, and build the driver's class archive, into .cache/jars (once)
 	@$(BIN)/python -c 'from icestream.config import load_settings; from icestream.runtime.jars import resolve_jars; p = resolve_jars(load_settings()); print(">> jvm packages:", p.source, *p.notes)'
+	@$(BIN)/python -c 'from icestream.config import load_settings; from icestream.kafka import Broker; j = Broker.from_settings(load_settings()).jars(); print(">> kafka broker jars:", len(j), "in", j[0].parent)'
 	@# Driver JVMs then start in about half the time (docs/performance.md); building it takes about a minute, once.
 	@$(BIN)/python -m icestream.runtime.cds
 
@@ -101,6 +102,9 @@ setup: system venv jars  ## everything the commands below need
 
 emulator: setup  ## start the local Kinesis emulator (idempotent)
 	@echo ">> kinesis emulator: $$($(BIN)/icestream emulator start)"
+
+kafka: setup  ## start the local Kafka broker, one KRaft node on 127.0.0.1 (idempotent)
+	@echo ">> kafka broker: $$($(BIN)/icestream kafka start)"
 
 run: emulator  ## set up, then run every notebook headless into output/
 	@# --quick: no throw-away Spark session; notebook 00's session checks the Iceberg classes itself.
@@ -148,8 +152,8 @@ bench-smoke: setup  ## every benchmark once at small sizes: do they still run? (
 lab: emulator  ## JupyterLab on 127.0.0.1 (notebooks/ and the executed copies in output/); Ctrl-C stops it
 	@$(BIN)/icestream lab
 
-stop:  ## stop the background producer and the emulator (keeps .venv, the tables and outputs)
-	@[ ! -x $(BIN)/icestream ] || { $(BIN)/icestream produce --stop || true; $(BIN)/icestream emulator stop || true; }
+stop:  ## stop the background producer, the emulator and the Kafka broker (keeps .venv, the tables, outputs and the broker's topics)
+	@[ ! -x $(BIN)/icestream ] || { $(BIN)/icestream produce --stop || true; $(BIN)/icestream emulator stop || true; $(BIN)/icestream kafka stop || true; }
 
 clear-outputs: venv  ## remove outputs saved into notebooks/ from JupyterLab (executed copies belong in output/)
 	@$(BIN)/jupyter nbconvert --log-level WARN --clear-output --inplace notebooks/*.ipynb
