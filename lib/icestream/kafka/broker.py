@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from icestream.config import Settings
-from icestream.errors import KafkaBrokerError
+from icestream.errors import JavaError, KafkaBrokerError
 from icestream.runtime import maven, processes
 from icestream.runtime.java_options import C1_ONLY, SERIAL_GC
 from icestream.runtime.spark import java_version
@@ -341,8 +341,6 @@ class Broker:
 
     def _java(self) -> str:
         """The Java that runs the broker (JAVA_HOME's, else PATH's), checked to be 17 or newer."""
-        from icestream.errors import JavaError
-
         try:
             major, java = java_version()
         except JavaError as error:
@@ -355,15 +353,22 @@ class Broker:
         return java
 
     def _formatted(self) -> bool:
-        """True when both folders carry Kafka's ``meta.properties``; an error when only one does, or a stray file."""
-        marks = [folder / META_PROPERTIES for folder in (self.data, self.metadata)]
-        if all(mark.is_file() for mark in marks):
+        """True when both folders carry Kafka's ``meta.properties``, False when neither exists or holds a file.
+
+        Raises:
+            KafkaBrokerError: When only one is formatted, or one holds files but no ``meta.properties``.
+        """
+        folders = (self.data, self.metadata)
+        unformatted = [folder for folder in folders if not (folder / META_PROPERTIES).is_file()]
+        if not unformatted:
             return True
-        leftovers = [folder for folder in (self.data, self.metadata) if folder.is_dir() and any(folder.iterdir())]
-        if leftovers:
+        with_files = [folder for folder in unformatted if folder.is_dir() and any(folder.iterdir())]
+        if with_files or len(unformatted) < len(folders):
+            stale = (with_files or unformatted)[0]
             raise KafkaBrokerError(
-                f"The Kafka data folder {self.folder} is stale ({leftovers[0]} holds files but no {META_PROPERTIES}): "
-                f"delete it (`rm -r {self.folder}`, which deletes its topics) and start again."
+                f"The Kafka data folder {self.folder} is stale ({stale} has no {META_PROPERTIES}, so Kafka did not "
+                f"format it for this cluster): delete it (`rm -r {self.folder}`, which deletes its topics) and start "
+                "again."
             )
         return False
 

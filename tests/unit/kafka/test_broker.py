@@ -81,6 +81,14 @@ def test_a_data_folder_kafka_did_not_format_is_refused_before_any_jvm(broker: Br
     assert not broker.state_file.exists()
 
 
+def test_a_half_formatted_data_folder_is_refused_too(broker: Broker) -> None:
+    broker.data.mkdir(parents=True)
+    (broker.data / "meta.properties").write_text("cluster.id=x\nnode.id=1\nversion=1\n")
+    with pytest.raises(KafkaBrokerError) as error:
+        broker.start()
+    assert f"({broker.metadata} has no meta.properties" in one_line(error)
+
+
 def test_a_port_in_use_is_refused_with_what_to_do(broker: Broker) -> None:
     import socket
 
