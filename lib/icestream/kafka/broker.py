@@ -1,6 +1,6 @@
 """The local Kafka broker: one Apache Kafka 4 KRaft node (broker and controller, no ZooKeeper) on loopback.
 
-Started like the Kinesis emulator (:mod:`icestream.stream.emulator`): a background JVM in its own
+Started like the Kinesis emulator (:mod:`icestream.kinesis.emulator`): a background JVM in its own
 session, so it outlives the kernel or shell that started it, a state file under the run folder with
 its pid, start time and ports (:mod:`icestream.runtime.processes`), and a stop that ends only the
 process this module started. Its jars are the stack's ``[tools.kafka]`` packages, resolved from Maven
