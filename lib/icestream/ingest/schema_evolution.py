@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import StructField
 
-    from icestream.ingest.progress import ReadStats
+    from icestream.ingest.reading.read_stats import ReadStats
 
 Kinds = dict[str, dict[str, int]]  # per new field: values of each kind
 Frames = dict[str, tuple["DataFrame", "int | None"]]  # per table: its rows and how many (None: unknown)

@@ -28,7 +28,7 @@ from icestream.lake.schema import REJECT_COLUMNS_DDL, table_columns
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-    from icestream.ingest.progress import ReadStats
+    from icestream.ingest.reading.read_stats import ReadStats
 
 REASON_COLUMN = "reject_reason"
 DETAIL_COLUMN = "reject_detail"

@@ -8,7 +8,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from icestream.ingest.progress import BatchProgress, IndexStats, PhaseSeconds, ProgressLog, ReadStats
+from icestream.ingest.progress import BatchProgress, IndexStats, PhaseSeconds, ProgressLog
+from icestream.ingest.reading.read_stats import ReadStats
 
 STARTED = datetime(2026, 11, 21, 5, 0, tzinfo=UTC)
 

@@ -10,7 +10,7 @@ from icestream.errors import ConfigError
 from icestream.ingest import dedupe
 from icestream.ingest import positions as pos
 from icestream.ingest.options import ingest_options
-from icestream.ingest.progress import ReadStats
+from icestream.ingest.reading.read_stats import ReadStats
 from icestream.ingest.routing import (
     COMPANION_LIKE,
     EVENTS_KEY,

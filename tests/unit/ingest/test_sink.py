@@ -9,7 +9,8 @@ import pytest
 
 from icestream.ingest import commits
 from icestream.ingest.commits import Appended, CommitStamp, TableWriter, WrittenTable
-from icestream.ingest.progress import ReadStats, arrival_properties
+from icestream.ingest.progress import arrival_properties
+from icestream.ingest.reading.read_stats import ReadStats
 from icestream.ingest.schema_evolution import ADDED_KEY
 from icestream.lake.summary import FIRST_ARRIVAL_KEY, LAST_ARRIVAL_KEY
 

@@ -4,7 +4,7 @@
 parents are read to the end) and runs one Spark job (:mod:`~icestream.ingest.reading.spark_job`: the shards
 spread over the tasks the session runs at once, or ``shards_per_task`` each), which keeps the rows
 in Spark's block store and collects one small meta row per shard
-(:class:`~icestream.ingest.progress.ReadStats`). Everything after works on the kept rows,
+(:class:`~icestream.ingest.reading.read_stats.ReadStats`). Everything after works on the kept rows,
 restricted to the sequence range the first read reported (:meth:`ReadBatch.kept`), so a batch's
 records are read from Kinesis once and a recomputed stage sees exactly the same records.
 
@@ -37,9 +37,9 @@ from icestream.errors import ConfigError, IngestError, ServiceUnavailableError
 from icestream.ingest import positions as pos
 from icestream.ingest.gate import ITERATOR_REUSE_SECONDS, TriggerGate
 from icestream.ingest.options import IngestOptions
-from icestream.ingest.progress import ReadStats
 from icestream.ingest.reading import shard_plan
 from icestream.ingest.reading.driver_read import TIP_RECORDS_PER_SHARD, read_on_driver
+from icestream.ingest.reading.read_stats import ReadStats
 from icestream.ingest.reading.shard_reader import ReadOptions
 from icestream.ingest.reading.spark_job import (
     read_task_count,

@@ -32,7 +32,7 @@ from icestream.ingest.dedupe import Packer
 from icestream.ingest.expand import SPECIAL_FIRST_BYTES, expand_record, needs_decoding
 from icestream.ingest.parse import Rejection, parse_event
 from icestream.ingest.positions import sequence_key
-from icestream.ingest.progress import ReadStats
+from icestream.ingest.reading.read_stats import ReadStats
 from icestream.ingest.reading.shard_plan import ShardPlan
 from icestream.ingest.reading.threads import RecordBudget
 from icestream.kinesis.clients import KinesisConnection

@@ -12,8 +12,8 @@ from botocore.exceptions import ClientError
 from icestream.errors import IngestError
 from icestream.ingest.options import IngestOptions
 from icestream.ingest.positions import TRIM_HORIZON, after, last_sequence
-from icestream.ingest.progress import ReadStats
 from icestream.ingest.reading.planner import ReadBatch, ShardSource, TablePositions
+from icestream.ingest.reading.read_stats import ReadStats
 from icestream.ingest.reading.shard_plan import ShardPlan
 
 
