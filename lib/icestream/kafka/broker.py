@@ -28,10 +28,10 @@ from icestream.config import Settings
 from icestream.errors import JavaError, KafkaBrokerError
 from icestream.runtime import maven, processes
 from icestream.runtime.java_options import C1_ONLY, SERIAL_GC
+from icestream.runtime.processes import LOOPBACK, free_port, port_taken
 from icestream.runtime.spark import java_version
 from icestream.stack import tool
 
-LOOPBACK = "127.0.0.1"
 NODE_ID = 1
 STATE_FILE = "kafka.json"  # under run_dir, beside the emulator's
 LOG_FILE = "kafka.log"
@@ -89,23 +89,6 @@ class StartResult:
     bootstrap: str
     pid: int
     already_running: bool
-
-
-def free_port(host: str = LOOPBACK) -> int:
-    """Ask the kernel for a free TCP port on ``host``."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((host, 0))
-        return int(probe.getsockname()[1])
-
-
-def port_in_use(port: int, host: str = LOOPBACK) -> bool:
-    """True when ``port`` on ``host`` cannot be bound now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        try:
-            probe.bind((host, port))
-        except OSError:
-            return True
-    return False
 
 
 def server_properties(data: Path, metadata: Path, broker_port: int, controller_port: int) -> str:
@@ -281,7 +264,7 @@ class Broker:
                 )
             return StartResult(state.bootstrap, state.pid, already_running=True)
         java = self._java()
-        if port is not None and port_in_use(port):
+        if port is not None and port_taken(port):
             raise KafkaBrokerError(
                 f"Port {port} on {LOOPBACK} is in use: stop what listens there, or leave out --port for a free one."
             )
@@ -333,11 +316,7 @@ class Broker:
         state = self._read_state()
         if state is None:
             return False
-        stopped = self._owns(state)
-        if stopped:
-            processes.terminate(state.pid, timeout)
-        self.state_file.unlink(missing_ok=True)
-        return stopped
+        return processes.stop_recorded(self.state_file, state.pid if self._owns(state) else None, timeout)
 
     def _java(self) -> str:
         """The Java that runs the broker (JAVA_HOME's, else PATH's), checked to be 17 or newer."""

@@ -17,7 +17,6 @@ so is used, never stopped: only the run folder that started it holds the proof t
 
 from __future__ import annotations
 
-import socket
 import sys
 import time
 import urllib.error
@@ -27,8 +26,8 @@ from pathlib import Path
 
 from icestream.errors import EmulatorError
 from icestream.runtime import processes
+from icestream.runtime.processes import LOOPBACK, free_port, port_taken
 
-LOOPBACK = "127.0.0.1"
 STATE_FILE = "emulator.json"
 LOG_FILE = "emulator.log"
 START_COMMAND = "icestream emulator start"
@@ -58,25 +57,6 @@ class EmulatorStatus:
     pid: int | None
     detail: str
     found_on_port: bool = False  # answering on the port, but started from another run folder (no state file here)
-
-
-def free_port(host: str = LOOPBACK) -> int:
-    """Ask the kernel for a free TCP port on ``host``."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((host, 0))
-        return int(probe.getsockname()[1])
-
-
-def port_taken(port: int, host: str = LOOPBACK) -> bool:
-    """True when a program listens on ``host:port`` (the emulator could not bind it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        # As moto's server binds (SO_REUSEADDR): connections left in TIME_WAIT do not hold the port.
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((host, port))
-        except OSError:
-            return True
-    return False
 
 
 def is_healthy(endpoint: str, timeout: float = 2.0) -> bool:
@@ -217,11 +197,7 @@ class Emulator:
         state = self._read_state()
         if state is None:
             return False
-        stopped = self._owns(state)
-        if stopped:
-            processes.terminate(state.pid, timeout)
-        self.state_file.unlink(missing_ok=True)
-        return stopped
+        return processes.stop_recorded(self.state_file, state.pid if self._owns(state) else None, timeout)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -174,3 +175,43 @@ def terminate(pid: int, timeout: float) -> None:
         else:
             return
     reap(pid)
+
+
+LOOPBACK = "127.0.0.1"  # every server this project starts binds here only
+
+
+def free_port(host: str = LOOPBACK) -> int:
+    """Ask the kernel for a free TCP port on ``host``."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])
+
+
+def port_taken(port: int, host: str = LOOPBACK) -> bool:
+    """True when a program listens on ``host:port``, so a server started there could not bind it."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        # As the servers bind (SO_REUSEADDR): connections left in TIME_WAIT do not hold the port.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+def stop_recorded(state_file: Path, pid: int | None, timeout: float) -> bool:
+    """End a background process recorded in ``state_file`` and forget the record.
+
+    Args:
+        state_file: Its state file (:func:`write_state`), removed whatever happens.
+        pid: The recorded process, confirmed by :func:`is_ours`; None when the record is stale or
+            names a process that is not ours (nothing is signalled then).
+        timeout: Seconds to wait after SIGTERM (:func:`terminate`).
+
+    Returns:
+        True if a process was stopped.
+    """
+    if pid is not None:
+        terminate(pid, timeout)
+    state_file.unlink(missing_ok=True)
+    return pid is not None
