@@ -91,6 +91,20 @@ class ParsedEvent:
     extras: dict[str, str] | None = None  # with evolve: new top-level fields, tagged (ingest.evolve.tag_value)
     time_cut: bool = False  # event_ts had non-zero digits below a microsecond, dropped (cut_to_microseconds)
 
+    def fields(self) -> EventFields:
+        """The event as the tuple :func:`parse_event` returns, in this class's field order."""
+        return (
+            self.event_id,
+            self.user_id,
+            self.session_id,
+            self.event_type,
+            self.event_ts,
+            self.properties,
+            self.device_info,
+            self.extras,
+            self.time_cut,
+        )
+
 
 @dataclass(frozen=True)
 class Rejection:
@@ -155,19 +169,7 @@ def parse_event(
         if fields is not None:
             return fields
     parsed = parse_payload(data, max_event_bytes, evolve)
-    if isinstance(parsed, Rejection):
-        return parsed
-    return (
-        parsed.event_id,
-        parsed.user_id,
-        parsed.session_id,
-        parsed.event_type,
-        parsed.event_ts,
-        parsed.properties,
-        parsed.device_info,
-        parsed.extras,
-        parsed.time_cut,
-    )
+    return parsed if isinstance(parsed, Rejection) else parsed.fields()
 
 
 class _SimpleDevice(msgspec.Struct, forbid_unknown_fields=True):

@@ -202,11 +202,7 @@ class Broker:
         return cls(settings.path("run_dir"), settings.path("jar_cache_dir"))
 
     def _read_state(self) -> BrokerState | None:
-        values = processes.read_state(self.state_file)
-        try:
-            return BrokerState(**values) if values is not None else None
-        except TypeError:
-            return None
+        return processes.read_state_as(self.state_file, BrokerState)
 
     def _owns(self, state: BrokerState) -> bool:
         """True when ``state.pid`` is still the very JVM this module started."""

@@ -84,11 +84,7 @@ class Emulator:
         self.port = port
 
     def _read_state(self) -> EmulatorState | None:
-        values = processes.read_state(self.state_file)
-        try:
-            return EmulatorState(**values) if values is not None else None
-        except TypeError:
-            return None
+        return processes.read_state_as(self.state_file, EmulatorState)
 
     def _owns(self, state: EmulatorState) -> bool:
         """True when ``state.pid`` is still the very process this module started."""

@@ -17,12 +17,15 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 _POLL_SECONDS = 0.1
 _KILL_WAIT_SECONDS = 2.0  # after SIGKILL, how long to wait for the exit before reaping anyway
+
+
+T = TypeVar("T")
 
 
 def start_time(pid: int) -> str:
@@ -115,6 +118,15 @@ def read_state(path: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return state if isinstance(state, dict) else None
+
+
+def read_state_as(path: Path, kind: Callable[..., T]) -> T | None:
+    """The state file at ``path`` read into ``kind`` (a dataclass of its keys); None if absent or of another shape."""
+    values = read_state(path)
+    try:
+        return kind(**values) if values is not None else None
+    except TypeError:
+        return None
 
 
 def is_ours(state: Mapping[str, Any], marks: Sequence[str]) -> bool:

@@ -16,19 +16,7 @@ from tests.helpers.samples import event, malformed_samples, sample_events
 
 def reference(payload: bytes, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES, evolve: bool = False) -> object:
     parsed = parse_payload(payload, max_event_bytes, evolve)
-    if isinstance(parsed, Rejection):
-        return parsed
-    return (
-        parsed.event_id,
-        parsed.user_id,
-        parsed.session_id,
-        parsed.event_type,
-        parsed.event_ts,
-        parsed.properties,
-        parsed.device_info,
-        parsed.extras,
-        parsed.time_cut,
-    )
+    return parsed if isinstance(parsed, Rejection) else parsed.fields()
 
 
 def assert_same(payload: bytes, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES, evolve: bool = False) -> object:
