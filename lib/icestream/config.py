@@ -153,6 +153,10 @@ class Settings:
     # The local emulator's loopback port: where it starts, and where it is found from any run folder (0: a free
     # port at each start, found through the run folder's state file only).
     emulator_port: int = 4567
+    # Kafka (icestream.kafka): the topic `produce --to kafka` sends to and `ingest --source kafka` reads.
+    kafka_bootstrap: str | None = None  # host:port[,host:port]; None: the local broker (its state file in run_dir)
+    kafka_topic: str = "user-events"
+    kafka_security: str = "plaintext"  # plaintext (the local broker), tls (MSK on 9094) or iam (MSK IAM on 9098)
     archive_raw: bool = False  # the ingest also keeps every record as received in <table>_raw
     archive_retention_days: int = 30  # days of arrival the raw archive keeps (expire_archive)
     metrics: bool = False  # the ingest keeps <table>_metrics (real_time_metrics) current after every batch

@@ -26,6 +26,9 @@ JAR_SOURCES = ("auto", "maven", "provided")
 # What a session on a non-local master ships to its executors (see icestream.runtime.shipping).
 SHIP_MODES = ("packed", "package", "none")
 CATALOG_TYPES = ("jdbc", "hadoop", "glue")
+KAFKA_SECURITY = ("plaintext", "tls", "iam")  # the local broker; MSK over TLS; MSK with IAM auth
+_KAFKA_TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")  # Kafka's own rule for topic names
+_BOOTSTRAP = re.compile(r"^[A-Za-z0-9.-]+:\d{1,5}(,[A-Za-z0-9.-]+:\d{1,5})*$")
 S3_SSE_TYPES = ("none", "s3", "kms")  # Iceberg S3FileIO's s3.sse.type values this project supports
 ENDPOINT_SETTINGS = ("kinesis_endpoint", "s3_endpoint", "glue_endpoint")
 MAX_KINESIS_TIMEOUT = 600  # seconds: longer than any Kinesis answer; a wait past it is no wait but a hang
@@ -123,6 +126,18 @@ def _validate_aws(values: Mapping[str, Any]) -> None:
         f"choose one of {', '.join(SCHEMA_EVOLUTION_MODES)}.",
     )
     _check(values["changes_format"] in ("flat", "debezium"), "changes_format", "choose flat or debezium.")
+    _check(values["kafka_security"] in KAFKA_SECURITY, "kafka_security", f"choose {', '.join(KAFKA_SECURITY)}.")
+    _check(
+        bool(_KAFKA_TOPIC.fullmatch(values["kafka_topic"])),
+        "kafka_topic",
+        f"{values['kafka_topic']!r}: a topic name is 1 to 249 letters, digits, '.', '_' or '-'.",
+    )
+    bootstrap = values["kafka_bootstrap"]
+    _check(
+        bootstrap is None or bool(_BOOTSTRAP.fullmatch(bootstrap)),
+        "kafka_bootstrap",
+        f"{bootstrap!r}: need host:port, or several joined by commas (b-1.msk.example:9098,b-2.msk.example:9098).",
+    )
     _check(
         values["changes_mode"] in ("merge-on-read", "copy-on-write"),
         "changes_mode",

@@ -12,6 +12,8 @@ _FACE = Face(
     {
         "Broker": "icestream.kafka.broker",
         "BrokerStatus": "icestream.kafka.broker",
+        "KafkaConnection": "icestream.kafka.connection",
+        "kafka_connection": "icestream.kafka.connection",
     },
 )
 __all__ = _FACE.names
