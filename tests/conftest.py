@@ -33,7 +33,9 @@ FOLDER_KINDS = {
 }
 LONGEST_FIRST = ("notebook", "cluster", "browser", "reliability", "integration", "unit")
 # Fixtures that start the JVM, the emulator or a cluster: a unit test must not ask for them.
-SERVICE_FIXTURES = frozenset(("spark", "emulator", "stream_settings", "fresh", "spark_cluster"))
+SERVICE_FIXTURES = frozenset(
+    ("spark", "emulator", "stream_settings", "fresh", "spark_cluster", "kafka_broker", "kafka_fresh")
+)
 TESTS = Path(__file__).resolve().parent
 # Java options of the drivers the tests start (see test_home); ICESTREAM_TEST_JVM_OPTIONS= (empty) measures without.
 TEST_JVM_OPTIONS = os.environ.get("ICESTREAM_TEST_JVM_OPTIONS", C1_ONLY)
@@ -137,6 +139,38 @@ def emulator(settings: Settings) -> Iterator[str]:
     yield endpoint
     stop_background_producer(settings)  # notebook 01 starts one; it must not outlive the tests
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(settings: Settings) -> Iterator[str]:
+    """One local Kafka broker (a KRaft node on loopback) for the whole test session; yields its bootstrap."""
+    from icestream.kafka.broker import Broker
+
+    broker = Broker.from_settings(settings)
+    started = broker.start()
+    yield started.bootstrap
+    broker.stop()
+
+
+@pytest.fixture
+def kafka_fresh(spark, kafka_broker: str) -> Callable[..., Settings]:
+    """Make a test-private topic and tables: ``kafka_fresh(partitions=2, prefix="kafka", **settings)``.
+
+    The topic is ``<prefix>-<random>`` and the tables ``<prefix>_<random>`` (plus ``_rejects``), like
+    :func:`fresh` makes a stream; other keyword arguments override settings.
+    """
+    from icestream.kafka.connection import kafka_connection
+    from icestream.kafka.topics import ensure_topic
+    from icestream.lake.table import setup_tables
+
+    def make(partitions: int = 2, prefix: str = "kafka", **overrides: object) -> Settings:
+        suffix = uuid.uuid4().hex[:8]
+        made = load_settings(kafka_topic=f"{prefix}-{suffix}", table=f"{prefix}_{suffix}", **overrides)
+        ensure_topic(kafka_connection(made), partitions)
+        setup_tables(spark, made)
+        return made
+
+    return make
 
 
 @pytest.fixture(scope="session")
