@@ -62,7 +62,7 @@ def python_sides(datas: list[bytes]) -> dict[str, Any]:
     import pyarrow as pa
 
     from icestream.ingest.parse import Rejection, parse_event
-    from icestream.ingest.reading.shard_reader import arrow_schema, record_batch
+    from icestream.ingest.reading.record_rows import arrow_schema, record_batch
 
     schema = arrow_schema()
     arrival = datetime.now(UTC)

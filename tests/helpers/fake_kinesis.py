@@ -7,8 +7,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from icestream.ingest.positions import TRIM_HORIZON
+from icestream.ingest.reading.record_rows import ROW_FIELDS
 from icestream.ingest.reading.shard_plan import ShardPlan
-from icestream.ingest.reading.shard_reader import ROW_FIELDS, ReadOptions, read_shard
+from icestream.ingest.reading.shard_reader import ReadOptions, read_shard
 from icestream.kinesis.clients import KinesisConnection
 from icestream.limits import MAX_RECORDS_PER_GET
 

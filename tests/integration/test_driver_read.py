@@ -14,8 +14,9 @@ from pathlib import Path
 from icestream.ingest.positions import TRIM_HORIZON
 from icestream.ingest.query import job_group, start_ingest, stop_job_group
 from icestream.ingest.reading.driver_read import read_on_driver
+from icestream.ingest.reading.record_rows import row_schema
 from icestream.ingest.reading.shard_plan import ShardPlan
-from icestream.ingest.reading.shard_reader import ReadOptions, row_schema
+from icestream.ingest.reading.shard_reader import ReadOptions
 from icestream.ingest.reading.task_function import read_arrow
 from icestream.kinesis.clients import kinesis_client, kinesis_connection, list_shards
 from tests.helpers.spark_jobs import jobs_in_group, last_job_id

@@ -42,7 +42,7 @@ from icestream.config import Settings
 from icestream.errors import ConfigError
 from icestream.ingest import dedupe
 from icestream.ingest.parse import ParsedEvent, parse_payload
-from icestream.ingest.reading.shard_reader import ROW_FIELDS, arrow_schema, record_batch, row_schema
+from icestream.ingest.reading.record_rows import ROW_FIELDS, arrow_schema, record_batch, row_schema
 from icestream.ingest.reading.spark_job import release_rows
 from icestream.ingest.transform import REJECT_COLUMNS, run_transform
 from icestream.lake.inspect import ancestry

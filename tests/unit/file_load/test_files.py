@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 from icestream.file_load.files import SourceFile, parse_file
 from icestream.ingest.dedupe import Batch
-from icestream.ingest.reading.shard_reader import ROW_FIELDS
+from icestream.ingest.reading.record_rows import ROW_FIELDS
 
 SOURCE = SourceFile("file:/data/events.jsonl", 123, datetime(2026, 11, 21, 6, 0, tzinfo=UTC))
 

@@ -26,15 +26,9 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
+from icestream.ingest.reading.record_rows import ROW_FIELDS, arrow_schema, record_batch, row_schema
 from icestream.ingest.reading.shard_plan import ShardPlan
-from icestream.ingest.reading.shard_reader import (
-    ROW_FIELDS,
-    ReadOptions,
-    arrow_schema,
-    read_shard,
-    record_batch,
-    row_schema,
-)
+from icestream.ingest.reading.shard_reader import ReadOptions, read_shard
 from icestream.limits import MAX_RECORDS_PER_GET
 from icestream.runtime.handles import jvm as jvm_of
 

@@ -27,44 +27,15 @@ from typing import Any
 from icestream.errors import ShardReadError
 from icestream.ingest import positions as pos
 from icestream.ingest.call_retry import THROTTLE_CODES, error_code, is_transient_call
-from icestream.ingest.changes import ChangeSpec, parse_change
-from icestream.ingest.dedupe import Packer
+from icestream.ingest.changes import ChangeSpec
 from icestream.ingest.expand import SPECIAL_FIRST_BYTES, expand_record, needs_decoding
-from icestream.ingest.parse import Rejection, parse_event
 from icestream.ingest.positions import sequence_key
 from icestream.ingest.reading.read_stats import ReadStats
+from icestream.ingest.reading.record_rows import RecordRows
 from icestream.ingest.reading.shard_plan import ShardPlan
 from icestream.ingest.reading.threads import RecordBudget
 from icestream.kinesis.clients import KinesisConnection
-from icestream.lake.schema import DEVICE_FIELDS
 from icestream.limits import DEFAULT_MAX_EVENT_BYTES, GET_CALLS_PER_SECOND, MAX_RECORDS_PER_GET
-
-# Columns of the rows a read task yields (see row_schema()).
-ROW_FIELDS = (
-    "kind",
-    "shard_id",
-    "sequence_number",
-    "partition_key",
-    "arrival_ts",
-    "event_id",
-    "user_id",
-    "session_id",
-    "event_type",
-    "event_ts",
-    "properties",
-    "device_info",
-    "extras",
-    "raw_data",
-    "raw_text",
-    "reason",
-    "detail",
-    "ordinal",
-    "meta",
-)
-
-# Columns that hold one value for a whole batch: filled per Arrow batch, not per row. They come
-# with the rows (not as literals added on the driver) so every batch runs the same generated code.
-BATCH_FIELDS = ("batch_id", "ingest_ts")
 
 
 @dataclass(frozen=True)
@@ -89,25 +60,6 @@ class ReadOptions:
     read_timeout: float = 10.0  # seconds per call: a hung endpoint must not hold a batch for minutes
     base_backoff: float = 0.1
     max_backoff: float = 5.0
-
-
-def row_schema() -> Any:
-    """The Spark schema of the rows a read task hands to Spark: ``ROW_FIELDS`` then ``BATCH_FIELDS``."""
-    from pyspark.sql import types as T  # noqa: N812 - the conventional alias
-
-    text = T.StringType()
-    types = {
-        "arrival_ts": T.TimestampType(),
-        "event_ts": T.TimestampType(),
-        "properties": T.MapType(text, text),
-        "device_info": T.StructType([T.StructField(name, text) for name in DEVICE_FIELDS]),
-        "extras": T.MapType(text, text),
-        "raw_data": T.BinaryType(),
-        "ordinal": T.IntegerType(),
-        "batch_id": T.LongType(),
-        "ingest_ts": T.TimestampType(),
-    }
-    return T.StructType([T.StructField(name, types.get(name, text)) for name in ROW_FIELDS + BATCH_FIELDS])
 
 
 class _ShardReader:
@@ -135,16 +87,9 @@ class _ShardReader:
         self.stats = ReadStats(plan.shard_id)
         self.last_call: dict[str, float] = {}  # per API: each has its own 5 calls/s per-shard limit
         self.failures = 0
-        self.seen_ids: set[str] = set()
-        # New events' digests for the driver's cross-shard and committed dedupe (see dedupe.py).
-        self.packer = Packer() if options.dedupe else None
-        self.emitted = 0
+        self.rows = RecordRows(plan, options, self.stats)  # a user record's row, or None (replayed, a repeat)
         # A plan starting inside an aggregate: its user records up to this one are done already.
         self.resume = (pos.last_sequence(plan.start), pos.last_sub(plan.start))
-        # Replay thresholds as sort keys; None (nothing committed) spares every record the comparison.
-        self.events_done = pos.mark_key(plan.events_committed) if plan.events_committed else None
-        self.rejects_done = pos.mark_key(plan.rejects_committed) if plan.rejects_committed else None
-        self.inside = frozenset(plan.inside)  # aggregates some table's position ends in (ReadStats.inside_ids)
 
     def _pace(self, operation: str) -> None:
         wait = self.options.min_call_interval - (time.monotonic() - self.last_call.get(operation, 0.0))
@@ -235,7 +180,7 @@ class _ShardReader:
                         stats.read += 1
                         sequence = stats.last_sequence = record["SequenceNumber"]
                         arrival = record.get("ApproximateArrivalTimestamp")
-                        row = self._user_record(sequence, None, record.get("PartitionKey"), arrival, data, data, None)
+                        row = self.rows.row(sequence, None, record.get("PartitionKey"), arrival, data, data, None)
                         if row is not None:
                             yield row
                     # At the cap with user records left (in this aggregate or this answer), none more granted:
@@ -279,7 +224,7 @@ class _ShardReader:
             stats.behind_before_ms = max(0, round((newest - stats.first_arrival) * 1000))
         elif stats.calls:
             stats.behind_before_ms = 0
-        yield _meta_row(self.stats, self.packer.pack() if self.packer is not None else None)
+        yield self.rows.meta_row()
 
     def _record(self, record: dict[str, Any]) -> Iterator[tuple]:
         stats = self.stats
@@ -296,7 +241,7 @@ class _ShardReader:
         # The common case, a plain payload, goes without the expansion's objects.
         if not data or data[0] not in SPECIAL_FIRST_BYTES or not needs_decoding(data):
             stats.read += 1
-            row = self._user_record(sequence, None, partition_key, arrival, data, data, None)
+            row = self.rows.row(sequence, None, partition_key, arrival, data, data, None)
             if row is not None:
                 yield row
             return
@@ -309,106 +254,12 @@ class _ShardReader:
             if part.sub is not None and part.sub <= skip:
                 continue  # done in an earlier batch
             stats.read += 1
-            row = self._user_record(
-                sequence, part.sub, part.partition_key, arrival, part.raw, part.payload, part.rejection
-            )
+            row = self.rows.row(sequence, part.sub, part.partition_key, arrival, part.raw, part.payload, part.rejection)
             if row is not None:
                 yield row
             if part.sub is not None and part.sub < len(parts) - 1 and stats.read >= self.cap and not self._granted():
                 stats.last_sub = part.sub  # the cap falls inside the aggregate
                 return
-
-    def _user_record(
-        self,
-        sequence: str,
-        sub: int | None,
-        partition_key: str | None,
-        arrival: datetime | None,
-        raw: bytes,
-        payload: bytes | None,
-        rejection: Rejection | None,
-    ) -> tuple | None:
-        """The row of one user record, or None when it is not written (replayed, a repeat)."""
-        stats = self.stats
-        options = self.options
-        parsed: tuple | Rejection | None
-        if payload is None:
-            parsed = rejection
-        elif options.changes is None:
-            parsed = parse_event(payload, options.max_event_bytes, options.evolve)
-        else:  # a change stream: checked against its table's declaration (ingest.changes)
-            parsed = parse_change(payload, options.changes, options.max_event_bytes, f"{sequence}:{sub or 0}")
-        position = (self.plan.shard_id, sequence, partition_key, arrival)
-        if type(parsed) is tuple:  # the fast path's event fields
-            stats.good += 1
-            event_id = parsed[0]
-            duplicate = self.options.dedupe and event_id in self.seen_ids
-            if self.options.dedupe:
-                self.seen_ids.add(event_id)
-            if self.events_done is not None and pos.record_key(sequence, sub) <= self.events_done:
-                stats.replayed_events += 1
-            elif duplicate:
-                stats.deduplicated += 1
-            else:
-                if sequence in self.inside:
-                    stats.inside_ids.append([sequence, sub, event_id])
-                if self.packer is not None:
-                    self.packer.add(event_id, parsed[4], arrival)
-                ordinal, self.emitted = self.emitted, self.emitted + 1
-                stats.event_times_cut += parsed[8]  # counted where passed on: no repeat, no replay
-                fields, extras = parsed[:8], parsed[7]
-                if extras is None:
-                    return ("event", *position, *fields, None, None, None, None, ordinal, None)
-                for name, tagged in extras.items():
-                    counts = stats.extra_kinds.setdefault(name, {})
-                    counts[tagged[0]] = counts.get(tagged[0], 0) + 1
-                # Its bytes ride along: a value its column cannot hold is rejected with the payload as sent.
-                return ("event", *position, *fields, bytes(raw), None, None, None, ordinal, None)
-            return None
-        assert isinstance(parsed, Rejection)
-        stats.rejected += 1
-        stats.reasons[parsed.reason] = stats.reasons.get(parsed.reason, 0) + 1
-        if self.rejects_done is not None and pos.record_key(sequence, sub) <= self.rejects_done:
-            stats.replayed_rejects += 1
-            return None
-        detail = (
-            parsed.detail
-            if sub is None or parsed.detail.startswith("user record")
-            else (f"user record {sub} of a KPL aggregate: {parsed.detail}")
-        )
-        # Readable text of a compressed payload is its decompressed form; raw_data keeps the bytes as sent.
-        text = (raw if payload is None else payload).decode("utf-8", errors="replace")[:4096]
-        return (
-            "reject",
-            *position,
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-            bytes(raw),
-            text,
-            parsed.reason,
-            detail,
-            None,
-            None,
-        )
-
-
-def _meta_row(stats: ReadStats, digests: bytes | None) -> tuple:
-    """The last row of a task: its stats as JSON in ``meta``, its new events' digests in ``raw_data``."""
-    values = dict.fromkeys(ROW_FIELDS)
-    values.update(
-        kind="meta",
-        shard_id=stats.shard_id,
-        sequence_number=stats.last_sequence,
-        raw_data=digests,
-        meta=stats.to_json(),
-    )
-    return tuple(values[name] for name in ROW_FIELDS)
 
 
 _CLIENTS: dict[tuple[KinesisConnection, float], Any] = {}
@@ -451,38 +302,3 @@ def read_shard(
     """
     client = client or _worker_client(options)
     yield from _ShardReader(plan, options, client, sleep, now, budget).read()
-
-
-ARROW_CHUNK_ROWS = 10_000
-
-
-def arrow_schema() -> Any:
-    """The Arrow schema Spark expects from :func:`read_arrow` (the same columns as ``row_schema``)."""
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    return to_arrow_schema(row_schema())
-
-
-def record_batch(rows: list[tuple], schema: Any, batch_id: int | None = None, ingest_ts: datetime | None = None) -> Any:
-    """Turn row tuples (``ROW_FIELDS`` order) and the batch's constants into one Arrow record batch.
-
-    Column by column, each from its Python values in one conversion (``device_info`` from tuples,
-    ``properties`` from dicts); a column no row fills (reject columns of events) is ``pa.nulls``.
-    """
-    import pyarrow as pa
-
-    count = len(rows)
-    columns = list(zip(*rows, strict=True)) if rows else [() for _ in ROW_FIELDS]
-    arrays = []
-    for name, values in zip(ROW_FIELDS, columns, strict=True):
-        kind = schema.field(name).type
-        arrays.append(pa.nulls(count, kind) if _all_null(values) else pa.array(values, type=kind))
-    for name, value in zip(BATCH_FIELDS, (batch_id, ingest_ts), strict=True):
-        arrays.append(pa.repeat(pa.scalar(value, type=schema.field(name).type), count))
-    return pa.RecordBatch.from_arrays(arrays, schema=schema)
-
-
-def _all_null(values: tuple) -> bool:
-    """All None? Past the first value only if it is None: ``count(None)`` asks each value's ``__eq__``
-    (4.1 of a 10,000-row chunk's 42 ms, 2026-11-27); over Nones alone it checks identity."""
-    return not values or (values[0] is None and values[-1] is None and values.count(None) == len(values))

@@ -15,7 +15,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from icestream.ingest.reading.shard_reader import ReadOptions, row_schema
+from icestream.ingest.reading.record_rows import row_schema
+from icestream.ingest.reading.shard_reader import ReadOptions
 from icestream.ingest.reading.task_function import read_arrow
 from icestream.runtime.arrow_frames import map_in_arrow
 

@@ -13,8 +13,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
 from typing import Any
 
+from icestream.ingest.reading.record_rows import ARROW_CHUNK_ROWS, arrow_schema, record_batch
 from icestream.ingest.reading.shard_plan import ShardPlan
-from icestream.ingest.reading.shard_reader import ARROW_CHUNK_ROWS, ReadOptions, arrow_schema, read_shard, record_batch
+from icestream.ingest.reading.shard_reader import ReadOptions, read_shard
 from icestream.ingest.reading.threads import RecordBudget, side_by_side
 
 

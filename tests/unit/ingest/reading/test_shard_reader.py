@@ -12,8 +12,9 @@ from botocore.exceptions import ClientError, EndpointConnectionError
 
 from icestream.errors import ShardReadError
 from icestream.ingest.positions import TRIM_HORIZON, after
+from icestream.ingest.reading.record_rows import ROW_FIELDS
 from icestream.ingest.reading.shard_plan import ShardPlan
-from icestream.ingest.reading.shard_reader import ROW_FIELDS, read_shard
+from icestream.ingest.reading.shard_reader import read_shard
 from icestream.kinesis.kpl import encode_aggregate
 from tests.helpers.fake_kinesis import FakeKinesis, options, payload, read_fake_shard
 
@@ -198,7 +199,7 @@ def test_an_iterator_from_the_previous_batch_is_used_and_handed_on() -> None:
 
 
 def test_rows_become_arrow_batches_with_spark_types() -> None:
-    from icestream.ingest.reading.shard_reader import arrow_schema, record_batch
+    from icestream.ingest.reading.record_rows import arrow_schema, record_batch
 
     fake = FakeKinesis([payload(0), b"\xff", payload(2)])
     plan = ShardPlan("shardId-0", TRIM_HORIZON, False, None, None)
@@ -211,7 +212,7 @@ def test_rows_become_arrow_batches_with_spark_types() -> None:
 
 
 def test_null_and_empty_nested_values_keep_their_meaning_in_arrow() -> None:
-    from icestream.ingest.reading.shard_reader import arrow_schema, record_batch
+    from icestream.ingest.reading.record_rows import arrow_schema, record_batch
 
     device = {"device_type": "tv", "os": None, "app_version": "1"}
     fake = FakeKinesis([
@@ -332,7 +333,7 @@ def test_shards_waiting_for_records_never_hold_up_those_waiting_for_a_thread() -
 
 
 def test_a_chunk_becomes_arrow_without_comparing_its_values_with_none() -> None:
-    from icestream.ingest.reading.shard_reader import arrow_schema, record_batch
+    from icestream.ingest.reading.record_rows import arrow_schema, record_batch
 
     compared = []
 
