@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 # routing, at "between_tables" after each routed table's commit but the last.
 PHASES = ("before_read", "after_read", "between_commits", "after_commit")
 
+SOURCES = ("kinesis", "kafka")  # what an ingest reads (IngestOptions.source)
 # A trigger's bounds. An idle query polls every shard once a trigger, and Kinesis allows 5 GetRecords
 # calls a second per shard, shared by every reader of it: 200 ms would take them all. The table's lease
 # is renewed once a trigger, so two triggers must fit in its 120 s. A drain (available_now) stops at the
@@ -38,6 +39,12 @@ MAX_TRIGGER_SECONDS = DEFAULT_TTL_SECONDS / 2
 class IngestOptions:
     """How the ingest query runs. Every field is validated by :meth:`validated`."""
 
+    # Where the records come from: "kinesis" (the stream the settings name, read by icestream's GetRecords
+    # tasks) or "kafka" (the settings' kafka_topic, read by Spark's Kafka source: ingest.reading.kafka_read).
+    source: str = "kinesis"
+    # Kafka: records retention deleted before they were read stop the query with one error (Spark's
+    # failOnDataLoss=true); False skips them, from the partition's first kept offset, and counts them.
+    fail_on_data_loss: bool = True
     trigger_seconds: float = 5.0  # processing-time trigger: a batch starts at most this often (a drain: no wait)
     available_now: bool = False  # read what the stream holds now, commit, stop (min_records does not apply)
     # Spark's Kafka minOffsetsPerTrigger / maxTriggerDelay: a trigger runs a batch only once this many
@@ -98,6 +105,7 @@ class IngestOptions:
         """
         trigger = self._trigger_problem()
         checks = [
+            (self.source in SOURCES, "source", f"choose {' or '.join(SOURCES)}"),
             (trigger is None, "trigger_seconds", trigger or ""),
             (self.min_records is None or self.min_records >= 1, "min_records", "must be at least 1 (None: off)"),
             (

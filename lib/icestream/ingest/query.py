@@ -35,8 +35,10 @@ from icestream.ingest.batch_retry import run_with_retries
 from icestream.ingest.lease import Lease
 from icestream.ingest.options import IngestOptions, ingest_options
 from icestream.ingest.progress import PROGRESS_FILE, BatchProgress, ProgressLog
+from icestream.ingest.reading.kafka_read import PartitionSource, stream_label
 from icestream.ingest.reading.planner import SCHEDULER_POOLS, ShardSource, TablePositions
 from icestream.ingest.sink import SinkTables, TableSink
+from icestream.kafka.connection import kafka_connection
 from icestream.kinesis.clients import kinesis_connection
 from icestream.lake.continuous_aggregate import METRICS_HOLDER, create_metrics_table, refresh_metrics
 from icestream.lake.ddl import create_archive_table, create_namespace, create_rejects_table
@@ -313,39 +315,46 @@ class IngestParts:
     options: IngestOptions  # validated
     query_id: str
     stop: threading.Event  # set to stop the query (the source stops reading ahead too)
-    source: ShardSource
+    source: ShardSource | PartitionSource
     sink: TableSink
     lease: Lease
     metrics_lease: Lease | None = None  # with metrics: the metrics table's refresher
 
 
 def build_ingest(spark: SparkSession, settings: Settings, options: IngestOptions) -> IngestQuery:
-    """Build an ingest query top-down: settings, session, Kinesis connection, then source, sink and lease.
+    """Build an ingest query top-down: settings, session, the stream's connection, then source, sink and lease.
 
     Everything the parts need is resolved here once and handed down (the Kinesis endpoint, the raw
     archive's table), so no part reaches back up for settings, sessions or tables of its own.
 
     Raises:
-        ConfigError: For an invalid option, or a stream or table that does not exist.
-        ServiceUnavailableError: If Kinesis does not answer.
+        ConfigError: For an invalid option, or a stream, topic or table that does not exist.
+        ServiceUnavailableError: If Kinesis (or Kafka) does not answer.
     """
     options = options.validated()
-    connection = kinesis_connection(settings)
     query_id = str(uuid.uuid4())
     stop = threading.Event()
     # An executor without icestream fails a read task: said in one line, with the ship mode to change.
     explain = partial(raise_if_executor_import_failed, settings=settings, master=spark.sparkContext.master)
-    source = ShardSource(
-        spark, settings.stream_name, connection, options, stop, partial(_inject_fault, options), explain
-    )
+    source: ShardSource | PartitionSource
+    if options.source == "kafka":
+        kafka = kafka_connection(settings)
+        source = PartitionSource(spark, kafka, options, stop, partial(_inject_fault, options), explain)
+        stream_name, stream_kind = stream_label(kafka.topic), f"Kafka topic {kafka.topic}"
+    else:
+        connection = kinesis_connection(settings)
+        source = ShardSource(
+            spark, settings.stream_name, connection, options, stop, partial(_inject_fault, options), explain
+        )
+        stream_name, stream_kind = settings.stream_name, f"Kinesis stream {settings.stream_name}"
     archive = create_archive_table(spark, settings) if options.archive else None  # optional: setup may predate it
     if options.changes is not None:  # a change stream's keyed table is declared by its options: made here
         create_namespace(spark, settings)
-        comment = f"Entities by key, kept current from the changes on Kinesis stream {settings.stream_name}"
+        comment = f"Entities by key, kept current from the changes on {stream_kind}"
         create_keyed_table(spark, settings.table_name, options.changes.keyed, comment, settings.changes_mode)
         create_rejects_table(spark, settings)
     tables = SinkTables(
-        settings.stream_name,
+        stream_name,
         settings.table_name,
         settings.rejects_table_name,
         archive,

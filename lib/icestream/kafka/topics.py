@@ -137,3 +137,59 @@ def _broker_count(connection: KafkaConnection) -> int:
         return len(_admin(connection).list_topics(timeout=TIMEOUT_SECONDS).brokers)
     except KafkaException as error:
         raise _unreachable(connection, error) from None
+
+
+def incarnation(connection: KafkaConnection, topic: str | None = None) -> str:
+    """The topic's id (a UUID Kafka gives each topic it creates) as a decimal number.
+
+    It tells one topic from another of the same name, deleted and made again, whose offsets start over:
+    the ingest records it with every commit, where it records a Kinesis stream's creation time.
+
+    Raises:
+        ConfigError: If the topic does not exist.
+        ServiceUnavailableError: If the cluster does not answer.
+    """
+    from confluent_kafka import KafkaError, KafkaException, TopicCollection
+
+    name = topic or connection.topic
+    admin = _admin(connection)
+    future = admin.describe_topics(TopicCollection([name]))[name]
+    try:
+        described = future.result(TIMEOUT_SECONDS)
+    except KafkaException as error:
+        if error.args and error.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+            partitions(connection, name)  # raises the one error of a missing topic
+        raise _unreachable(connection, error) from None
+    topic_id = described.topic_id
+    high, low = topic_id.get_most_significant_bits(), topic_id.get_least_significant_bits()
+    return str(((high & 0xFFFFFFFFFFFFFFFF) << 64) | (low & 0xFFFFFFFFFFFFFFFF))
+
+
+def offsets_at(connection: KafkaConnection, moment: float, ids: list[int], topic: str | None = None) -> dict[int, int]:
+    """Per partition, the first offset whose record's timestamp is at or after ``moment`` (epoch seconds).
+
+    A partition with no such record answers its next offset (what arrives later is after ``moment``).
+
+    Raises:
+        ServiceUnavailableError: If the cluster does not answer.
+    """
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    name = topic or connection.topic
+    consumer = Consumer(connection.client_config(**{"group.id": "icestream-offsets", "enable.auto.commit": False}))
+    try:
+        asked = [TopicPartition(name, partition, int(moment * 1000)) for partition in ids]
+        found = consumer.offsets_for_times(asked, timeout=TIMEOUT_SECONDS)
+        answer = {}
+        for part in found:
+            if part.error is not None:
+                raise _unreachable(connection, part.error)
+            offset = part.offset
+            if offset < 0:  # no record at or after the moment: the partition's end
+                offset = consumer.get_watermark_offsets(TopicPartition(name, part.partition), TIMEOUT_SECONDS)[1]
+            answer[part.partition] = offset
+        return answer
+    except KafkaException as error:
+        raise _unreachable(connection, error) from None
+    finally:
+        consumer.close()

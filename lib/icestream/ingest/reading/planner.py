@@ -61,7 +61,8 @@ if TYPE_CHECKING:
 # a free task slot goes to the pool with the fewest running tasks, so a batch's one-task writes
 # start as soon as a slot frees instead of queueing behind every task of the next batch's read.
 SCHEDULER_POOLS = {"batch": "icestream-ingest", "read_ahead": "icestream-read-ahead"}
-SHARD_ID = re.compile(r"shardId-\d{12}")
+# A Kinesis shard's id, or a Kafka topic partition's as the Kafka read names it (kafka_read.partition_id).
+SHARD_ID = re.compile(r"(shardId|partition)-\d{12}")
 
 
 @dataclass
@@ -139,9 +140,9 @@ class ReadBatch:
         range predicate makes it yield exactly the records the meta rows describe.
         """
         for stats in self.shards:
-            # Shard ids come from ListShards; they reach SQL text only in Kinesis's own format.
+            # Shard ids come from ListShards (or a topic's partitions); they reach SQL text only in one format.
             if not SHARD_ID.fullmatch(stats.shard_id):
-                raise IngestError(f"unexpected shard id {stats.shard_id!r} from ListShards")
+                raise IngestError(f"unexpected shard id {stats.shard_id!r}")
         ends = {stats.shard_id: stats.last_sequence for stats in self.shards if stats.last_sequence}
         return self.rows.where(f"kind = '{kind}' AND ({within_ends(ends)})")
 
@@ -149,6 +150,17 @@ class ReadBatch:
         """Free the kept rows (a read on the driver kept none: its rows go when its plan goes)."""
         if not self.on_driver:
             release_rows(self.rows)
+
+
+def with_committed(plan: shard_plan.ShardPlan, committed: TablePositions) -> shard_plan.ShardPlan:
+    """``plan`` with what each table committed of its shard: the records up to there are replayed, not written."""
+    return replace(
+        plan,
+        events_committed=pos.committed_mark(committed.events.get(plan.shard_id)),
+        rejects_committed=pos.committed_mark(committed.rejects.get(plan.shard_id)),
+        archive_committed=pos.last_sequence(committed.archive.get(plan.shard_id)),
+        inside=committed.inside.get(plan.shard_id, ()),
+    )
 
 
 class ShardSource:
@@ -254,11 +266,7 @@ class ShardSource:
         plans = shard_plan.plan_shards(listing, processed.events, processed.rejects, self.start_position)
         return [
             replace(
-                plan,
-                events_committed=pos.committed_mark(committed.events.get(plan.shard_id)),
-                rejects_committed=pos.committed_mark(committed.rejects.get(plan.shard_id)),
-                archive_committed=pos.last_sequence(committed.archive.get(plan.shard_id)),
-                inside=committed.inside.get(plan.shard_id, ()),
+                with_committed(plan, committed),
                 iterator=iterators[plan.shard_id][0]
                 if plan.shard_id in iterators and iterators[plan.shard_id][1] == plan.start
                 else None,

@@ -27,6 +27,7 @@ class ReadStats:
     replayed_rejects: int = 0
     deduplicated: int = 0  # a repeat of an event_id seen earlier in this task
     event_times_cut: int = 0  # new events whose event_ts lost digits below a microsecond (parse.cut_to_microseconds)
+    lost: int = 0  # Kafka: records retention deleted before they were read, skipped (fail_on_data_loss off)
     archived: int = 0  # raw rows yielded for the archive (records past its committed position)
     # [sequence, sub, event id] of the new events inside the aggregates some table's position ends in
     # (ShardPlan.inside): rows carry no sub-sequence number, so the driver tells by id which of them
@@ -95,4 +96,4 @@ class ReadStats:
             "throttled": self.throttled,
             "retried": self.retried,
             "iterator_renewals": self.iterator_renewals,
-        }
+        } | ({"lost": self.lost} if self.lost else {})

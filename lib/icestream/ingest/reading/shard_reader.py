@@ -42,7 +42,7 @@ from icestream.limits import DEFAULT_MAX_EVENT_BYTES, GET_CALLS_PER_SECOND, MAX_
 class ReadOptions:
     """How read tasks behave; shipped to executors, so it holds no client and no credentials."""
 
-    connection: KinesisConnection
+    connection: KinesisConnection | None  # None: the rows of records read by another client (kafka_read)
     stream_name: str
     max_records: int = MAX_RECORDS_PER_GET  # per shard per batch (a task's shards pool theirs: pooled_cap)
     pooled_cap: int | None = None  # pooled: one shard of a task takes at most this many (None: not pooled)
@@ -268,6 +268,8 @@ _CLIENTS: dict[tuple[KinesisConnection, float], Any] = {}
 def _worker_client(options: ReadOptions) -> Any:
     """One client per connection per Python worker: Spark reuses workers, and building a boto3
     client (loading its service model) costs more than a small batch's whole read."""
+    if options.connection is None:
+        raise ValueError("a shard read needs the Kinesis connection (ReadOptions.connection)")
     key = (options.connection, options.read_timeout)
     if key not in _CLIENTS:
         # Retries are ours, with pacing and backoff: botocore's own are off (its max_attempts counts

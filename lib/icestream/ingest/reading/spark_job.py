@@ -136,8 +136,8 @@ def within_ends(ends: Mapping[str, str]) -> str:
     """A SQL predicate on the kept rows: ``sequence_number`` at most its shard's end in ``ends``.
 
     Args:
-        ends: Shard id (``shardId-`` and 12 digits, checked by the caller) -> the last sequence
-            number its read reported.
+        ends: Shard id (``shardId-`` or ``partition-`` and 12 digits, checked by the caller) -> the
+            last sequence number (or Kafka offset) its read reported.
 
     Returns:
         ``false`` without ends; else one clause per shard, or, for many shards, the shard's end
@@ -156,7 +156,7 @@ def within_ends(ends: Mapping[str, str]) -> str:
         ]
         return " OR ".join(clauses)
     items = ", ".join(f"'{numbers[index]}'" if index in numbers else "NULL" for index in range(max(numbers) + 1))
-    last = f"try_element_at(array({items}), CAST(substring(shard_id, 9) AS INT) + 1)"
+    last = f"try_element_at(array({items}), CAST(substring_index(shard_id, '-', -1) AS INT) + 1)"
     return sequence_at_most("sequence_number", last)
 
 
