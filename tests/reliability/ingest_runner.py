@@ -62,6 +62,7 @@ def sigkill_trial(
     env = {
         **os.environ,
         "ICESTREAM_STREAM_NAME": settings.stream_name,
+        "ICESTREAM_KAFKA_TOPIC": settings.kafka_topic,
         "ICESTREAM_TABLE": settings.table,
         "RELIABILITY_PHASE_LOG": str(phase_log),
         "RELIABILITY_KILL_BATCH": str(batch),
@@ -111,6 +112,7 @@ def main() -> int:
         available_now=os.environ.get("RELIABILITY_AVAILABLE_NOW") == "1",
         duration_seconds=float(os.environ.get("RELIABILITY_DURATION", "180")),  # bounded even if never killed
         fault_hook=hook,
+        source=os.environ.get("RELIABILITY_SOURCE", "kinesis"),
     )
     log.write(f"{time.time():.3f} started -1\n")
     stop_file = os.environ.get("RELIABILITY_STOP_FILE")

@@ -19,9 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from icestream.config import Settings
+from icestream.ingest.reading.kafka_read import partition_id
 from icestream.kinesis.clients import kinesis_client
 from icestream.synthetic.malformed import MALFORMED_KINDS, malformed_payload
 from tests.helpers.ingest import drain, refresh_tables
+from tests.helpers.topics import send as send_to_topic
 
 
 def event_document(event_id: str, user: str, counter: int) -> dict[str, Any]:
@@ -47,17 +49,18 @@ class Workload:
     """Sends good events, malformed records (every kind in turn) and producer-style resends.
 
     Args:
-        settings: Names the stream (the emulator's, not a fault proxy's).
+        settings: Names the stream (the emulator's, not a fault proxy's), or the Kafka topic.
         keys: Distinct partition keys.
         bad_every: One malformed record after every this many good events (0: none).
         duplicate_every: Resend every this many-th good event (0: none).
         shape: Changes each good event's document before it is sent (its number, the document); it
             must keep ``event_id`` and ``user_id``.
+        to: ``kinesis`` (PutRecords to the stream) or ``kafka`` (confluent-kafka's producer to the topic).
     """
 
     def __init__(
         self, settings: Settings, keys: int = 16, bad_every: int = 9, duplicate_every: int = 7,
-        shape: Callable[[int, dict[str, Any]], dict[str, Any]] | None = None,
+        shape: Callable[[int, dict[str, Any]], dict[str, Any]] | None = None, to: str = "kinesis",
     ) -> None:  # fmt: skip
         self.settings = settings
         self.shape = shape
@@ -65,7 +68,8 @@ class Workload:
         # already placed would land twice under sequence numbers the ledger never saw. A failed
         # call ends the workload with its cause (stop() raises it) instead of a wrong verdict.
         # botocore's max_attempts counts the retries after the first call: 0 turns them off.
-        self.client = kinesis_client(settings, max_attempts=0, read_timeout=120.0)
+        self.to = to
+        self.client = kinesis_client(settings, max_attempts=0, read_timeout=120.0) if to == "kinesis" else None
         self.keys = keys
         self.bad_every = bad_every
         self.duplicate_every = duplicate_every
@@ -73,7 +77,7 @@ class Workload:
         self.counters: Counter[str] = Counter()
         self._numbers = itertools.count()
         self._kinds = itertools.cycle(MALFORMED_KINDS)
-        self._prefix = settings.stream_name
+        self._prefix = settings.stream_name if to == "kinesis" else settings.kafka_topic
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -104,20 +108,27 @@ class Workload:
             records = self._records(count)
             for start in range(0, len(records), 500):
                 chunk = records[start : start + 500]
-                answer = self.client.put_records(
-                    StreamName=self.settings.stream_name,
-                    Records=[{"Data": data, "PartitionKey": key} for data, key, _ in chunk],
-                )
-                # The emulator never fails a record; a retry here could reorder a key's events.
-                assert answer["FailedRecordCount"] == 0, answer
-                for (_data, key, event_id), placed in zip(chunk, answer["Records"], strict=True):
+                for (_data, key, event_id), placed in zip(chunk, self._put(chunk), strict=True):
                     self.ledger.records_sent += 1
                     if event_id is None:
-                        self.ledger.malformed.add((placed["ShardId"], placed["SequenceNumber"]))
+                        self.ledger.malformed.add(placed)
                     elif event_id in self.ledger.good:
                         self.ledger.duplicates_sent += 1
                     else:
                         self.ledger.good[event_id] = key
+
+    def _put(self, chunk: list[tuple[bytes, str, str | None]]) -> list[tuple[str, str]]:
+        """Send records in order; each one's (shard or partition id, sequence number or offset)."""
+        if self.to == "kafka":
+            placed = send_to_topic(self.settings, [(data, key) for data, key, _ in chunk])
+            return [(partition_id(partition), str(offset)) for partition, offset in placed]
+        answer = self.client.put_records(
+            StreamName=self.settings.stream_name,
+            Records=[{"Data": data, "PartitionKey": key} for data, key, _ in chunk],
+        )
+        # The emulator never fails a record; a retry here could reorder a key's events.
+        assert answer["FailedRecordCount"] == 0, answer
+        return [(placed["ShardId"], placed["SequenceNumber"]) for placed in answer["Records"]]
 
     def start(self, per_call: int = 20, interval: float = 0.25, max_seconds: float = 900.0) -> Workload:
         """Send ``per_call`` events every ``interval`` seconds in a thread, until stopped (bounded)."""
@@ -193,16 +204,16 @@ def verify(spark: Any, settings: Settings, ledger: Ledger) -> Verdict:
 
 
 def drain_and_verify(
-    spark: Any, settings: Settings, ledger: Ledger, progress_file: Path, timeout: float = 600
+    spark: Any, settings: Settings, ledger: Ledger, progress_file: Path, timeout: float = 600, **options: Any
 ) -> Verdict:
     """Ingest what is left in the stream with one ``available_now`` query, then compare the tables with ``ledger``.
 
     The tables are refreshed first: the campaigns commit from other processes (a killed ingest, a
     second writer), and the drain must start from the positions they committed, not from what this
-    session saw last.
+    session saw last. ``options`` go to the drain (``source="kafka"``).
     """
     refresh_tables(spark, settings)
-    drain(spark, settings, timeout=timeout, progress_file=progress_file)
+    drain(spark, settings, timeout=timeout, progress_file=progress_file, **options)
     return verify(spark, settings, ledger)
 
 

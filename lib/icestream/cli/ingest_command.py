@@ -89,6 +89,8 @@ def ingest_options_from(args: argparse.Namespace) -> dict[str, Any]:
     from icestream.ingest.transform import load_transform
 
     options: dict[str, Any] = {
+        "source": args.source,
+        "fail_on_data_loss": not args.no_fail_on_data_loss,
         "trigger_seconds": parse_trigger(args.trigger),
         "available_now": args.available_now,
         "max_batches": args.max_batches,
@@ -167,6 +169,17 @@ def add_ingest_options(ingest: argparse.ArgumentParser) -> None:
         "--trigger",
         default="5s",
         help="processing-time trigger, 200ms to 1m (default 5s); --available-now runs its batches back to back",
+    )
+    ingest.add_argument(
+        "--source",
+        choices=("kinesis", "kafka"),
+        default="kinesis",
+        help="kinesis: the stream the settings name; kafka: their kafka_topic, read by Spark's Kafka source",
+    )
+    ingest.add_argument(
+        "--no-fail-on-data-loss",
+        action="store_true",
+        help="kafka: skip records retention deleted before they were read (counted as lost) instead of stopping",
     )
     ingest.add_argument("--available-now", action="store_true", help="read what the stream holds now, commit, stop")
     ingest.add_argument("--duration", type=float, help="stop after this many seconds")
