@@ -154,7 +154,7 @@ def kafka_broker(settings: Settings) -> Iterator[str]:
 
 @pytest.fixture
 def kafka_fresh(spark, kafka_broker: str) -> Callable[..., Settings]:
-    """Make a test-private topic and tables: ``kafka_fresh(partitions=2, prefix="kafka", **settings)``.
+    """Make a test-private topic and tables: ``kafka_fresh(partitions=2, prefix="kafka", tables=True, **settings)``.
 
     The topic is ``<prefix>-<random>`` and the tables ``<prefix>_<random>`` (plus ``_rejects``), like
     :func:`fresh` makes a stream; other keyword arguments override settings.
@@ -163,11 +163,12 @@ def kafka_fresh(spark, kafka_broker: str) -> Callable[..., Settings]:
     from icestream.kafka.topics import ensure_topic
     from icestream.lake.table import setup_tables
 
-    def make(partitions: int = 2, prefix: str = "kafka", **overrides: object) -> Settings:
+    def make(partitions: int = 2, prefix: str = "kafka", tables: bool = True, **overrides: object) -> Settings:
         suffix = uuid.uuid4().hex[:8]
         made = load_settings(kafka_topic=f"{prefix}-{suffix}", table=f"{prefix}_{suffix}", **overrides)
         ensure_topic(kafka_connection(made), partitions)
-        setup_tables(spark, made)
+        if tables:  # a change stream's keyed table is made by its ingest instead
+            setup_tables(spark, made)
         return made
 
     return make

@@ -86,3 +86,80 @@ def test_the_command_ingests_a_topic(spark, kafka_fresh, monkeypatch, capsys) ->
     assert cli.main(["ingest", "--source", "kafka", "--available-now", "--quiet"]) == 0
     assert "written 25, rejected 0" in capsys.readouterr().out
     assert sum(table_state(spark, settings)[0].values()) == 25
+
+
+def test_routing_and_a_new_field_work_on_kafka_as_on_kinesis(spark, kafka_fresh) -> None:
+    import json
+
+    settings = kafka_fresh(partitions=2)
+    sent, ids = [], {"click": set(), "order": set(), "view": set()}
+    for number in range(40):
+        user, kind = f"u{number % 5}", ("click", "order", "click", "view")[number % 4]
+        event = json.loads(event_payload(number, user)) | {"event_type": kind, "coupon": f"c{number}"}
+        sent.append((json.dumps(event).encode(), user))
+        ids[kind].add(f"ev-{number}")
+    send(settings, sent)
+    routing = {"route": "event_type", "route_tables": "order=orders,click=clicks", "route_unknown": "reject"}
+    drain(spark, settings, source="kafka", routing=routing, schema_evolution="add-columns")
+    for kind, suffix in (("click", "clicks"), ("order", "orders")):
+        table = settings.companion_table_name(suffix)
+        rows = spark.table(table).select("event_id", "coupon").collect()
+        assert {row.event_id for row in rows} == ids[kind]
+        assert all(row.coupon == f"c{row.event_id.split('-')[1]}" for row in rows)
+    reasons = Counter(row.reason for row in spark.table(settings.rejects_table_name).select("reason").collect())
+    assert reasons == Counter({"unknown_route": len(ids["view"])})
+
+
+def test_a_change_stream_on_kafka_ends_equal_to_its_truth_read_by_duckdb(spark, kafka_fresh) -> None:
+    from icestream.ingest.changes import ChangeSpec
+    from icestream.lake.table import LakeTable
+    from icestream.synthetic.entities import ORDER_COLUMNS, ORDER_KEY, ORDER_ORDER, order_changes
+    from tests.helpers.changes import duckdb_rows, expected_rows, rejected_reasons
+
+    settings = kafka_fresh(partitions=2, prefix="kcdc", tables=False)
+    stream = order_changes(orders=20, changes=200, seed=5, shape="flat")
+    spec = ChangeSpec.parse(ORDER_COLUMNS, ORDER_KEY, ORDER_ORDER, "flat")
+    half = len(stream.records) // 2
+    for part in (stream.records[:half], stream.records[half:]):
+        send(settings, part)
+        drain(spark, settings, source="kafka", changes=spec, dedupe=False)
+    spark.catalog.refreshTable(settings.table_name)
+    assert duckdb_rows(LakeTable(spark, settings.table_name)) == expected_rows(stream)
+    assert sum(rejected_reasons(spark, settings).values()) == stream.sent["malformed"]
+
+
+def test_the_aggregate_follows_a_kafka_fed_table(spark, kafka_fresh) -> None:
+    settings = kafka_fresh(partitions=2)
+    send(settings, [(event_payload(number, f"u{number % 4}"), f"u{number % 4}") for number in range(30)])
+    drain(spark, settings, source="kafka", metrics=True)
+    total = spark.sql(f"SELECT sum(events) AS n FROM {settings.metrics_table_name}").collect()[0].n
+    assert total == 30
+
+
+def test_a_topic_deleted_and_made_again_is_read_from_its_start(spark, kafka_fresh) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    from icestream.kafka.connection import kafka_connection
+    from icestream.kafka.topics import ensure_topic, partitions
+    from tests.helpers.waiting import wait_until
+
+    settings = kafka_fresh(partitions=1)
+    connection = kafka_connection(settings)
+    send(settings, [(event_payload(number, "u1"), "u1") for number in range(8)])
+    drain(spark, settings, source="kafka")
+    admin = AdminClient(connection.client_config())
+    for future in admin.delete_topics([settings.kafka_topic]).values():
+        future.result(30)
+
+    def made_again() -> bool:
+        try:
+            ensure_topic(connection, 1)
+            return partitions(connection) == [0]
+        except Exception:  # noqa: BLE001 - the broker finishes the deletion first
+            return False
+
+    wait_until(made_again, 60, interval=0.5, message="the topic made again")
+    send(settings, [(event_payload(number, "u1"), "u1") for number in range(100, 103)])  # offsets 0-2 again
+    drain(spark, settings, source="kafka")
+    found = table_state(spark, settings)[0]
+    assert found == Counter([*(f"ev-{number}" for number in range(8)), "ev-100", "ev-101", "ev-102"])
