@@ -28,6 +28,9 @@ class Package:
     coordinate: str  # group:artifact:version
     purpose: str
     when: str = "always"
+    # group:artifact of what it pulls in but must not (Maven Central lacks that version): resolved
+    # without it, and handed to Spark's own resolution as spark.jars.excludes (--exclude-packages).
+    exclude: tuple[str, ...] = ()
 
     @property
     def group(self) -> str:
@@ -78,7 +81,7 @@ class Tool:
         return self.packages[0].version
 
 
-def _package(entry: dict[str, str], where: str) -> Package:
+def _package(entry: dict[str, Any], where: str) -> Package:
     coordinate = entry.get("coordinate", "")
     if len(coordinate.split(":")) != 3 or not all(coordinate.split(":")):
         raise ConfigError(f"{STACK_FILE.name}: {where} names {coordinate!r}, not group:artifact:version.")
@@ -87,7 +90,11 @@ def _package(entry: dict[str, str], where: str) -> Package:
         raise ConfigError(
             f"{STACK_FILE.name}: {coordinate} has when={when!r}; choose one of {', '.join(PACKAGE_WHEN)}."
         )
-    return Package(coordinate, entry.get("for", ""), when)
+    exclude = tuple(entry.get("exclude", ()))
+    for name in exclude:
+        if len(name.split(":")) != 2 or not all(name.split(":")):
+            raise ConfigError(f"{STACK_FILE.name}: {coordinate} excludes {name!r}, not group:artifact.")
+    return Package(coordinate, entry.get("for", ""), when, exclude)
 
 
 @functools.cache

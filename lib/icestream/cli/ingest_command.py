@@ -43,15 +43,19 @@ def cmd_ship(args: argparse.Namespace) -> int:
 
 def packages_lines(settings: Settings) -> list[str]:
     """The JVM packages of the installed Spark line as a ``--packages`` line and as ``spark.jars.packages``."""
-    from icestream.runtime.jars import maven_packages
+    from icestream.runtime.jars import maven_excludes, maven_packages
     from icestream.stack import spark_line
 
     packages = ",".join(maven_packages(settings))
-    return [
+    excludes = ",".join(maven_excludes(settings))
+    lines = [
         f"# Spark {spark_line().name}, catalog {settings.catalog_type}: the JVM packages of lib/icestream/stack.toml",
         f"--packages {packages}",
         f"--conf spark.jars.packages={packages}",
     ]
+    if excludes:  # what the packages pull in that Maven Central does not serve (stack.toml says why)
+        lines += [f"--exclude-packages {excludes}", f"--conf spark.jars.excludes={excludes}"]
+    return lines
 
 
 def _progress_line(progress: dict[str, Any]) -> str:

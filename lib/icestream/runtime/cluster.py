@@ -22,6 +22,7 @@ LIST_SEPARATORS = {
     "spark.sql.extensions": ",",
     "spark.jars": ",",
     "spark.jars.packages": ",",
+    "spark.jars.excludes": ",",
     "spark.files": ",",
     "spark.archives": ",",
     "spark.submit.pyFiles": ",",

@@ -84,6 +84,7 @@ class JarPlan:
     source: str
     jars: tuple[Path, ...] = ()
     packages: tuple[str, ...] = ()
+    excludes: tuple[str, ...] = ()  # group:artifact Spark's resolution of ``packages`` leaves out
     notes: tuple[str, ...] = field(default=())
     library_path: tuple[str, ...] = ()  # folders for -Djava.library.path (the SQLite driver's natives)
 
@@ -94,6 +95,8 @@ class JarPlan:
             conf["spark.jars"] = ",".join(str(path) for path in self.jars)
         if self.packages:
             conf["spark.jars.packages"] = ",".join(self.packages)
+        if self.excludes:
+            conf["spark.jars.excludes"] = ",".join(self.excludes)
         return conf
 
 
@@ -101,6 +104,12 @@ def maven_packages(settings: Settings) -> tuple[str, ...]:
     """The coordinates a session with these settings loads, for ``spark.jars.packages`` / ``--packages``."""
     wanted = ("always", settings.catalog_type)
     return tuple(package.coordinate for package in line_packages(settings) if package.when in wanted)
+
+
+def maven_excludes(settings: Settings) -> tuple[str, ...]:
+    """What those packages pull in and must not, for ``spark.jars.excludes`` / ``--exclude-packages``."""
+    wanted = ("always", settings.catalog_type)
+    return tuple(name for package in line_packages(settings) if package.when in wanted for name in package.exclude)
 
 
 def missing_classes(*paths: Path) -> list[str]:
@@ -260,7 +269,7 @@ def iceberg_plan(settings: Settings, copy: bool = True) -> JarPlan:
         check_jars(jars)
         return JarPlan("configured path", jars=jars)
     if settings.jar_source == "maven":
-        return JarPlan("maven", packages=maven_packages(settings))
+        return JarPlan("maven", packages=maven_packages(settings), excludes=maven_excludes(settings))
     if settings.jar_source == "provided":
         # EMR and Glue (--datalake-formats iceberg) put their own Iceberg on the classpath; the
         # session checks at start-up that its classes load (spark._verify_classes).

@@ -61,7 +61,8 @@ def tool_folder(cache: Path, tool: Tool) -> Path:
 
 def manifest_key(packages: tuple[Package, ...], spark_jars: tuple[str, ...]) -> str:
     """What a manifest is valid for: the packages asked for, Spark's own jars, and the rules' format."""
-    facts = [str(MANIFEST_FORMAT), *sorted(package.coordinate for package in packages), *sorted(spark_jars)]
+    asked = sorted(package.coordinate + "".join(f" -{name}" for name in package.exclude) for package in packages)
+    facts = [str(MANIFEST_FORMAT), *asked, *sorted(spark_jars)]
     return hashlib.sha256("\n".join(facts).encode()).hexdigest()[:20]
 
 
@@ -120,9 +121,21 @@ def pom(package: Package) -> str:
         "  <dependencies><dependency>\n"
         f"    <groupId>{escape(package.group)}</groupId><artifactId>{escape(package.artifact)}</artifactId>"
         f"<version>{escape(package.version)}</version>\n"
+        f"{_exclusions(package)}"
         "  </dependency></dependencies>\n"
         "</project>\n"
     )
+
+
+def _exclusions(package: Package) -> str:
+    if not package.exclude:
+        return ""
+    entries = "".join(
+        f"      <exclusion><groupId>{escape(name.split(':')[0])}</groupId>"
+        f"<artifactId>{escape(name.split(':')[1])}</artifactId></exclusion>\n"
+        for name in package.exclude
+    )
+    return f"    <exclusions>\n{entries}    </exclusions>\n"
 
 
 def refused_message(package: Package, output: str) -> str:

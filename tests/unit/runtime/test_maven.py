@@ -225,3 +225,27 @@ def test_a_tool_resolves_into_its_own_folder_with_nothing_left_out_for_spark(
     assert manifest["tool"] == "kafka"
     monkeypatch.setenv("PATH", "/nonexistent")  # later starts are offline
     assert maven.resolve_tool(kafka, tmp_path / "cache") == jars
+
+
+def test_a_package_resolves_without_what_it_excludes_and_its_manifest_knows_it() -> None:
+    import xml.etree.ElementTree as ET
+
+    excluding = Package("org.example:connector:1.0", "x", exclude=("org.example:helper", "org.other:extra"))
+    namespace = {"m": "http://maven.apache.org/POM/4.0.0"}
+    document = ET.fromstring(maven.pom(excluding))
+    found = [
+        (entry.findtext("m:groupId", namespaces=namespace), entry.findtext("m:artifactId", namespaces=namespace))
+        for entry in document.iterfind(".//m:exclusion", namespace)
+    ]
+    assert found == [("org.example", "helper"), ("org.other", "extra")]
+    assert "exclusion" not in maven.pom(Package("org.example:connector:1.0", "x"))
+    plain = maven.manifest_key((Package("org.example:connector:1.0", "x"),), ())
+    assert maven.manifest_key((excluding,), ()) != plain  # a changed exclusion resolves again
+
+
+def test_the_stack_refuses_an_exclusion_that_is_no_group_and_artifact(monkeypatch) -> None:
+    from icestream import stack
+    from icestream.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="excludes 'helper', not group:artifact"):
+        stack._package({"coordinate": "org.example:connector:1.0", "exclude": ["helper"]}, "line x")
