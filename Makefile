@@ -106,7 +106,7 @@ emulator: setup  ## start the local Kinesis emulator (idempotent)
 kafka: setup  ## start the local Kafka broker, one KRaft node on 127.0.0.1 (idempotent)
 	@echo ">> kafka broker: $$($(BIN)/icestream kafka start)"
 
-run: emulator  ## set up, then run every notebook headless into output/
+run: emulator kafka  ## set up, then run every notebook headless into output/
 	@# --quick: no throw-away Spark session; notebook 00's session checks the Iceberg classes itself.
 	@$(BIN)/icestream doctor --quick
 	@$(BIN)/icestream run

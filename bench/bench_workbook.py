@@ -1,7 +1,7 @@
 """The workbook end to end: ``make run``'s notebooks after set-up, per notebook, and what each asks of a reader.
 
 Set-up (the venv, Java, the jars) is done already, as after a first ``make run``; every run starts
-its own emulator in a fresh private environment (warehouse, run and output folders under
+its own emulator and Kafka broker in a fresh private environment (warehouse, run and output folders under
 ``bench/results/tmp/workbook/``) and runs every notebook headless with papermill through
 ``icestream.workbook.runner.run_notebooks``, exactly as ``icestream run`` does (one kernel and
 Spark driver for the run, reset between notebooks), with the notebooks' default parameters.
@@ -76,7 +76,7 @@ def run_once(
     what 02 saved of its batches (the backlog apart from the live ones)."""
     from icestream.workbook.runner import notebook_paths, run_notebooks
 
-    with bench_session("workbook", spark=False, write_limits=True) as (settings, _spark):  # as make run's
+    with bench_session("workbook", spark=False, write_limits=True, kafka=True) as (settings, _spark):  # as make run's
         output = settings.path("output_dir") / "notebooks"
         done = run_notebooks(notebook_paths(notebooks), output, progress=False, kernel_per_notebook=kernel_per_notebook)
         saved = settings.path("run_dir") / "02_ingest_summary.json"

@@ -129,9 +129,10 @@ def command_line() -> str:
 
 @contextlib.contextmanager
 def bench_session(
-    name: str, shards: int = 4, spark: bool = True, write_limits: bool = False
+    name: str, shards: int = 4, spark: bool = True, write_limits: bool = False, kafka: bool = False
 ) -> Iterator[tuple[Any, Any]]:
-    """A private environment, its own emulator and the process's SparkSession; all stopped afterwards.
+    """A private environment, its own emulator (and with ``kafka`` its own Kafka broker) and the process's
+    SparkSession; all stopped afterwards.
 
     Without Kinesis's per-shard write limits unless ``write_limits``: the benchmarks fill streams as fast
     as the emulator takes records and measure icestream, not the 1,000 records/s a shard accepts.
@@ -148,6 +149,11 @@ def bench_session(
     emulator = Emulator(settings.path("run_dir"))
     os.environ["ICESTREAM_EMULATOR_WRITE_LIMITS"] = "true" if write_limits else "false"  # what notebooks read
     emulator.start(write_limits=write_limits)
+    from icestream.kafka.broker import Broker
+
+    broker = Broker.from_settings(settings) if kafka else None
+    if broker is not None:
+        broker.start()
     try:
         session = None
         if spark:
@@ -158,6 +164,8 @@ def bench_session(
     finally:
         stop_background_producer(settings)
         emulator.stop()
+        if broker is not None:
+            broker.stop()
 
 
 def line_records(count: int, seed: int = 7) -> list[Any]:

@@ -26,6 +26,7 @@ _FACE = Face(
     __name__,
     {
         "get_spark": "icestream.runtime.spark",
+        "kafka_connection": "icestream.kafka.connection",
         "load_committed": "icestream.ingest.positions",
         "load_settings": "icestream.config",
         "start_ingest": "icestream.ingest.query",

@@ -61,12 +61,15 @@ ROUTED_DEMO_SUFFIX = "routing"  # notebook 05's routed demo: its events table, r
 ROUTED_DEMO_ORDERS_SUFFIX = "orders"  # the routed demo's route sends orders to <table>_routing_orders
 CHANGE_DEMO_SUFFIX = "change_demo"  # notebook 06's keyed table, with its rejects
 METRICS_DEMO_SUFFIX = "metrics_demo"  # notebook 07's events table, with its metrics and rejects
-DEMO_SUFFIXES = (CRASH_DEMO_SUFFIX, ROUTED_DEMO_SUFFIX, CHANGE_DEMO_SUFFIX, METRICS_DEMO_SUFFIX)
+KAFKA_DEMO_SUFFIX = "kafka_demo"  # notebook 11's ingest table (with its rejects) and its two lesson tables
+KAFKA_LESSON_TABLES = ("reference", "offsets")  # <table>_kafka_demo_<name>: the reference job's, the exactly-once one
+DEMO_SUFFIXES = (CRASH_DEMO_SUFFIX, ROUTED_DEMO_SUFFIX, CHANGE_DEMO_SUFFIX, METRICS_DEMO_SUFFIX, KAFKA_DEMO_SUFFIX)
 # Every table a demo makes: its own, its companions, and the routed demo's routed table.
 DEMO_TABLE_SUFFIXES = (
     *DEMO_SUFFIXES,
     *(f"{demo}_{suffix}" for demo in DEMO_SUFFIXES for suffix in (REJECTS_SUFFIX, ARCHIVE_SUFFIX, METRICS_SUFFIX)),
     f"{ROUTED_DEMO_SUFFIX}_{ROUTED_DEMO_ORDERS_SUFFIX}",
+    *(f"{KAFKA_DEMO_SUFFIX}_{name}" for name in KAFKA_LESSON_TABLES),
 )
 
 ICEBERG_VERSION = pinned_iceberg()  # the installed Spark line's (icestream/stack.toml)

@@ -11,5 +11,5 @@ FIRST_PASS = (
     ("00", {}), ("01", {"live_seconds": 10.0}), ("02", {"live_seconds": 10.0}), ("03", {}), ("04", {}),
     ("05", {"routed_records": 1000}),  # its routed demo on a third of the history (the stream's own cost)
     ("06", SMALL_06), ("07", SMALL_07),
-    ("08", {}), ("09", {}), ("10", {}),
+    ("08", {}), ("09", {}), ("10", {}), ("11", {}),
 )  # fmt: skip

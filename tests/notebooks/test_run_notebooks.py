@@ -42,7 +42,7 @@ def no_producer_left(settings: Settings):
 
 @pytest.mark.slow
 def test_every_notebook_then_a_second_run_on_the_same_lake(
-    spark, emulator: str, settings: Settings, test_home: Path
+    spark, emulator: str, kafka_broker: str, settings: Settings, test_home: Path
 ) -> None:
     """Every notebook once through the runner (papermill, one kernel, as ``make run``, 01's live part shorter) in the
     test environment (same emulator, same warehouse), then 00 → 01 → the scheduled ingest twice → 08 a second time on

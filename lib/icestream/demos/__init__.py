@@ -15,6 +15,8 @@ with its ground truth; none of it is part of a scheduled job, which imports noth
   point where it breaks (notebook 01).
 - :mod:`~icestream.demos.crash`: the ingest as its own process, SIGKILLed inside a batch and
   restarted: nothing lost, nothing twice (notebook 02).
+- :mod:`~icestream.demos.kafka_lesson`: a topic and tables of the Kafka lesson's own, and the events it
+  sends (notebook 11).
 - :mod:`~icestream.demos.run_scope`: which production runs a table holds, and which are this run's
   (notebook 03).
 - :mod:`~icestream.demos.routed_demo`: two record kinds and a new field, routed and evolved (notebook 05).
@@ -45,6 +47,8 @@ _FACE = Face(
         "background_producer_status": "icestream.producer.background",
         "change_stream_demo": "icestream.demos.change_demo",
         "crash_demo": "icestream.demos.crash",
+        "kafka_demo": "icestream.demos.kafka_lesson",
+        "kafka_lesson_table": "icestream.demos.kafka_lesson",
         "copy_hour_for_sorting": "icestream.demos.health_demo",
         "create_layout_demo": "icestream.demos.layout_demo",
         "decode_events": "icestream.synthetic.wire",

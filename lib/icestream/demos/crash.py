@@ -53,6 +53,7 @@ class CrashDemo:
     settings: Settings  # the demo's stream, tables, run folder and endpoint: what its ingests run with
     sent: pd.DataFrame  # one row per record Kinesis accepted: kind, event_id (None for a malformed one)
     environment: dict[str, str]  # the ingest process's environment: the demo's settings as ICESTREAM_*
+    source: str | None = None  # the source its tables record (a Kafka topic's kafka:<topic>); None: the stream
 
     def command(self, *options: str) -> list[str]:
         """``icestream ingest <options>`` as this Python runs it (the venv's ``icestream`` script does the same)."""
@@ -71,7 +72,7 @@ class CrashDemo:
             table.apply(Statement(f"REFRESH TABLE {table.name}"))
             snapshots = table.inspect.snapshots()
             batch, total = snapshots.iloc[-1][["batch_id", "total_records"]] if len(snapshots) else (None, 0)
-            committed = load_committed(spark, name, self.settings.stream_name)
+            committed = load_committed(spark, name, self.source or self.settings.stream_name)
             rows += [
                 {
                     "table": name.rsplit(".", 1)[-1],
@@ -153,18 +154,19 @@ def crash_demo(spark: SparkSession, settings: Settings, records: int = 1200, see
             "event_id": [record.event_id if record.kind in VALID_KINDS else None for record in generated],
         }
     )
-    return CrashDemo(_ingest_settings(demo, folder), sent, _environment(demo, folder))
+    return CrashDemo(ingest_settings(demo, folder), sent, ingest_environment(demo, folder))
 
 
-def _ingest_settings(demo: Settings, folder: Path) -> Settings:
+def ingest_settings(demo: Settings, folder: Path) -> Settings:
     """The demo's settings with its run folder ``folder`` and the endpoint resolved (for ``start_ingest``)."""
     # The endpoint is found through the workbook's run_dir (the emulator's file), so it is resolved
     # before the demo's run folder takes that place.
     return replace(demo, run_dir=str(folder), kinesis_endpoint=resolve_endpoint(demo))
 
 
-def _environment(demo: Settings, folder: Path) -> dict[str, str]:
-    """The demo's settings as ``ICESTREAM_*`` variables, run files in ``folder``, the endpoint resolved."""
+def ingest_environment(demo: Settings, folder: Path, kinesis: bool = True) -> dict[str, str]:
+    """The demo's settings as ``ICESTREAM_*`` variables, run files in ``folder``, the endpoint resolved
+    (``kinesis`` False: a demo on Kafka, whose settings name the broker's address already)."""
     import os
 
     def text(value: Any) -> str:
@@ -177,7 +179,8 @@ def _environment(demo: Settings, folder: Path) -> dict[str, str]:
     values = {f"ICESTREAM_{item.name.upper()}": text(getattr(demo, item.name)) for item in fields(demo)}
     values.pop("ICESTREAM_SOURCES", None)
     values["ICESTREAM_RUN_DIR"] = str(folder)
-    values["ICESTREAM_KINESIS_ENDPOINT"] = text(resolve_endpoint(demo))  # found through the workbook's run_dir
+    if kinesis:
+        values["ICESTREAM_KINESIS_ENDPOINT"] = text(resolve_endpoint(demo))  # found through the workbook's run_dir
     # A SIGKILLed Spark leaves its temporary folder behind: keep it where the next run removes it.
     values["SPARK_LOCAL_DIRS"] = str(folder / "spark-local")
     return {**os.environ, **values}

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from icestream.config import load_settings
-from icestream.demos.crash import _environment, _ingest_settings, crash_demo_settings, processes_in_group
+from icestream.demos.crash import crash_demo_settings, ingest_environment, ingest_settings, processes_in_group
 
 
 def test_the_demo_has_a_stream_and_tables_of_its_own() -> None:
@@ -25,7 +25,7 @@ def test_the_ingest_process_loads_the_demo_settings_from_its_environment(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     demo = crash_demo_settings(load_settings(profile="local", kinesis_endpoint="http://127.0.0.1:4567"))
-    environment = _environment(demo, tmp_path)
+    environment = ingest_environment(demo, tmp_path)
     for name, value in environment.items():
         if name.startswith("ICESTREAM_"):
             monkeypatch.setenv(name, value)
@@ -37,7 +37,7 @@ def test_the_ingest_process_loads_the_demo_settings_from_its_environment(
 
 def test_the_restart_in_the_notebook_session_runs_in_the_demo_folder(tmp_path: Path) -> None:
     demo = crash_demo_settings(load_settings(profile="local", kinesis_endpoint="http://127.0.0.1:4567"))
-    restart = _ingest_settings(demo, tmp_path)
+    restart = ingest_settings(demo, tmp_path)
     assert (restart.stream_name, restart.table_name) == (demo.stream_name, demo.table_name)
     assert restart.path("run_dir") == tmp_path, "its progress file stays out of the workbook's run folder"
     assert restart.kinesis_endpoint == "http://127.0.0.1:4567"
