@@ -113,3 +113,7 @@ def test_ship_packages_prints_the_lines_coordinates_for_spark_to_resolve(
     assert any(coordinate.startswith("org.apache.spark:spark-sql-kafka-0-10_") for coordinate in packages)
     assert any("iceberg-aws-bundle" in coordinate for coordinate in packages) is with_aws
     assert f"--conf spark.jars.packages={','.join(packages)}" in lines
+    excluded = [name for package in line.loaded(catalog) for name in package.exclude]
+    if excluded:  # what Maven Central lacks of the packages' own needs: left out of Spark's resolution too
+        assert f"--exclude-packages {','.join(excluded)}" in lines
+        assert f"--conf spark.jars.excludes={','.join(excluded)}" in lines
