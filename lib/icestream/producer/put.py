@@ -19,14 +19,13 @@ from __future__ import annotations
 import queue
 import random
 import threading
-import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from icestream.config import Settings
-from icestream.errors import ConfigError, ServiceUnavailableError
+from icestream.errors import ServiceUnavailableError
 from icestream.limits import (
     MAX_BYTES_PER_PUT,
     MAX_PARTITION_KEY_CHARS,
@@ -34,7 +33,7 @@ from icestream.limits import (
     MAX_RECORDS_PER_PUT,
     THROTTLED,
 )
-from icestream.producer.progress import progress_bar
+from icestream.producer.send_loop import SendLoop
 from icestream.producer.summary import FailedRecord, ProduceSummary
 from icestream.synthetic.wire import Record
 
@@ -173,7 +172,7 @@ def batches(
         yield builder.take()
 
 
-class Producer:
+class Producer(SendLoop):
     """A PutRecords sender for one stream.
 
     Args:
@@ -192,19 +191,14 @@ class Producer:
         seed: int | None = None,
         sleep: Callable[[float], None] | None = None,
     ) -> None:
+        super().__init__(stream_name, sleep)
         self.client = client
         self.stream_name = stream_name
         self.retry = retry or RetryPolicy()
         self._rng = random.Random(seed)  # noqa: S311 - jitter, not security
-        self._stop = threading.Event()
-        self._sleep = sleep or self._wait
 
-    def _wait(self, seconds: float) -> None:
-        self._stop.wait(max(0.0, seconds))  # a stop request ends the wait at once
-
-    def stop(self) -> None:
-        """Ask a running :meth:`send` to finish: it sends what it has batched and returns."""
-        self._stop.set()
+    def _outlet(self, summary: ProduceSummary, bar: Any) -> _Sender:
+        return _Sender(self, summary, bar)
 
     def _call(self, batch: list[Record], summary: ProduceSummary) -> list[tuple[Record, str, str]]:
         """One PutRecords call; return the records that failed, with error code and message."""
@@ -282,96 +276,13 @@ class Producer:
                 "(`icestream emulator status` for the local profile)."
             )
 
-    def send(
-        self,
-        records: Iterable[Record],
-        *,
-        rate_limit: float | None = None,
-        pace: bool = False,
-        duration: float | None = None,
-        total: int | None = None,
-        progress: bool = True,
-        linger: float = 0.2,
-    ) -> ProduceSummary:
-        """Send records, in batches, until the input ends, ``duration`` passes or :meth:`stop` is called.
-
-        Args:
-            records: The records, in send order.
-            rate_limit: At most this many records per second (None: as fast as Kinesis takes them).
-            pace: Send each record at its ``send_at`` wall time (live mode).
-            duration: Stop after this many seconds (records not yet taken are not generated).
-            total: Expected record count, for the progress bar.
-            progress: Show progress: a bar on a terminal, one line at the end elsewhere.
-            linger: When waiting for due records, wake at most this often, so batches are not tiny.
-
-        Returns:
-            The summary.
-
-        Raises:
-            ConfigError: If ``rate_limit`` or ``duration`` is not positive.
-            ServiceUnavailableError: See :meth:`put`.
-        """
-        if rate_limit is not None and not rate_limit > 0:
-            raise ConfigError(f"rate limit: {rate_limit} must be a positive number of records per second.")
-        if duration is not None and not duration > 0:
-            raise ConfigError(f"duration: {duration} must be a positive number of seconds.")
-        summary = ProduceSummary()
-        started = time.monotonic()
-        wall_offset = time.time() - started  # monotonic → wall clock, for pacing by send_at
-        deadline = started + duration if duration else None
-        builder = BatchBuilder()
-        bar = progress_bar(total, f"→ {self.stream_name}", enabled=progress)
-        sender = _Sender(self, summary, bar)
-
-        def flush() -> None:
-            if builder.records:
-                sender.submit(builder.take())
-
-        try:
-            woke, first_due = started, None
-            for index, record in enumerate(records):
-                summary.records += 1
-                due = record.send_at - wall_offset if pace else started + index / rate_limit if rate_limit else None
-                if due is not None and due > time.monotonic():
-                    flush()
-                    first_due = due if first_due is None else first_due
-                    # Wake when a full batch has fallen due at the pace so far, but at most every ``linger``
-                    # (a slow stream still sends), counted from the last wake, not from now: handing a
-                    # backlog to a busy sender takes time, and waiting after that would idle the sender.
-                    full_batch = (due - first_due) / max(1, index) * MAX_RECORDS_PER_PUT
-                    wake = max(due, woke + min(linger, full_batch))
-                    self._sleep(min(wake, deadline or wake) - time.monotonic())
-                    woke = time.monotonic()
-                if self._stop.is_set() or (deadline is not None and time.monotonic() >= deadline):
-                    summary.stopped_early = True
-                    summary.unsent += 1  # taken, its time not come: counted, not sent
-                    break
-                size = record_size(record)
-                problem = unsendable(record, size)
-                if problem:
-                    summary.unsendable += 1
-                    summary.failures.append(
-                        FailedRecord(record.kind, record.partition_key, record.event_id, size, *problem)
-                    )
-                    bar.update(1)
-                    continue
-                if not builder.fits(size):
-                    flush()
-                builder.add(record, size)
-            flush()
-        finally:
-            sender.close()
-            bar.close()
-            summary.seconds = time.monotonic() - started
-        sender.raise_error()
-        return summary
-
 
 class _Sender:
-    """Sends batches in order on one background thread, so the next batch is built during a call.
+    """One send's outlet: records batched within the limits, the batches sent in order on a background thread.
 
-    At most one batch waits while one is in flight (``submit`` blocks beyond that), so memory stays
-    bounded and a slow stream slows the producer down instead of piling records up.
+    The next batch is built during a call. At most one batch waits while one is in flight (``add``
+    blocks beyond that), so memory stays bounded and a slow stream slows the producer down instead of
+    piling records up.
 
     Args:
         producer: Makes the calls (:meth:`Producer.put`).
@@ -381,6 +292,7 @@ class _Sender:
 
     def __init__(self, producer: Producer, summary: ProduceSummary, bar: Any) -> None:
         self._producer, self._summary, self._bar = producer, summary, bar
+        self._builder = BatchBuilder()
         self._batches: queue.Queue[list[Record] | None] = queue.Queue(maxsize=1)
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name=f"put→{producer.stream_name}", daemon=True)
@@ -397,10 +309,21 @@ class _Sender:
                 self._error = error
             self._bar.update(self._summary.sent + self._summary.failed - before)
 
-    def submit(self, batch: list[Record]) -> None:
-        """Queue a batch (waits while one is queued and one in flight); raise an error the sender met."""
-        self.raise_error()
-        self._batches.put(batch)
+    def add(self, record: Record, size: int) -> tuple[str, str] | None:
+        """Batch a record (a full batch goes to the thread first), or say why Kinesis would refuse it."""
+        problem = unsendable(record, size)
+        if problem:
+            return problem
+        if not self._builder.fits(size):
+            self.flush()
+        self._builder.add(record, size)
+        return None
+
+    def flush(self) -> None:
+        """Queue the batch built so far (waits while one is queued and one in flight); raise an error met."""
+        if self._builder.records:
+            self.raise_error()
+            self._batches.put(self._builder.take())
 
     def close(self) -> None:
         """Send what is queued and end the thread."""
@@ -428,7 +351,7 @@ def produce(
         records: The records, in send order.
         client: A Kinesis client (default: one for the active profile).
         retry: How failed records are retried.
-        **options: Passed to :meth:`Producer.send` (rate_limit, pace, duration, total, progress).
+        **options: Passed to :meth:`SendLoop.send` (rate_limit, pace, duration, total, progress).
 
     Returns:
         The summary.
