@@ -1,4 +1,4 @@
-"""``icestream produce``: generated events to Kinesis, live, as a backfill, from a file or in the background."""
+"""``icestream produce``: generated events to Kinesis or Kafka: live, a backfill, a file, or in the background."""
 
 from __future__ import annotations
 
@@ -24,9 +24,22 @@ def cmd_produce(args: argparse.Namespace) -> int:
     from icestream.producer.plan import live_rate, plan_production
     from icestream.producer.put import producer_client
     from icestream.producer.run import run_production, run_summary_path
+    from icestream.producer.target import KAFKA
     from icestream.synthetic.second_kind import as_options, tables_truth_path
 
+    kafka = args.to == KAFKA
+    if args.stream and kafka:
+        raise ConfigError("--stream names a Kinesis stream; with --to kafka name the topic with --topic.")
+    if args.topic and not kafka:
+        raise ConfigError("--topic names a Kafka topic: add --to kafka, or name a Kinesis stream with --stream.")
+    if args.aggregate is not None and kafka:
+        raise ConfigError(
+            "--aggregate packs records in Kinesis's KPL format; Kafka batches records itself: "
+            "leave out --aggregate with --to kafka."
+        )
     overrides = {"stream_name": args.stream} if args.stream else {}
+    if args.topic:
+        overrides["kafka_topic"] = args.topic
     if args.profile:
         overrides["profile"] = args.profile
     settings = load_settings(config_file=args.config, **overrides)
@@ -55,9 +68,11 @@ def cmd_produce(args: argparse.Namespace) -> int:
             raise ConfigError("--aggregate and --compress are for foreground runs; leave them out with --background.")
         if args.from_file or args.backfill_hours:
             raise ConfigError("--background runs live production only; leave out --from-file and --backfill-hours.")
-        rate, why = live_rate(kinesis_client(settings), settings.stream_name, args.count, args.rate)
+        writes = kinesis_client(settings) if not kafka else None  # the write limit is Kinesis's
+        rate, why = live_rate(writes, settings.stream_name, args.count, args.rate, args.to)
         status = background.start_background_producer(
             settings,
+            to=args.to,
             rate=rate,
             duration=args.duration,
             count=args.count,
@@ -70,7 +85,8 @@ def cmd_produce(args: argparse.Namespace) -> int:
             f"log {status.log}"
         )
         return 0
-    client = producer_client(settings)  # before the plan: a live window starts when it is planned
+    # Made before the plan: a live window starts when it is planned (confluent-kafka's is made by the sender).
+    client = producer_client(settings) if not kafka else None
     plan = plan_production(
         settings,
         seed=seed,
@@ -82,6 +98,7 @@ def cmd_produce(args: argparse.Namespace) -> int:
         backfill_hours=args.backfill_hours,
         anomalies=args.anomalies,
         client=client,
+        to=args.to,
     )
     print(plan.description, flush=True)
     aggregator = None
@@ -89,7 +106,7 @@ def cmd_produce(args: argparse.Namespace) -> int:
         aggregator = Aggregator(
             per_aggregate=args.aggregate or 1,
             compression=args.compress,
-            shard_starts=open_shard_starts(list_shards(client, settings.stream_name)),
+            shard_starts=open_shard_starts(list_shards(client, settings.stream_name)) if not kafka else (),
         )
     summary = run_production(
         settings,
@@ -102,6 +119,7 @@ def cmd_produce(args: argparse.Namespace) -> int:
         aggregator=aggregator,
         summary_file=Path(args.summary_file) if args.summary_file else None,
         stop_on_sigterm=True,
+        to=args.to,
         **plan.options,
     )
     print(f"{plan.mode}: {summary.producer.line()}; summary in {run_summary_path(settings, plan.mode)}")
@@ -119,7 +137,11 @@ def cmd_produce(args: argparse.Namespace) -> int:
 
 def register(commands: argparse._SubParsersAction) -> None:
     """Add this module's commands to the ``icestream`` parser."""
-    produce = commands.add_parser("produce", help="generate events and send them to Kinesis (live, backfill, file)")
+    from icestream.producer.target import KINESIS, TARGETS
+
+    produce = commands.add_parser(
+        "produce", help="generate events and send them to Kinesis or Kafka (live, backfill, file)"
+    )
     produce.add_argument(
         "--count", type=int, help="records to send, exactly (events, duplicates and malformed ones; file: lines)"
     )
@@ -149,7 +171,14 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="user events carry a top-level app_version from S seconds after the window start (default never)",
     )
     produce.add_argument("--seed", type=int, help="generator seed (default: random; printed for reproduction)")
+    produce.add_argument(
+        "--to",
+        choices=TARGETS,
+        default=KINESIS,
+        help="the Kinesis stream (default) or the Kafka topic (kafka_topic, on kafka_bootstrap or the local broker)",
+    )
     produce.add_argument("--stream", help="stream name (default: settings)")
+    produce.add_argument("--topic", help="with --to kafka: the topic (default: settings' kafka_topic)")
     produce.add_argument(
         "--summary-file", help="also write the JSON summary here (always in <run_dir>/produce_<mode>_summary.json)"
     )

@@ -21,6 +21,7 @@ from typing import Any
 from icestream.config import Settings
 from icestream.errors import ConfigError
 from icestream.producer.run import RunSummary, read_run_summary, ready_path, run_summary_path
+from icestream.producer.target import KINESIS, check_target
 from icestream.runtime import processes
 from icestream.synthetic.ground_truth import parse_anomalies
 
@@ -75,6 +76,10 @@ def _settings_environment(settings: Settings) -> dict[str, str]:
     }
     if settings.kinesis_endpoint:
         values["ICESTREAM_KINESIS_ENDPOINT"] = settings.kinesis_endpoint
+    values["ICESTREAM_KAFKA_TOPIC"] = settings.kafka_topic
+    values["ICESTREAM_KAFKA_SECURITY"] = settings.kafka_security
+    if settings.kafka_bootstrap:  # else the child finds the local broker by the same run folder
+        values["ICESTREAM_KAFKA_BOOTSTRAP"] = settings.kafka_bootstrap
     return values
 
 
@@ -90,6 +95,7 @@ def start_background_producer(
     late_rate: float = 0.02,
     anomalies: str = "none",
     replace: bool = True,
+    to: str = KINESIS,
 ) -> BackgroundProducerStatus:
     """Start live production in its own process, for ``duration`` seconds or ``count`` records.
 
@@ -109,6 +115,7 @@ def start_background_producer(
         anomalies: Anomalies to inject (see :func:`icestream.synthetic.ground_truth.parse_anomalies`),
             default none.
         replace: Stop a background producer that already runs first; else raise if one runs.
+        to: ``kinesis`` (the stream) or ``kafka`` (the topic), as ``icestream produce --to``.
 
     Returns:
         Its status just after the start.
@@ -118,6 +125,7 @@ def start_background_producer(
     """
     if not rate > 0:
         raise ConfigError(f"rate: {rate} must be a positive number of records per second.")
+    check_target(to)
     if duration is not None and count is not None:
         raise ConfigError("background production runs for a duration or a count of records, not both.")
     if count is not None and count < 1:
@@ -158,6 +166,8 @@ def start_background_producer(
         "--anomalies",
         anomalies,
         "--no-progress",
+        "--to",
+        to,
     ]
     if seed is not None:
         command += ["--seed", str(seed)]

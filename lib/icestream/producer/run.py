@@ -25,8 +25,8 @@ from typing import Any
 from icestream.config import Settings
 from icestream.errors import ConfigError
 from icestream.producer.aggregate import Aggregator
-from icestream.producer.put import Producer, producer_client
 from icestream.producer.summary import ProduceSummary
+from icestream.producer.target import KAFKA, KINESIS, check_target, destination, open_sender
 from icestream.synthetic.generator import EventGenerator
 from icestream.synthetic.ground_truth import Anomaly, ground_truth_path, write_ground_truth
 from icestream.synthetic.second_kind import tables_truth_path, write_tables_truth
@@ -50,7 +50,7 @@ class RunSummary:
 
     Attributes:
         mode: ``backfill``, ``live`` or ``file``.
-        stream: The stream it sent to.
+        stream: The stream it sent to (with ``target`` ``kafka``: the topic).
         finished_at: When it ended (epoch seconds).
         producer: What the producer did (sent, retried, failed, unsendable ...).
         run_id: The id every generated event carries in ``properties["run_id"]`` (None for a file).
@@ -61,6 +61,7 @@ class RunSummary:
         ground_truth: The ground-truth file of the anomalies (None for a file).
         anomalies: The anomalies injected.
         generator: What the generator yielded (:meth:`EventGenerator.summary`; None for a file).
+        target: ``kinesis`` or ``kafka`` (:mod:`icestream.producer.target`).
     """
 
     mode: str
@@ -74,12 +75,14 @@ class RunSummary:
     ground_truth: Path | None = None
     anomalies: tuple[Anomaly, ...] = ()
     generator: dict[str, Any] | None = None
+    target: str = KINESIS
 
     def as_dict(self) -> dict[str, Any]:
         """The summary as JSON-ready values (times as ISO-8601 strings)."""
         return {
             "mode": self.mode,
             "stream": self.stream,
+            "target": self.target,
             "finished_at": self.finished_at,
             "run_id": self.run_id,
             "seed": self.seed,
@@ -107,6 +110,7 @@ class RunSummary:
             ground_truth=Path(truth) if truth else None,
             anomalies=tuple(Anomaly(**anomaly) for anomaly in values.get("anomalies", [])),
             generator=values.get("generator"),
+            target=values.get("target", KINESIS),  # written before Kafka was a target
         )
 
 
@@ -147,6 +151,7 @@ def run_production(
     stop_on_sigterm: bool = False,
     client: Any | None = None,
     aggregator: Aggregator | None = None,
+    to: str = KINESIS,
     **options: Any,
 ) -> RunSummary:
     """Send records, write the anomaly ground truth (and the truth per table) and the run's summary; return it.
@@ -159,23 +164,32 @@ def run_production(
         append_truth: Add to the ground-truth file instead of replacing it (live after a backfill).
         summary_file: Also write the summary here (JSON).
         stop_on_sigterm: Finish the current batch and write the summary on SIGTERM (main thread only).
-        client: A Kinesis client (default: one for the active profile).
+        client: A Kinesis client, or with ``to="kafka"`` a confluent-kafka Producer (default: one made
+            from the settings).
         aggregator: Packs records into KPL aggregates and/or compresses them before sending
             (:class:`~icestream.producer.aggregate.Aggregator`); the summary then counts Kinesis
-            records, the aggregator its user records.
-        **options: Passed to :meth:`Producer.send`.
+            records, the aggregator its user records. Kafka takes compression only.
+        to: ``kinesis`` (``settings.stream_name``) or ``kafka`` (``settings.kafka_topic``): the same
+            records, run id, ground truth and summary either way.
+        **options: Passed to :meth:`~icestream.producer.send_loop.SendLoop.send`.
 
     Returns:
         The summary, as written to :func:`run_summary_path`.
 
     Raises:
-        ConfigError: If ``mode`` is unknown.
+        ConfigError: If ``mode`` or ``to`` is unknown, ``aggregator`` aggregates for Kafka, or (Kafka) no
+            broker is configured or the topic is missing.
+        ServiceUnavailableError: If the stream's or topic's service does not answer.
     """
     summary_path = run_summary_path(settings, mode)
+    if check_target(to) == KAFKA and aggregator is not None and aggregator.per_aggregate > 1:
+        raise ConfigError(
+            "KPL aggregation packs records for Kinesis; Kafka batches records itself: no aggregator with to='kafka'."
+        )
+    sender = open_sender(settings, to, client)  # first: no broker configured is refused before any file is written
     truth_path = ground_truth_path(settings)
     if generator is not None and (generator.ground_truth or not append_truth):
         write_ground_truth(generator.ground_truth, truth_path, append=append_truth)
-    sender = Producer(client or producer_client(settings), settings.stream_name)
     ready = ready_path(settings, os.getpid()) if stop_on_sigterm else None
     if ready is not None:
         signal.signal(signal.SIGTERM, lambda *_: sender.stop())
@@ -200,7 +214,9 @@ def run_production(
         }
     if generator is not None and generator.tables is not None:  # a second record kind or a new field was on
         write_tables_truth(generator.tables.truths(), tables_truth_path(settings), append=append_truth)
-    summary = RunSummary(mode=mode, stream=settings.stream_name, finished_at=time.time(), producer=sent, **generated)
+    summary = RunSummary(
+        mode=mode, stream=destination(settings, to), finished_at=time.time(), producer=sent, target=to, **generated
+    )
     write_run_summary(summary, summary_path)
     if summary_file is not None:
         write_run_summary(summary, summary_file)
