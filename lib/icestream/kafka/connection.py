@@ -9,12 +9,14 @@ One :class:`KafkaConnection`, resolved once from the settings (``kafka_bootstrap
   driver's offset lookups, the tests).
 
 ``kafka_security`` is ``plaintext`` (the local broker), ``tls`` (MSK's TLS listener, port 9094) or
-``iam`` (MSK's IAM listener, port 9098: SASL ``AWS_MSK_IAM`` in Java through ``aws-msk-iam-auth``).
-docs/aws.md says what MSK needs.
+``iam`` (MSK's IAM listener, port 9098: SASL ``AWS_MSK_IAM`` in Java through ``aws-msk-iam-auth``;
+SASL ``OAUTHBEARER`` in librdkafka, with a token that ``aws-msk-iam-sasl-signer-python`` signs from
+the AWS credentials chain, :func:`msk_iam_token`). docs/aws.md says what MSK needs.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +28,32 @@ from icestream.errors import ConfigError
 IAM_JAAS = "software.amazon.msk.auth.iam.IAMLoginModule required;"
 IAM_CALLBACK = "software.amazon.msk.auth.iam.IAMClientCallbackHandler"
 _JAVA_PROTOCOL = {"plaintext": "PLAINTEXT", "tls": "SSL", "iam": "SASL_SSL"}
+IAM_SIGNER = "aws-msk-iam-sasl-signer-python"  # the Python side's signer of MSK IAM tokens (PyPI name)
+
+
+def msk_iam_token(region: str) -> Callable[[str], tuple[str, float]]:
+    """librdkafka's OAUTHBEARER token callback (``oauth_cb``) for MSK IAM in ``region``.
+
+    Each call signs a new token (a presigned ``kafka-cluster:Connect`` request, valid 15 minutes) with
+    the AWS credentials chain, as the Kinesis clients find theirs; librdkafka calls it again before the
+    token expires. Signing needs no network.
+
+    Raises:
+        ConfigError: If the signer is not installed.
+    """
+    try:
+        from aws_msk_iam_sasl_signer import MSKAuthTokenProvider
+    except ImportError:
+        raise ConfigError(
+            f"kafka_security=iam: the Python Kafka clients sign MSK IAM tokens with {IAM_SIGNER}, which is not "
+            f"installed: run `make setup`, or `pip install -c constraints.txt {IAM_SIGNER}`."
+        ) from None
+
+    def token(_config: str) -> tuple[str, float]:
+        signed, expires_ms = MSKAuthTokenProvider.generate_auth_token(region)
+        return signed, expires_ms / 1000
+
+    return token
 
 
 @dataclass(frozen=True)
@@ -35,6 +63,7 @@ class KafkaConnection:
     bootstrap: str  # host:port[,host:port]
     topic: str
     security: str = "plaintext"
+    region: str | None = None  # for iam: the cluster's AWS region, which signs the token
 
     def spark_options(self) -> dict[str, str]:
         """The ``kafka.*`` options Spark's Kafka source passes to the Java consumer."""
@@ -53,20 +82,23 @@ class KafkaConnection:
     def client_config(self, **extra: Any) -> dict[str, Any]:
         """librdkafka's configuration (confluent-kafka) for this cluster, with ``extra`` keys on top.
 
+        For ``iam`` librdkafka signs in through an OAUTHBEARER callback: :func:`msk_iam_token` for
+        ``region``, unless ``extra`` brings its own ``oauth_cb``.
+
         Raises:
-            ConfigError: For ``iam``: librdkafka signs MSK IAM only through an OAUTHBEARER callback,
-                which the caller supplies (``oauth_cb`` in ``extra``).
+            ConfigError: For ``iam`` without ``oauth_cb``, if no region is known or the signer is not installed.
         """
         config: dict[str, Any] = {"bootstrap.servers": self.bootstrap, "log_level": 0}
         if self.security == "tls":
             config["security.protocol"] = "SSL"
         elif self.security == "iam":
-            if "oauth_cb" not in extra:
-                raise ConfigError(
-                    "kafka_security=iam: a Python Kafka client needs an OAUTHBEARER token callback (oauth_cb) "
-                    "for MSK IAM; see docs/aws.md."
-                )
             config |= {"security.protocol": "SASL_SSL", "sasl.mechanisms": "OAUTHBEARER"}
+            if "oauth_cb" not in extra:
+                if not self.region:
+                    raise ConfigError(
+                        "kafka_security=iam: an MSK IAM token is signed for a region: set ICESTREAM_REGION."
+                    )
+                config["oauth_cb"] = msk_iam_token(self.region)
         return config | extra
 
 
@@ -86,4 +118,4 @@ def kafka_connection(settings: Settings) -> KafkaConnection:
                 "No Kafka broker: start the local one with `icestream kafka start` (or `make kafka`), "
                 "or set ICESTREAM_KAFKA_BOOTSTRAP to your cluster's (MSK: docs/aws.md)."
             )
-    return KafkaConnection(bootstrap, settings.kafka_topic, settings.kafka_security)
+    return KafkaConnection(bootstrap, settings.kafka_topic, settings.kafka_security, settings.region)
