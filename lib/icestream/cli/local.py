@@ -7,12 +7,16 @@ import importlib.metadata
 import platform
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from icestream.cli.common import settings_from
 from icestream.config import COMPANION_SUFFIXES, DEMO_TABLE_SUFFIXES, EMULATOR_DUMMY_KEYS, Settings
 from icestream.errors import IcestreamError
 from icestream.stack import spark_line
 from icestream.validation import check_writable_folders
+
+if TYPE_CHECKING:
+    from icestream.kafka.connection import KafkaConnection
 
 
 def cmd_emulator(args: argparse.Namespace) -> int:
@@ -72,7 +76,8 @@ def workbook_suffixes() -> tuple[str, ...]:
 
 
 def cmd_setup(args: argparse.Namespace) -> int:
-    """Create the stream, the namespace and the tables (idempotent), once the names and shards are checked."""
+    """Create the stream (and with ``--kafka`` the topic), the namespace and the tables (idempotent), once the
+    names and shards are checked."""
     from icestream.kinesis.clients import check_shard_count, ensure_stream, waiting_for_kinesis
     from icestream.lake.table import setup_tables
     from icestream.runtime.spark import prepare_runtime, start_session
@@ -83,12 +88,19 @@ def cmd_setup(args: argparse.Namespace) -> int:
         check_shard_count(args.shards, "--shards")
     settings.check_companion_names(workbook_suffixes())
     check_writable_folders(settings)
+    connection = None
+    if args.kafka:
+        from icestream.kafka.connection import kafka_connection
+
+        connection = kafka_connection(settings)  # no broker is refused here, before the stream is made
     print(waiting_for_kinesis(settings), flush=True)  # at once: an endpoint that never answers is said before it
     summary = ensure_stream(settings, shard_count=args.shards)
     print(f"stream {settings.stream_name}: {summary['StreamStatus']}, {summary['OpenShardCount']} open shards")
     notice = _shards_not_applied(settings, args.shards, int(summary["OpenShardCount"]))
     if notice:
         print(f"notice: {notice}", file=sys.stderr, flush=True)
+    if connection is not None:
+        _setup_topic(connection, settings, args.shards)
     spark = start_session(prepare_runtime(settings))
     for table in setup_tables(spark, settings):
         print(f"table {table.name}: ready")
@@ -127,6 +139,39 @@ def _shards_not_applied(settings: Settings, shards: int | None, open_shards: int
         f"stream's shards). To reshard it, keeping its records, use Kinesis's UpdateShardCount: `{command}` (the "
         "ingest follows the new shards); `icestream reset` would recreate it with the shards it has."
     )
+
+
+def _setup_topic(connection: KafkaConnection, settings: Settings, shards: int | None) -> None:
+    """Create the Kafka topic with the stream's shard count as partitions unless it exists; one line says which.
+
+    An existing topic keeps its partitions, as a stream keeps its shards: fewer than ``--shards`` (or a
+    ``shard_count`` set) asked for is said in one notice, never changed here.
+    """
+    from icestream.kafka.topics import ensure_topic, partitions
+    from icestream.validation import ENV_PREFIX
+
+    wanted = shards if shards is not None else settings.shard_count
+    made = ensure_topic(connection, wanted)
+    # A topic just made has the partitions asked for; its metadata may reach a broker's cache a moment later.
+    count = wanted if made else len(partitions(connection))
+    state = "created" if made else "exists"
+    print(f"topic {connection.topic}: {state}, {count} partitions on {connection.bootstrap}", flush=True)
+    if shards is not None:
+        asked = f"--shards {shards}"
+    elif "shard_count" in settings.sources:
+        asked = f"{ENV_PREFIX}SHARD_COUNT / shard_count {settings.shard_count}"
+    else:
+        return
+    if count < wanted:
+        print(
+            f"notice: topic {connection.topic} exists with {count} partitions; {asked} was not applied (it sets a new "
+            f"topic's partitions). To grow it, keeping its records: `kafka-topics.sh --bootstrap-server "
+            f"{connection.bootstrap} --alter --topic {connection.topic} --partitions {wanted}` (or "
+            "icestream.kafka.topics.add_partitions); keys hash to the new partitions from then on, so a user's next "
+            "records may land in another partition than its earlier ones.",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def _doctor_checks(settings: Settings, start_spark: bool) -> list[tuple[str, Callable[[], str]]]:
@@ -285,6 +330,11 @@ def register(commands: argparse._SubParsersAction) -> None:
 
     setup = commands.add_parser("setup", help="create the stream, namespace and tables (idempotent)")
     setup.add_argument("--shards", type=int, help="shards for a new stream (default: settings.shard_count)")
+    setup.add_argument(
+        "--kafka",
+        action="store_true",
+        help="also create the Kafka topic (kafka_topic) with --shards partitions (kafka_bootstrap or the local broker)",
+    )
     setup.set_defaults(handler=cmd_setup)
 
     doctor = commands.add_parser("doctor", help="check Java, Spark, jars, settings and the endpoint")

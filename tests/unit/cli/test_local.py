@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+from pathlib import Path
 
 import pytest
 
@@ -211,3 +212,77 @@ def test_doctor_says_what_it_waits_for_before_the_kinesis_check(
         "ICESTREAM_KINESIS_TIMEOUT) ..."
     )
     assert kinesis[1].startswith(f"FAIL kinesis   Kinesis at {silent_endpoint} does not answer: it accepted"), kinesis
+
+
+@pytest.fixture
+def kafka_topic_of(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """``setup --kafka`` against a broker on 127.0.0.1:9 whose topic has the partitions put in the returned list
+    (none there: it does not exist yet); each partition count asked of ``ensure_topic`` is appended to it."""
+    from icestream.kafka import connection, topics
+
+    present: list[int] = []
+
+    def ensure(kafka: object, partition_count: int, topic: str | None = None) -> bool:
+        made = not present
+        present.append(partition_count)
+        return made
+
+    monkeypatch.setattr(
+        connection, "kafka_connection", lambda settings: connection.KafkaConnection("127.0.0.1:9", settings.kafka_topic)
+    )
+    monkeypatch.setattr(topics, "ensure_topic", ensure)
+    monkeypatch.setattr(topics, "partitions", lambda kafka, topic=None: list(range(present[0])))
+    return present
+
+
+@pytest.mark.parametrize(
+    ("existing", "arguments", "line", "notice"),
+    [
+        (None, ["--shards", "3"], "topic user-events: created, 3 partitions on 127.0.0.1:9", None),
+        (None, [], "topic user-events: created, 4 partitions on 127.0.0.1:9", None),  # shard_count's default
+        (
+            2,
+            ["--shards", "3"],
+            "topic user-events: exists, 2 partitions on 127.0.0.1:9",
+            "notice: topic user-events exists with 2 partitions; --shards 3 was not applied",
+        ),
+        (2, [], "topic user-events: exists, 2 partitions on 127.0.0.1:9", None),  # nothing asked of an existing one
+        (5, ["--shards", "3"], "topic user-events: exists, 5 partitions on 127.0.0.1:9", None),  # more is enough
+    ],
+)
+def test_setup_kafka_makes_the_topic_or_says_what_the_existing_one_has(
+    capsys: pytest.CaptureFixture[str],
+    existing_two_shard_stream: list[int | None],
+    kafka_topic_of: list[int],
+    existing: int | None,
+    arguments: list[str],
+    line: str,
+    notice: str | None,
+) -> None:
+    if existing is not None:
+        kafka_topic_of.append(existing)
+    assert cli.main(["setup", "--kafka", *arguments]) == 0
+    out, err = capsys.readouterr()
+    assert line in out.splitlines()
+    notices = [text for text in err.splitlines() if text.startswith("notice: topic")]
+    if notice is None:
+        assert notices == []
+    else:
+        assert len(notices) == 1, notices
+        assert notices[0].startswith(notice), notices[0]
+        assert "kafka-topics.sh --bootstrap-server 127.0.0.1:9 --alter --topic user-events --partitions 3" in notices[0]
+
+
+def test_setup_kafka_with_no_broker_is_one_line_before_the_stream_is_made(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    existing_two_shard_stream: list[int | None],
+) -> None:
+    monkeypatch.setenv("ICESTREAM_RUN_DIR", str(tmp_path))  # no local broker has run here
+    monkeypatch.delenv("ICESTREAM_KAFKA_BOOTSTRAP", raising=False)
+    assert cli.main(["setup", "--kafka"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: No Kafka broker: start the local one with `icestream kafka start`"), err
+    assert len(err.strip().splitlines()) == 1, err
+    assert existing_two_shard_stream == [], "the stream was not touched"
