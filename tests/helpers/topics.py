@@ -1,9 +1,10 @@
-"""Records sent to a Kafka topic with confluent-kafka's own producer (no icestream producer)."""
+"""Records sent to a Kafka topic with confluent-kafka's own producer (no icestream producer), and read back."""
 
 from __future__ import annotations
 
 from icestream.config import Settings
 from icestream.kafka.connection import kafka_connection
+from icestream.kafka.topics import partitions
 
 FLUSH_SECONDS = 60.0  # a bound on delivery to the local broker, not a measurement
 
@@ -29,3 +30,34 @@ def send(settings: Settings, records: list[tuple[bytes, str]]) -> list[tuple[int
     assert producer.flush(FLUSH_SECONDS) == 0, "records left undelivered"
     assert all(place is not None for place in placed)
     return [place for place in placed if place is not None]
+
+
+def consume(settings: Settings, count: int, group: str) -> list[tuple[int, int, bytes, bytes]]:
+    """Read ``count`` records of the settings' topic from its start (``group`` names the reader in the broker's log).
+
+    Returns:
+        Each record's (partition, offset, key, value), in the order read (offsets rise within a partition).
+    """
+    import time
+
+    import confluent_kafka
+
+    connection = kafka_connection(settings)
+    consumer = confluent_kafka.Consumer(
+        connection.client_config(**{"group.id": group, "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    )
+    # Assigned, not subscribed: every partition from its start, with no group to join first.
+    first = confluent_kafka.OFFSET_BEGINNING
+    consumer.assign([confluent_kafka.TopicPartition(connection.topic, part, first) for part in partitions(connection)])
+    found: list[tuple[int, int, bytes, bytes]] = []
+    deadline = time.monotonic() + FLUSH_SECONDS  # a bound on waiting, not a measurement
+    try:
+        while len(found) < count and time.monotonic() < deadline:
+            message = consumer.poll(1.0)
+            if message is None:
+                continue
+            assert message.error() is None, message.error()
+            found.append((message.partition(), message.offset(), message.key(), message.value()))
+    finally:
+        consumer.close()
+    return found
