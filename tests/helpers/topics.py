@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from icestream.config import Settings
-from icestream.kafka.connection import kafka_connection
+from icestream.kafka.connection import KafkaConnection, kafka_connection
 from icestream.kafka.topics import partitions
 
 FLUSH_SECONDS = 60.0  # a bound on delivery to the local broker, not a measurement
@@ -32,8 +32,8 @@ def send(settings: Settings, records: list[tuple[bytes, str]]) -> list[tuple[int
     return [place for place in placed if place is not None]
 
 
-def consume(settings: Settings, count: int, group: str) -> list[tuple[int, int, bytes, bytes]]:
-    """Read ``count`` records of the settings' topic from its start (``group`` names the reader in the broker's log).
+def consume(connection: KafkaConnection, count: int, group: str) -> list[tuple[int, int, bytes, bytes]]:
+    """Read ``count`` records of the connection's topic from its start (``group`` names the reader in the broker's log).
 
     Returns:
         Each record's (partition, offset, key, value), in the order read (offsets rise within a partition).
@@ -42,7 +42,6 @@ def consume(settings: Settings, count: int, group: str) -> list[tuple[int, int, 
 
     import confluent_kafka
 
-    connection = kafka_connection(settings)
     consumer = confluent_kafka.Consumer(
         connection.client_config(**{"group.id": group, "auto.offset.reset": "earliest", "enable.auto.commit": False})
     )

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,10 +19,11 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from icestream import cli
 from icestream.config import load_settings
 from icestream.kafka.broker import Broker
+from icestream.kafka.connection import KafkaConnection
+from tests.helpers import topics
 
 TOPIC = "broker-check"
 RECORDS = [(f"key-{number}".encode(), f"value-{number}".encode()) for number in range(5)]
-POLL_LIMIT_SECONDS = 60.0  # a bound on waiting for records, not a measurement
 
 
 @pytest.fixture
@@ -59,23 +59,9 @@ def broker_jvms(properties: Path) -> list[int]:
 
 
 def consume(bootstrap: str, group: str, count: int) -> list[tuple[bytes, bytes]]:
-    """Read ``count`` records of the topic from its start, as a new consumer group."""
-    consumer = confluent_kafka.Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest"}
-    )
-    consumer.subscribe([TOPIC])
-    records: list[tuple[bytes, bytes]] = []
-    deadline = time.monotonic() + POLL_LIMIT_SECONDS
-    try:
-        while len(records) < count and time.monotonic() < deadline:
-            message = consumer.poll(1.0)
-            if message is None:
-                continue
-            assert message.error() is None, message.error()
-            records.append((message.key(), message.value()))
-    finally:
-        consumer.close()
-    return records
+    """Read ``count`` records of the topic from its start: (key, value) each."""
+    found = topics.consume(KafkaConnection(bootstrap, TOPIC), count, group)
+    return [(key, value) for _, _, key, value in found]
 
 
 def test_start_status_produce_consume_stop_and_start_again_on_the_same_data(

@@ -79,7 +79,7 @@ def test_a_backfill_arrives_keyed_by_user_in_per_user_order_as_generated(kafka_f
     assert sent.sent == sent.records == COUNT
     assert (sent.failed, sent.unsendable, sent.unsent) == (0, 0, 0)
 
-    arrived = consume(settings, COUNT, group=f"check-{settings.kafka_topic}")
+    arrived = consume(kafka_connection(settings), COUNT, group=f"check-{settings.kafka_topic}")
     assert len(arrived) == sent.sent
     assert sum(part.high - part.low for part in offsets(kafka_connection(settings)).values()) == COUNT, "no more"
 
@@ -120,7 +120,7 @@ def test_live_and_background_runs_send_exactly_their_count(kafka_fresh) -> None:
     assert status.summary is not None, status.detail
     assert (status.summary.target, status.summary.stream) == ("kafka", settings.kafka_topic)
     assert status.summary.producer.sent == 100
-    arrived = consume(settings, 300, group=f"check-{settings.kafka_topic}")
+    arrived = consume(kafka_connection(settings), 300, group=f"check-{settings.kafka_topic}")
     assert len(arrived) == 300
     assert run_ids([value for *_, value in arrived]) == {live.run_id, status.summary.run_id}
     assert live.run_id != status.summary.run_id
