@@ -94,6 +94,16 @@ class IngestOptions:
     progress_file: Path | None = None  # default <run_dir>/ingest_progress.jsonl
     read_options: dict[str, Any] = field(default_factory=dict)  # ReadOptions overrides (tests)
 
+    def row_options(self) -> dict[str, Any]:
+        """What decides a record's row (``ReadOptions``' fields), for either source's read."""
+        return {
+            "max_event_bytes": self.max_event_bytes,
+            "dedupe": self.dedupe,
+            "archive": self.archive,
+            "evolve": self.schema_evolution != "off",
+            "changes": self.changes,
+        }
+
     def validated(self) -> IngestOptions:
         """Check every value.
 

@@ -320,13 +320,9 @@ class PartitionSource:
         read_options = ReadOptions(
             connection=None,
             stream_name=self.topic,
-            max_event_bytes=self.options.max_event_bytes,
-            dedupe=self.options.dedupe,
-            archive=self.options.archive,
-            evolve=self.options.schema_evolution != "off",
-            changes=self.options.changes,
             batch_id=batch_id,
             ingest_ts=ingest_ts,
+            **self.options.row_options(),
         )
         by_partition = {partition_number(plan.shard_id): plan for plan in plans}
         numbered = {planned.partition: planned for planned in ranges.values()}

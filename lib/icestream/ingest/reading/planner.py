@@ -315,13 +315,9 @@ class ShardSource:
             stream_name=self.stream_name,
             max_records=min(cap, TIP_RECORDS_PER_SHARD) if on_driver else cap,
             pooled_cap=None if on_driver else self._cap,  # a task's shards share their records (side_by_side)
-            max_event_bytes=self.options.max_event_bytes,
-            dedupe=self.options.dedupe,
-            archive=self.options.archive,
-            evolve=self.options.schema_evolution != "off",
-            changes=self.options.changes,
             batch_id=batch_id,
             ingest_ts=ingest_ts,
+            **self.options.row_options(),
             **self.options.read_options,
         )
         if on_driver:
