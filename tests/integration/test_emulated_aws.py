@@ -1,8 +1,7 @@
 """Emulated AWS: moto serves Kinesis, S3, Glue and STS on one loopback port; the aws-shaped set-up runs end to end.
 
-Spark's GlueCatalog and S3FileIO need the ``iceberg-aws-bundle`` jar, which cannot be installed
-here (no Maven), so the Spark side of S3 is not exercised: its configuration is checked in
-tests/unit/runtime/test_spark.py. Everything else runs against the emulator, without Spark:
+Spark's side (GlueCatalog and S3FileIO, with ``iceberg-aws-bundle``) runs in test_spark_on_glue.py, in
+a Spark process of its own. This module runs the rest against the emulator, without Spark:
 
 1. the producer sends generated events to a Kinesis stream (``localstack`` profile → moto);
 2. the records are read back (shard, sequence number, arrival time, as the ingest keeps them) and
@@ -32,6 +31,7 @@ from icestream.queries import pyiceberg_engine as ice
 from icestream.runtime import aws, catalog
 from icestream.synthetic.generator import backfill_config, generate
 from icestream.synthetic.wire import parse_ts
+from tests.helpers.moto_server import moto_server
 from tests.helpers.streams import read_stream
 
 END = datetime(2026, 11, 21, 6, 0, tzinfo=UTC)
@@ -62,15 +62,8 @@ EVENTS_SCHEMA = pa.schema(
 @pytest.fixture(scope="module")
 def endpoint():
     """One moto server on loopback for the module, started and stopped here."""
-    from moto.server import ThreadedMotoServer
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    try:
-        yield f"http://{host}:{port}"
-    finally:
-        server.stop()
+    with moto_server() as address:
+        yield address
 
 
 @pytest.fixture(scope="module")
