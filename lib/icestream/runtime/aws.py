@@ -25,7 +25,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from icestream.config import EMULATOR_DUMMY_KEYS, Settings
-from icestream.errors import ServiceUnavailableError
+from icestream.errors import ConfigError, ServiceUnavailableError
 
 ROLE_SESSION_NAME = "icestream"
 ASSUME_ROLE_FACTORY = "org.apache.iceberg.aws.AssumeRoleAwsClientFactory"
@@ -270,6 +270,81 @@ def ensure_bucket(settings: Settings) -> str:
             "Is the emulator running (LocalStack: docker run -p 4566:4566 localstack/localstack)?"
         ) from None
     return bucket
+
+
+def check_catalog_access(settings: Settings) -> None:
+    """Before a Spark session on Glue starts: its credentials, its role, Glue and the warehouse's bucket.
+
+    Each problem is one error that names the setting and the fix, before Spark starts and before any
+    table is touched; without the check, each was a Java stack trace at the first statement. The calls
+    are the catalog's own (``GetDatabase``, a one-key listing of the warehouse), so the policy of every
+    duty that opens the catalog grants them already. A database that does not exist yet is fine here
+    (``icestream setup`` creates it).
+
+    Raises:
+        ConfigError: No credentials, a role that cannot be assumed, access denied, or no such bucket.
+        ServiceUnavailableError: Glue or S3 does not answer at its endpoint.
+    """
+    from botocore.config import Config
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    quick = Config(connect_timeout=3, read_timeout=15, retries={"mode": "standard", "max_attempts": 2})
+    aws_session = session(settings)
+    try:
+        credentials = aws_session.get_credentials()
+        if credentials is None:
+            raise ConfigError(
+                "No AWS credentials for the Glue catalog: set AWS_PROFILE, or AWS_ACCESS_KEY_ID and "
+                "AWS_SECRET_ACCESS_KEY (on EMR and Glue, the instance's or the job's role provides them)."
+            )
+        credentials.get_frozen_credentials()  # with aws_role_arn: the role is assumed here
+    except ClientError as error:
+        raise ConfigError(
+            f"ICESTREAM_AWS_ROLE_ARN / aws_role_arn: {settings.aws_role_arn} could not be assumed "
+            f"({_code(error)}): its trust policy must name the caller (`aws sts get-caller-identity`)."
+        ) from None
+    glue_where = settings.glue_endpoint or f"AWS Glue in {settings.region}"
+    try:
+        client(settings, "glue", aws_session, config=quick).get_database(Name=settings.namespace)
+    except ClientError as error:
+        if _code(error) != "EntityNotFoundException":
+            setting = "ICESTREAM_GLUE_ENDPOINT / ICESTREAM_REGION"
+            raise _denied_or_refused(error, f"Glue at {glue_where}", setting) from None
+    except BotoCoreError as error:
+        raise ServiceUnavailableError(
+            f"Glue at {glue_where} does not answer ({error}): check ICESTREAM_GLUE_ENDPOINT and ICESTREAM_REGION."
+        ) from None
+    parsed = urlparse(settings.warehouse_uri)
+    s3_where = settings.s3_endpoint or f"S3 in {settings.region}"
+    try:
+        client(settings, "s3", aws_session, config=quick).list_objects_v2(
+            Bucket=parsed.netloc, Prefix=parsed.path.lstrip("/"), MaxKeys=1
+        )
+    except ClientError as error:
+        if _code(error) == "NoSuchBucket":
+            raise ConfigError(
+                f"ICESTREAM_WAREHOUSE / warehouse: the bucket {parsed.netloc} does not exist at {s3_where}: create "
+                "it (the CloudFormation stack makes it), or name the warehouse's bucket."
+            ) from None
+        raise _denied_or_refused(error, f"{s3_where}, bucket {parsed.netloc}", "ICESTREAM_WAREHOUSE") from None
+    except BotoCoreError as error:
+        raise ServiceUnavailableError(
+            f"{s3_where} does not answer ({error}): check ICESTREAM_S3_ENDPOINT and ICESTREAM_REGION."
+        ) from None
+
+
+def _code(error: Exception) -> str:
+    return str(getattr(error, "response", {}).get("Error", {}).get("Code", type(error).__name__))
+
+
+def _denied_or_refused(error: Exception, where: str, setting: str) -> ConfigError:
+    code = _code(error)
+    if code in ("AccessDenied", "AccessDeniedException", "403"):
+        return ConfigError(
+            f"{where} refused these credentials ({code}): the role needs the catalog's actions "
+            "(lib/icestream/deploy/policies/iam-policy.json; docs/aws.md#roles-by-duty)."
+        )
+    return ConfigError(f"{where} answered {code}: {error}. Check {setting}.")
 
 
 def endpoint_host(endpoint: str) -> tuple[str, bool]:

@@ -348,6 +348,8 @@ def prepare_runtime(settings: Settings, drain: bool = False) -> PreparedRuntime:
         ensure_jdbc_catalog(settings)  # Spark starts with jdbc.init-catalog-tables=false (see there)
     elif settings.profile == "localstack":
         aws.ensure_bucket(settings)  # an emulator starts empty; on AWS the deployment makes the bucket
+    if settings.catalog_type == "glue":
+        aws.check_catalog_access(settings)  # one error line for a bad setting, not a Java trace later
     shipped = ship_plan(settings) if not running else ShipPlan("none")  # spark-submit ships with its own options
     conf.update(shipped.conf)
     if settings.spark_master.startswith("local"):

@@ -162,3 +162,56 @@ def test_clients_are_made_from_one_session_per_process_and_environment(monkeypat
     monkeypatch.setattr(os, "getpid", lambda: -1)  # as in a forked Spark worker
     kinesis.client()
     assert made == ["localstack", "local", "local", "local"], "a forked process makes its own"
+
+
+GLUE = {"profile": "aws", "warehouse": "s3://icestream-lake/warehouse", "namespace": "streaming_analytics"}
+
+
+def test_a_glue_session_s_catalog_answers_before_spark_starts(fake_aws) -> None:
+    import boto3
+
+    boto3.client("s3", region_name="us-east-1").create_bucket(Bucket="icestream-lake")
+    aws.check_catalog_access(load_settings(**GLUE))  # no database yet: setup creates it
+
+
+@pytest.mark.parametrize(
+    ("problem", "message"),
+    [
+        ("no bucket", "ICESTREAM_WAREHOUSE / warehouse: the bucket icestream-lake does not exist"),
+        ("silent glue", "Glue at http://127.0.0.1:9 does not answer"),
+    ],
+)
+def test_a_bad_glue_setting_is_one_error_that_names_it(fake_aws, problem: str, message: str) -> None:
+    from icestream.errors import ConfigError, ServiceUnavailableError
+
+    values = dict(GLUE)
+    if problem == "silent glue":
+        values["glue_endpoint"] = "http://127.0.0.1:9"  # the discard port: nothing listens
+    with pytest.raises((ConfigError, ServiceUnavailableError), match=message):
+        aws.check_catalog_access(load_settings(**values))
+
+
+def test_no_credentials_for_glue_is_one_error(monkeypatch) -> None:
+    from icestream.errors import ConfigError
+
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")  # no instance role to find on this machine
+    with pytest.raises(ConfigError, match="No AWS credentials for the Glue catalog"):
+        aws.check_catalog_access(load_settings(**GLUE))
+
+
+def test_a_role_that_cannot_be_assumed_is_one_error(fake_aws, monkeypatch) -> None:
+    from botocore.exceptions import ClientError
+
+    from icestream.errors import ConfigError
+
+    def refuse(*_args, **_kwargs):
+        raise ClientError({"Error": {"Code": "AccessDenied", "Message": "not trusted"}}, "AssumeRole")
+
+    monkeypatch.setattr("botocore.credentials.AssumeRoleCredentialFetcher.fetch_credentials", refuse)
+    untrusted = "arn:aws:iam::123456789012:role/icestream-untrusted"  # a role no earlier test kept a session of
+    with pytest.raises(ConfigError, match=rf"aws_role_arn: {untrusted} could not be assumed \(AccessDenied\)"):
+        aws.check_catalog_access(load_settings(**GLUE, aws_role_arn=untrusted))
