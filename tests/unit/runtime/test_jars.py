@@ -148,8 +148,10 @@ def test_an_upstream_driver_bundles_its_natives(tmp_path: Path, runtime_jar: Pat
 def test_maven_with_the_jdbc_catalog_still_needs_the_local_driver(sqlite_jar: Path, native_folder: Path) -> None:
     plan = jars.resolve_jars(load_settings(jar_source="maven", sqlite_jdbc_jar=str(sqlite_jar)))
     assert (plan.jars, plan.library_path) == ((sqlite_jar,), (str(native_folder),))
-    assert set(plan.spark_conf()) == {"spark.jars", "spark.jars.packages", "spark.jars.excludes"}
-    assert plan.spark_conf()["spark.jars.excludes"] == ",".join(jars.maven_excludes(load_settings()))
+    excludes = jars.maven_excludes(load_settings())  # the 4.1 line's Kafka connector excludes one; 3.5's none
+    expected = {"spark.jars", "spark.jars.packages"} | ({"spark.jars.excludes"} if excludes else set())
+    assert set(plan.spark_conf()) == expected
+    assert plan.spark_conf().get("spark.jars.excludes") == (",".join(excludes) or None)
 
 
 @pytest.mark.parametrize("problem", ["missing", "not a jar", "not the driver", "no natives"])
