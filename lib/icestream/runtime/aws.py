@@ -272,17 +272,22 @@ def ensure_bucket(settings: Settings) -> str:
     return bucket
 
 
+ACCESS_DENIED = ("AccessDenied", "AccessDeniedException", "403")  # a role that may not ask: not a bad setting
+
+
 def check_catalog_access(settings: Settings) -> None:
     """Before a Spark session on Glue starts: its credentials, its role, Glue and the warehouse's bucket.
 
     Each problem is one error that names the setting and the fix, before Spark starts and before any
     table is touched; without the check, each was a Java stack trace at the first statement. The calls
-    are the catalog's own (``GetDatabase``, a one-key listing of the warehouse), so the policy of every
-    duty that opens the catalog grants them already. A database that does not exist yet is fine here
-    (``icestream setup`` creates it).
+    are ``GetDatabase`` and a one-key listing of the warehouse. Not every duty may make them (the
+    ingest's and the maintenance job's roles have neither ``s3:ListBucket`` nor, for maintenance,
+    ``glue:GetDatabase``: policies/duties.json), so an access denial passes: it says nothing about the
+    setting, and the statements the role is granted run as before. A database that does not exist yet
+    passes too (``icestream setup`` creates it).
 
     Raises:
-        ConfigError: No credentials, a role that cannot be assumed, access denied, or no such bucket.
+        ConfigError: No credentials, a role that cannot be assumed, or no such bucket.
         ServiceUnavailableError: Glue or S3 does not answer at its endpoint.
     """
     from botocore.config import Config
@@ -307,9 +312,9 @@ def check_catalog_access(settings: Settings) -> None:
     try:
         client(settings, "glue", aws_session, config=quick).get_database(Name=settings.namespace)
     except ClientError as error:
-        if _code(error) != "EntityNotFoundException":
+        if _code(error) not in ("EntityNotFoundException", *ACCESS_DENIED):
             setting = "ICESTREAM_GLUE_ENDPOINT / ICESTREAM_REGION"
-            raise _denied_or_refused(error, f"Glue at {glue_where}", setting) from None
+            raise ConfigError(f"Glue at {glue_where} answered {_code(error)}: {error}. Check {setting}.") from None
     except BotoCoreError as error:
         raise ServiceUnavailableError(
             f"Glue at {glue_where} does not answer ({error}): check ICESTREAM_GLUE_ENDPOINT and ICESTREAM_REGION."
@@ -326,7 +331,10 @@ def check_catalog_access(settings: Settings) -> None:
                 f"ICESTREAM_WAREHOUSE / warehouse: the bucket {parsed.netloc} does not exist at {s3_where}: create "
                 "it (the CloudFormation stack makes it), or name the warehouse's bucket."
             ) from None
-        raise _denied_or_refused(error, f"{s3_where}, bucket {parsed.netloc}", "ICESTREAM_WAREHOUSE") from None
+        if _code(error) not in ACCESS_DENIED:
+            raise ConfigError(
+                f"{s3_where}, bucket {parsed.netloc}, answered {_code(error)}: {error}. Check ICESTREAM_WAREHOUSE."
+            ) from None
     except BotoCoreError as error:
         raise ServiceUnavailableError(
             f"{s3_where} does not answer ({error}): check ICESTREAM_S3_ENDPOINT and ICESTREAM_REGION."
@@ -335,16 +343,6 @@ def check_catalog_access(settings: Settings) -> None:
 
 def _code(error: Exception) -> str:
     return str(getattr(error, "response", {}).get("Error", {}).get("Code", type(error).__name__))
-
-
-def _denied_or_refused(error: Exception, where: str, setting: str) -> ConfigError:
-    code = _code(error)
-    if code in ("AccessDenied", "AccessDeniedException", "403"):
-        return ConfigError(
-            f"{where} refused these credentials ({code}): the role needs the catalog's actions "
-            "(lib/icestream/deploy/policies/iam-policy.json; docs/aws.md#roles-by-duty)."
-        )
-    return ConfigError(f"{where} answered {code}: {error}. Check {setting}.")
 
 
 def endpoint_host(endpoint: str) -> tuple[str, bool]:

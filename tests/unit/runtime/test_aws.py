@@ -215,3 +215,23 @@ def test_a_role_that_cannot_be_assumed_is_one_error(fake_aws, monkeypatch) -> No
     untrusted = "arn:aws:iam::123456789012:role/icestream-untrusted"  # a role no earlier test kept a session of
     with pytest.raises(ConfigError, match=rf"aws_role_arn: {untrusted} could not be assumed \(AccessDenied\)"):
         aws.check_catalog_access(load_settings(**GLUE, aws_role_arn=untrusted))
+
+
+def test_a_role_that_may_not_ask_is_no_bad_setting(fake_aws, monkeypatch) -> None:
+    """The ingest's role has no s3:ListBucket and the maintenance job's no glue:GetDatabase (duties.json)."""
+    import boto3
+    import botocore.client
+
+    boto3.client("s3", region_name="us-east-1").create_bucket(Bucket="icestream-lake")
+    asked = []
+    real = botocore.client.BaseClient._make_api_call
+
+    def deny(self, operation, params):
+        if operation in ("GetDatabase", "ListObjectsV2"):
+            asked.append(operation)
+            raise botocore.exceptions.ClientError({"Error": {"Code": "AccessDenied", "Message": "no"}}, operation)
+        return real(self, operation, params)
+
+    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", deny)
+    aws.check_catalog_access(load_settings(**GLUE))
+    assert asked == ["GetDatabase", "ListObjectsV2"]
