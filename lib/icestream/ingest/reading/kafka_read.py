@@ -344,11 +344,12 @@ class PartitionSource:
     ) -> DataFrame:
         """Spark's Kafka source over exactly the planned ranges, turned into the ingest's rows."""
         reading = {partition: planned for partition, planned in ranges.items() if planned.end > planned.first}
-        reader = self.spark.read.format("kafka").options(**self.connection.spark_options())
         if not reading:  # only skipped records: nothing to read, the positions still move on
             return self.spark.createDataFrame([], row_schema())
         records = (
-            reader.option("assign", json.dumps({self.topic: sorted(reading)}))
+            self.spark.read.format("kafka")
+            .options(**self.connection.spark_options())
+            .option("assign", json.dumps({self.topic: sorted(reading)}))
             .option("startingOffsets", offsets_json(self.topic, {p: r.first for p, r in reading.items()}))
             .option("endingOffsets", offsets_json(self.topic, {p: r.end for p, r in reading.items()}))
             .option("failOnDataLoss", "true")  # the ranges were checked against retention when planned
