@@ -25,7 +25,8 @@ __version__ = "0.1.0"
 _FACE = Face(
     __name__,
     {
-        "get_spark": "icestream.runtime.spark",
+        "KinesisDataSource": "icestream.kinesis_source.data_source",
+        "get_spark": "icestream.kinesis_source.session",
         "kafka_connection": "icestream.kafka.connection",
         "load_committed": "icestream.ingest.positions",
         "load_settings": "icestream.config",

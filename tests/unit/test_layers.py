@@ -30,6 +30,7 @@ LAYERS = (
     ("kinesis", "kafka"),
     ("lake",),
     ("ingest",),
+    ("kinesis_source",),
     ("file_load",),
     ("synthetic", "producer"),
     ("queries",),
