@@ -87,6 +87,9 @@ NON_SETTING_VARIABLES = {
     "ICESTREAM_RELIABILITY": "`full`: the reliability campaigns at full size (make reliability)",
     "ICESTREAM_BROWSER_ALL": "`1`: every notebook through JupyterLab (make browser-all)",
     "ICESTREAM_TEST_JVM_OPTIONS": "the Java options of the drivers the tests start (tests/conftest.py)",
+    "ICESTREAM_SOURCE_CRASH": "the kinesis source's crash drill: `<stage>:<n>` (icestream.kinesis_source.crash_drill)",
+    "ICESTREAM_SOURCE_CRASH_DIR": "where the crash drill counts the stages reached",
+    "ICESTREAM_SOURCE_CRASH_GROUP": "the process group the crash drill kills",
 }
 
 # Dummy keys the emulators accept; they are never sent anywhere but a local endpoint

@@ -133,7 +133,14 @@ class _Loop:
 
 
 def fetch_to_cap(
-    client: Any, stream_name: str, shard_id: str, start: str, cap: int, pacer: Pacer, iterator: str | None = None
+    client: Any,
+    stream_name: str,
+    shard_id: str,
+    start: str,
+    cap: int,
+    pacer: Pacer,
+    iterator: str | None = None,
+    closed: bool = False,
 ) -> Fetched:
     """Read a shard from ``start`` up to ``cap`` records, the tip, or a closed shard's end (a batch's end is fixed so).
 
@@ -145,6 +152,8 @@ def fetch_to_cap(
         cap: At most this many records.
         pacer: The per-shard call pacing, kept across calls.
         iterator: An iterator that continues exactly at ``start`` (saves a GetShardIterator call).
+        closed: The shard has an ending sequence number (ListShards): at its tip with nothing left, it has
+            ended, whether or not the answer still carries an iterator (the emulator's does).
     """
     loop = _Loop(client, stream_name, shard_id, start, pacer)
     records: list[Record] = []
@@ -165,7 +174,7 @@ def fetch_to_cap(
             loop.last_sequence = got[-1]["SequenceNumber"]
         millis_behind = answer.get("MillisBehindLatest")
         next_iterator = answer.get("NextShardIterator")
-        if next_iterator is None:
+        if next_iterator is None or (closed and not got and millis_behind in (0, None)):
             finished = True  # a closed shard read to its end
             break
         current = next_iterator

@@ -165,7 +165,14 @@ class KinesisStreamReader(DataSourceStreamReader):
 
         def probe(plan: Any) -> Fetched:
             return fetch_to_cap(
-                client, self.options.stream_name, plan.shard_id, plan.start, cap, self._pacer, kept.get(plan.shard_id)
+                client,
+                self.options.stream_name,
+                plan.shard_id,
+                plan.start,
+                cap,
+                self._pacer,
+                kept.get(plan.shard_id),
+                plan.closed,
             )
 
         with ThreadPoolExecutor(max_workers=max(1, min(PROBE_THREADS, len(plans)))) as pool:
