@@ -189,6 +189,24 @@ def test_one_failure_fewer_than_the_limit_still_reads(pacer: Pacer) -> None:
     assert [record[0] for record in fetched.records] == sequences
 
 
+def test_only_failures_in_a_row_count_toward_giving_up(pacer: Pacer) -> None:
+    stream, sequences = stream_with(6)
+    stream.page = 2
+    original = stream.get_records
+    seen = {"calls": 0}
+
+    def get_records(ShardIterator: str, Limit: int) -> dict[str, Any]:  # noqa: N803 - boto3's names
+        seen["calls"] += 1
+        if seen["calls"] % MAX_ATTEMPTS:  # MAX_ATTEMPTS - 1 failures before each answer
+            raise client_error("ProvisionedThroughputExceededException")
+        return original(ShardIterator, Limit)
+
+    stream.get_records = get_records  # type: ignore[method-assign]
+    fetched = fetch.fetch_to_cap(stream, "s", SHARD, TRIM_HORIZON, 100, pacer)
+    assert [record[0] for record in fetched.records] == sequences
+    assert fetched.retried == 3 * (MAX_ATTEMPTS - 1)
+
+
 def test_a_transient_get_shard_iterator_failure_is_retried(pacer: Pacer) -> None:
     stream, sequences = stream_with(2)
     stream.iterator_faults = [client_error("LimitExceededException", "GetShardIterator")] * 2
