@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import time
 from datetime import UTC, datetime
 
 import pytest
@@ -147,8 +149,18 @@ def test_starting_at_an_iso_time_keeps_its_zone() -> None:
     assert options.starting_timestamp == datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
 
 
-def test_starting_at_epoch_seconds() -> None:
-    options = parse_options({**BASE, "startingPosition": "at_timestamp:1795000000.5"})
+def test_starting_at_epoch_seconds_is_the_same_moment_in_any_local_zone(monkeypatch: pytest.MonkeyPatch) -> None:
+    previous = os.environ.get("TZ")
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        options = parse_options({**BASE, "startingPosition": "at_timestamp:1795000000.5"})
+    finally:
+        if previous is None:
+            monkeypatch.delenv("TZ")
+        else:
+            monkeypatch.setenv("TZ", previous)
+        time.tzset()
     assert options.starting_timestamp == datetime.fromtimestamp(1795000000.5, UTC)
     assert options.starting_timestamp.tzinfo is not None
 

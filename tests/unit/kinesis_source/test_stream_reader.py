@@ -17,6 +17,7 @@ import pytest
 from botocore.exceptions import EndpointConnectionError
 
 from icestream.errors import ConfigError, IngestError, ServiceUnavailableError
+from icestream.ingest.gate import ITERATOR_REUSE_SECONDS
 from icestream.ingest.positions import TRIM_HORIZON, after, at_timestamp, ended
 from icestream.kinesis_source import crash_drill, stream_reader
 from icestream.kinesis_source.fetch import Pacer
@@ -29,11 +30,23 @@ CREATED = datetime(2026, 11, 21, 5, 0, tzinfo=UTC)
 START = datetime(2026, 11, 21, 6, 0, tzinfo=UTC)  # when a "latest" query starts
 
 
+class Clock:
+    """The monotonic clock iterator reuse is judged by: it moves only when a test moves it."""
+
+    def __init__(self) -> None:
+        self.now = 5000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
 @pytest.fixture(autouse=True)
-def _no_wall_clock(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Iterator reuse is judged on a clock that stands still, "now" is fixed: nothing depends on the machine."""
-    monkeypatch.setattr(stream_reader, "time", types.SimpleNamespace(monotonic=lambda: 5000.0))
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    """A clock that stands still and a fixed "now": nothing depends on the machine's clock or speed."""
+    clock = Clock()
+    monkeypatch.setattr(stream_reader, "time", types.SimpleNamespace(monotonic=clock.monotonic))
     monkeypatch.setattr(stream_reader, "datetime", types.SimpleNamespace(now=lambda tz: START))
+    return clock
 
 
 def reader_of(stream: FakeStream, **given: str) -> KinesisStreamReader:
@@ -195,6 +208,55 @@ def test_the_next_batch_reads_on_where_the_last_ended() -> None:
     (part,) = ranges_of(reader.partitions(first, second)).values()
     assert (part.start, part.end) == (after(first_sequences[-1]), after(later[-1]))
     assert [record[0] for record in part.records] == later
+
+
+def test_the_next_probe_goes_on_with_the_iterator_the_last_one_ended_with() -> None:
+    stream = FakeStream((A,))
+    stream.put_many(A, 2)
+    reader = reader_of(stream, startingPosition="trim_horizon")
+    first = reader.latestOffset()
+    reader.partitions(reader.initialOffset(), first)
+    reader.commit(first)
+    requests = len(iterator_requests(stream, A))
+    later = stream.put_many(A, 2)
+    assert reader.latestOffset()["shards"] == {A: after(later[-1])}
+    assert len(iterator_requests(stream, A)) == requests  # no GetShardIterator call
+
+
+def test_an_iterator_near_its_expiry_is_not_used(clock: Clock) -> None:
+    stream = FakeStream((A,))
+    stream.put_many(A, 2)
+    reader = reader_of(stream, startingPosition="trim_horizon")
+    first = reader.latestOffset()
+    reader.partitions(reader.initialOffset(), first)
+    reader.commit(first)
+    requests = len(iterator_requests(stream, A))
+    clock.now += ITERATOR_REUSE_SECONDS
+    later = stream.put_many(A, 1)
+    assert reader.latestOffset()["shards"] == {A: after(later[-1])}
+    assert iterator_requests(stream, A)[requests:] == [
+        {
+            "StreamName": "s",
+            "ShardId": A,
+            "ShardIteratorType": "AFTER_SEQUENCE_NUMBER",
+            "StartingSequenceNumber": first["shards"][A][6:],
+        }
+    ]
+
+
+def test_an_iterator_kept_for_another_position_is_not_used() -> None:
+    stream = FakeStream((A,))
+    sequences = stream.put_many(A, 4)
+    reader = reader_of(stream, startingPosition="trim_horizon", maxFetchRecordsPerShard="2")
+    older = reader.latestOffset()  # A after its second record
+    reader.partitions(reader.initialOffset(), older)
+    newer = reader.latestOffset()  # A after its fourth; the kept iterator continues there
+    assert newer["shards"] == {A: after(sequences[3])}
+    reader.partitions(reader.initialOffset(), older)  # Spark plans the older batch again (a retry)
+    again = reader.latestOffset()
+    assert again == newer  # read again from the older end, not from the kept iterator's position
+    (part,) = ranges_of(reader.partitions(older, again)).values()
+    assert [record[0] for record in part.records] == sequences[2:]
 
 
 def test_children_of_a_split_are_read_only_after_their_parent_reached_its_end() -> None:
