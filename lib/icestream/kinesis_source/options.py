@@ -97,7 +97,7 @@ def _count(name: str, text: str | None, default: int, highest: int | None = None
 def _timestamp(text: str) -> datetime:
     try:
         moment = datetime.fromtimestamp(float(text), UTC)
-    except ValueError:
+    except (ValueError, OverflowError, OSError):  # not a number, or one out of datetime's range
         try:
             moment = datetime.fromisoformat(text)
         except ValueError:

@@ -90,6 +90,7 @@ class KinesisStreamReader(DataSourceStreamReader):
         self._client = client
         self._pacer = Pacer()
         self._created: str | None = None
+        self._initial: dict[str, Any] | None = None  # fixed once: Spark asks for it more than once
         self._end: dict[str, Any] | None = None  # the last batch's end Spark told us of, or we gave it
         self._probed: dict[str, Fetched] = {}  # the last latestOffset's reads, per shard
         self._iterators: dict[str, tuple[str, str, float]] = {}  # shard -> (position, iterator, when)
@@ -123,7 +124,14 @@ class KinesisStreamReader(DataSourceStreamReader):
         return pos.at_timestamp(datetime.now(UTC))  # latest: fixed once, in the first offset Spark logs
 
     def initialOffset(self) -> dict[str, Any]:  # noqa: N802 - Spark's name
-        """Where a query with no checkpoint starts: every shard without a listed parent, at the starting position."""
+        """Where a query with no checkpoint starts: every shard without a listed parent, at the starting position.
+
+        Fixed at the first call: Spark's first batch calls ``latestOffset`` (which starts from here) and
+        then ``initialOffset`` again for the batch's start; a "latest" start taken anew would begin after
+        the records the batch's end was fixed with, and its replay could never reach that end.
+        """
+        if self._initial is not None:
+            return self._initial
         self._created = self._stream_created()
         listing = list_shards(self.client(), self.options.stream_name)
         given = self.options.starting_shards
@@ -135,7 +143,12 @@ class KinesisStreamReader(DataSourceStreamReader):
         else:
             start = self._starting_position()
             shards = {plan.shard_id: plan.start for plan in plan_shards(listing, {}, {}, start)}
-        return {"stream": self.options.stream_name, "created": self._created, "shards": dict(sorted(shards.items()))}
+        self._initial = {
+            "stream": self.options.stream_name,
+            "created": self._created,
+            "shards": dict(sorted(shards.items())),
+        }
+        return self._initial
 
     def _check_incarnation(self, offset: dict[str, Any]) -> None:
         if self._created is None:
