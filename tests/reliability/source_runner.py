@@ -107,6 +107,7 @@ def main() -> int:
             time.sleep(0.5)
             if query.exception() is not None:  # type: ignore[attr-defined]
                 raise query.exception()  # type: ignore[attr-defined]
+        spark.sql(f"REFRESH TABLE {table}")  # foreachBatch writes through the query's own session and its catalog
         if spark.table(table).count() >= expected:
             done = True
             break

@@ -97,7 +97,8 @@ class PositionedAppend:
 
     def _append(self, table: str, rows: DataFrame, ends: dict[str, str], batch_id: int) -> None:
         committed = pos.load_committed(rows.sparkSession, table, self.stream_name).positions
-        positions = {**committed, **ends}
+        # Never back: a query started from the stream's start (its checkpoint lost) re-reads what is committed.
+        positions = {**committed, **pos.furthest(ends, committed)}
         if positions == committed:
             return  # a replay of a batch this table holds already
         (
