@@ -193,7 +193,8 @@ def test_sigkill_at_every_stage_into_icebergs_sink_loses_and_duplicates_nothing(
     malformed = spark.table(table).where("event_id IS NULL").count()
     figures.record(
         "kinesis source", f"SIGKILL at {len(ended)} stage trials, Iceberg's sink", trials=len(ended),
-        records=sum(stream.values()), lost=lost, duplicated=duplicated, from_children=children, malformed_kept=malformed,
+        records=sum(stream.values()), lost=lost, duplicated=duplicated, from_children=children,
+        malformed_kept=malformed,
     )  # fmt: skip
     assert (lost, duplicated) == (0, 0), ended
     # What Iceberg's own sink does when the checkpoint is lost: the new query reads the stream again
