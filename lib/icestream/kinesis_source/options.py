@@ -122,6 +122,12 @@ def _shard_positions(text: str) -> dict[str, str]:
             "startingPosition as JSON maps shard ids to positions (TRIM_HORIZON, AT_TIMESTAMP:<s>, AFTER:<seq>, "
             f"END:<seq>), as icestream.committed_positions gives them; not {text[:80]!r}"
         )
+    inside = sorted(shard for shard, position in shards.items() if position.count(":") > 1)
+    if inside:
+        raise ConfigError(
+            f"startingPosition: {inside[0]} starts inside a KPL aggregate ({shards[inside[0]]}), which the source "
+            "cannot resume (its batches end after whole records); start after the whole record instead"
+        )
     return dict(shards)
 
 

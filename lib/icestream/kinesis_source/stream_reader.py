@@ -45,6 +45,10 @@ from icestream.kinesis_source.options import SourceOptions
 from icestream.kinesis_source.rows import CHUNK_ROWS, record_batches
 
 PROBE_THREADS = 8  # shards whose end is fixed side by side on the driver
+# A shard's records ride with its task only up to this many bytes: a task travels whole to its executor
+# (Spark's RPC messages are at most 128 MiB), and records of up to 1 MiB each could exceed that at the
+# cap. Past it the task reads the shard's range again itself, as a replay does.
+SHIP_BYTES = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -217,7 +221,10 @@ class KinesisStreamReader(DataSourceStreamReader):
                 continue  # nothing read: unchanged, or a closed shard that ended with no new record
             probed = self._probed.get(shard_id)
             known = probed is not None and probed.start == first and probed.end == last
-            ranges.append(ShardRange(shard_id, first, last, probed.records if known and probed else None))
+            shipped = probed.records if known and probed else None
+            if shipped is not None and sum(len(record[3]) for record in shipped) > SHIP_BYTES:
+                shipped = None
+            ranges.append(ShardRange(shard_id, first, last, shipped))
         per_task = self.options.shards_per_task
         return [ShardRanges(tuple(ranges[index : index + per_task])) for index in range(0, len(ranges), per_task)]
 

@@ -121,6 +121,32 @@ def test_a_closed_shard_whose_end_comes_in_an_empty_answer(pacer: Pacer) -> None
     assert second.next_iterator is None
 
 
+class EndlessIterators:
+    """A closed shard as the emulator serves it: at its end the answers are empty but still carry an iterator."""
+
+    def __init__(self, records: list[dict[str, Any]]) -> None:
+        self.records = records
+
+    def get_shard_iterator(self, **arguments: object) -> dict:
+        return {"ShardIterator": "0"}
+
+    def get_records(self, ShardIterator: str, Limit: int) -> dict:  # noqa: N803 - boto3's names
+        start = int(ShardIterator)
+        page = self.records[start : start + Limit]
+        return {"Records": page, "NextShardIterator": str(start + len(page)), "MillisBehindLatest": 0}
+
+
+def test_a_closed_shard_at_its_end_has_ended_though_the_answer_carries_an_iterator(pacer: Pacer) -> None:
+    stream, _ = stream_with(3)
+    client = EndlessIterators(stream.records[SHARD])
+    first = fetch.fetch_to_cap(client, "s", SHARD, TRIM_HORIZON, 100, pacer, closed=True)
+    assert len(first.records) == 3
+    second = fetch.fetch_to_cap(client, "s", SHARD, first.end, 100, pacer, first.next_iterator, closed=True)
+    assert second.end == ended(first.records[-1][0])  # its children may be read now
+    open_shard = fetch.fetch_to_cap(client, "s", SHARD, first.end, 100, pacer, first.next_iterator)
+    assert open_shard.end == first.end  # an open shard at its tip has not ended
+
+
 def test_a_closed_shard_already_read_ends_at_its_last_record_with_none_new(pacer: Pacer) -> None:
     stream, sequences = stream_with(3)
     stream.split(SHARD, ("shardId-1",))

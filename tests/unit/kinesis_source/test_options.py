@@ -185,6 +185,12 @@ def test_starting_at_shard_positions_given_as_json() -> None:
         assert options.starting_shards == positions
 
 
+def test_a_start_inside_a_kpl_aggregate_is_refused_not_rounded_past_its_rest() -> None:
+    positions = {"shardId-0": "AFTER:1005", "shardId-1": "AFTER:2001:3"}
+    with pytest.raises(ConfigError, match="shardId-1 starts inside a KPL aggregate"):
+        parse_options({**BASE, "startingPosition": json.dumps(positions)})
+
+
 @pytest.mark.parametrize(
     "text",
     ['{"shardId-0": "AFTER:1"', '{"shardId-0": "SOMEWHERE"}', '{"shardId-0": 5}', '{"shards": ["shardId-0"]}'],

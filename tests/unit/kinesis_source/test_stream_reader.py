@@ -335,6 +335,23 @@ def test_a_replay_reads_the_same_rows_as_the_shipped_records() -> None:
     assert replayed_rows == shipped_rows
 
 
+def test_records_past_the_shipping_budget_are_read_by_the_task_instead(monkeypatch: pytest.MonkeyPatch) -> None:
+    stream = FakeStream((A, B))
+    stream.put_many(A, 4)
+    stream.put_many(B, 1)
+    small = len(stream.records[B][0]["Data"])
+    monkeypatch.setattr(stream_reader, "SHIP_BYTES", 2 * small)  # A's four records exceed it, B's one not
+    reader = reader_of(stream, startingPosition="trim_horizon")
+    partitions = reader.partitions(reader.initialOffset(), reader.latestOffset())
+    ranges = ranges_of(partitions)
+    assert ranges[A].records is None
+    assert ranges[B].records is not None
+    reads = stream.count("get_records")
+    rows = rows_of(reader, partitions)
+    assert stream.count("get_records") > reads  # A read again, by its task
+    assert len(rows) == 5
+
+
 def test_records_probed_for_another_range_are_not_shipped() -> None:
     stream = FakeStream((A,))
     stream.put_many(A, 4)
