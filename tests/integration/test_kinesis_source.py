@@ -19,9 +19,9 @@ import pytest
 from icestream.config import Settings, load_settings
 from icestream.kinesis.clients import ensure_stream, kinesis_connection
 from icestream.kinesis_source.data_source import register
-from icestream.kinesis_source.rows import user_records
-from tests.helpers.streams import mixed_records, put, read_stream, send_aggregated
+from tests.helpers.streams import mixed_records, put, send_aggregated
 from tests.helpers.streams import user_records as kpl_records
+from tests.reliability.test_crash_kinesis_source import stream_user_records
 
 JOB = Path(__file__).resolve().parents[2] / "lib" / "icestream" / "jobs" / "kinesis_to_iceberg.py"
 
@@ -34,15 +34,6 @@ def stream(emulator: str) -> Settings:
     put(settings, records)
     send_aggregated(settings, kpl_records(1_000, 20), per_aggregate=5)
     return settings
-
-
-def expected_records(settings: Settings) -> Counter[tuple[str, str, int]]:
-    found: Counter[tuple[str, str, int]] = Counter()
-    for record in read_stream(settings):
-        kinesis = (record["SequenceNumber"], None, record["PartitionKey"], bytes(record["Data"]))
-        for _, _, sequence, sub, _ in user_records([kinesis], 10 * 1024 * 1024):
-            found[(record["shard"], sequence, sub)] += 1
-    return found
 
 
 def test_the_reference_job_in_a_session_reads_every_user_record_once(spark, stream: Settings, tmp_path: Path) -> None:
@@ -80,7 +71,7 @@ def test_the_reference_job_in_a_session_reads_every_user_record_once(spark, stre
     progress = query.lastProgress
     rows = spark.table(table).collect()
     written = Counter((row.shardId, row.sequenceNumber, row.subSequenceNumber) for row in rows)
-    assert written == expected_records(stream)
+    assert written == stream_user_records(stream)
     assert progress["numInputRows"] == len(rows)
     malformed = [row for row in rows if row.event_id is None]
     assert malformed

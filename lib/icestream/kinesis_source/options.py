@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from urllib.parse import urlparse
 
 from icestream.errors import ConfigError
+from icestream.kinesis.clients import LOOPBACK_HOSTS
 from icestream.limits import MAX_RECORDS_PER_GET
 
 # Records per shard and batch: a batch's end is fixed by reading up to this many records of each
@@ -36,7 +37,6 @@ NAMES: dict[str, tuple[str, ...]] = {
     "maxEventBytes": (),
 }
 STARTING_POSITIONS = ("latest", "trim_horizon", "at_timestamp:<ISO time or epoch seconds>", "a JSON of shard positions")
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
 @dataclass(frozen=True)
