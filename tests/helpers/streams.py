@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections import Counter
 from typing import Any
 
 from icestream.config import Settings
 from icestream.kinesis.clients import kinesis_client, list_shards
+from icestream.kinesis_source.rows import user_records as expanded_records
 from icestream.producer.aggregate import Aggregator, open_shard_starts
 from icestream.producer.put import produce
 from icestream.synthetic.wire import Record
@@ -123,3 +125,13 @@ class PacedProducer:
         self.hurry.set()
         self.thread.join(timeout=300)
         assert self.sent == len(self.records), "the producer did not send every record"
+
+
+def stream_user_records(settings: Settings) -> Counter[tuple[str, str, int]]:
+    """Every user record in the stream by (shard, sequence, sub), from a bare boto3 read."""
+    found: Counter[tuple[str, str, int]] = Counter()
+    for record in read_stream(settings):
+        kinesis = (record["SequenceNumber"], None, record["PartitionKey"], bytes(record["Data"]))
+        for _, _, sequence, sub, _ in expanded_records([kinesis], 10 * 1024 * 1024):
+            found[(record["shard"], sequence, sub)] += 1
+    return found

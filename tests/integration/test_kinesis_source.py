@@ -19,9 +19,8 @@ import pytest
 from icestream.config import Settings, load_settings
 from icestream.kinesis.clients import ensure_stream, kinesis_connection
 from icestream.kinesis_source.data_source import register
-from tests.helpers.streams import mixed_records, put, send_aggregated
+from tests.helpers.streams import mixed_records, put, send_aggregated, stream_user_records
 from tests.helpers.streams import user_records as kpl_records
-from tests.reliability.test_crash_kinesis_source import stream_user_records
 
 JOB = Path(__file__).resolve().parents[2] / "lib" / "icestream" / "jobs" / "kinesis_to_iceberg.py"
 

@@ -35,8 +35,7 @@ from pathlib import Path
 
 from icestream.config import Settings, load_settings
 from icestream.kinesis.clients import ensure_stream, kinesis_client, list_shards
-from icestream.kinesis_source.rows import user_records
-from tests.helpers.streams import mixed_records, put, read_stream, send_aggregated
+from tests.helpers.streams import mixed_records, put, send_aggregated, stream_user_records
 from tests.helpers.streams import user_records as kpl_records
 from tests.reliability import figures
 from tests.reliability.figures import FULL, size
@@ -70,16 +69,6 @@ def trial(settings: Settings, folder: Path, number: int, table: str, expected: i
 
 def log_tail(folder: Path, number: int) -> str:
     return (folder / f"trial-{number:02d}.log").read_text(errors="replace")[-3000:]
-
-
-def stream_user_records(settings: Settings) -> Counter[tuple[str, str, int]]:
-    """Every user record in the stream by (shard, sequence, sub), from a bare boto3 read."""
-    found: Counter[tuple[str, str, int]] = Counter()
-    for record in read_stream(settings):
-        kinesis = (record["SequenceNumber"], None, record["PartitionKey"], bytes(record["Data"]))
-        for _, _, sequence, sub, _ in user_records([kinesis], 10 * 1024 * 1024):
-            found[(record["shard"], sequence, sub)] += 1
-    return found
 
 
 def split_first_shard(settings: Settings) -> None:
