@@ -22,7 +22,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-TRIGGER_HELP = "processing-time trigger in seconds (default 1); --available-now runs one bounded batch and stops"
+TRIGGER_HELP = "processing-time trigger in seconds (default 1)"
 
 
 def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -43,12 +43,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
-    from icestream import KinesisDataSource
+    from icestream.kinesis_source.data_source import register
     from icestream.lake.schema import wire_schema
 
     args = parse_arguments(argv)
     spark = SparkSession.builder.appName("kinesis-to-iceberg").getOrCreate()
-    spark.dataSource.register(KinesisDataSource)
+    register(spark)  # spark.dataSource.register(KinesisDataSource), runnable on a cluster's driver too
     reader = (
         spark.readStream.format("kinesis")
         .option("streamName", args.stream)
@@ -66,13 +66,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         F.col("approximateArrivalTimestamp").alias("arrival_ts"),
     ).select("event.*", "raw", "shard_id", "sequence_number", "arrival_ts")
     writer = rows.writeStream.format("iceberg").option("checkpointLocation", args.checkpoint)
-    writer = (
-        writer.trigger(availableNow=True)
-        if args.available_now
-        else writer.trigger(processingTime=f"{args.trigger} seconds")
-    )
-    query = writer.toTable(args.table)
-    if args.seconds > 0 and not args.available_now:
+    if args.available_now:
+        # Spark 4.1 runs an availableNow query over a Python source as one batch, which the source bounds
+        # at maxFetchRecordsPerShard per shard: the job starts it again until a run finds nothing new.
+        while True:
+            query = writer.trigger(availableNow=True).toTable(args.table)
+            query.awaitTermination()
+            if not query.lastProgress or not query.lastProgress["numInputRows"]:
+                return 0
+    query = writer.trigger(processingTime=f"{args.trigger} seconds").toTable(args.table)
+    if args.seconds > 0:
         query.awaitTermination(args.seconds)
         query.stop()
     else:

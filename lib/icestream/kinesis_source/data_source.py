@@ -16,6 +16,9 @@ are per-shard positions in Spark's own checkpoint (:mod:`~icestream.kinesis_sour
 
 from __future__ import annotations
 
+import os
+import sys
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql.datasource import DataSource
@@ -23,6 +26,7 @@ from pyspark.sql.datasource import DataSource
 from icestream.kinesis_source.options import parse_options
 from icestream.kinesis_source.rows import SCHEMA_DDL
 from icestream.kinesis_source.stream_reader import KinesisStreamReader
+from icestream.runtime.shipping import ENV_ALIAS, EXECUTOR_PYTHON
 
 
 class KinesisDataSource(DataSource):
@@ -44,5 +48,22 @@ class KinesisDataSource(DataSource):
 
 
 def register(spark: Any) -> None:
-    """Make ``format("kinesis")`` known to ``spark`` (again is harmless)."""
+    """Make ``format("kinesis")`` known to ``spark`` (again is harmless).
+
+    Spark runs a Python data source with one interpreter path on the driver (where it plans each
+    batch) and on the executors (where it reads). A session that ships icestream's packed
+    environment names the executors' copy, ``./icestream_env/bin/python``, relative to each
+    executor's working folder; on the driver that path is made to lead to the driver's own
+    environment, by a link ``icestream_env`` in its working folder, unless the name is taken.
+    """
+    if spark.sparkContext.pythonExec == EXECUTOR_PYTHON:
+        link_driver_environment(Path.cwd())
     spark.dataSource.register(KinesisDataSource)
+
+
+def link_driver_environment(folder: Path) -> None:
+    """Let ``./icestream_env/bin/python`` run, from ``folder``, the Python this driver runs in."""
+    link = folder / ENV_ALIAS
+    if link.is_symlink() or link.exists():
+        return  # an earlier session's link, or a folder of the user's: left alone
+    os.symlink(Path(sys.prefix), link, target_is_directory=True)

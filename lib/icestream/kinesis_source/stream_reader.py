@@ -4,7 +4,9 @@ An offset is ``{"stream": …, "created": …, "shards": {shard id: position}}``
 ingest's own form (:mod:`icestream.ingest.positions`): ``TRIM_HORIZON``, ``AT_TIMESTAMP:<s>``,
 ``AFTER:<sequence number>``, ``END:<sequence number>`` for a closed shard read to its end. Spark
 writes every batch's end offset to its offset log before the batch runs, and a replayed batch is
-planned from the same two offsets, so it reads the same records.
+planned from the same two offsets, so it reads the same records. An end offset also carries each
+read shard's ``millisBehindLatest`` (how far behind the tip the batch's end is): Spark shows offsets
+in ``lastProgress``, in its UI and to listeners, and a Python source has no metrics of its own on 4.1.
 
 How a batch goes (Spark calls each step; ``latestOffset`` and ``partitions`` run on the driver in one
 Python process that lives as long as the query):
@@ -49,6 +51,7 @@ PROBE_THREADS = 8  # shards whose end is fixed side by side on the driver
 # (Spark's RPC messages are at most 128 MiB), and records of up to 1 MiB each could exceed that at the
 # cap. Past it the task reads the shard's range again itself, as a replay does.
 SHIP_BYTES = 8 * 1024 * 1024
+LAG_KEY = "millisBehindLatest"  # an end offset's per-shard lag (MillisBehindLatest of its last GetRecords)
 
 
 @dataclass(frozen=True)
@@ -205,7 +208,11 @@ class KinesisStreamReader(DataSourceStreamReader):
         self._probed = moved
         shards = dict(current)
         shards.update({shard: one.end for shard, one in moved.items()})
-        end = {**start, "shards": dict(sorted(shards.items()))}
+        # Each shard's lag as the batch's end was fixed, for lastProgress, the UI and listeners (a Python
+        # source has no metrics of its own on Spark 4.1). Read only with the end: an idle stream's
+        # lag changing alone must not make Spark run an empty batch.
+        behind = {one.shard_id: one.millis_behind for one in fetched if one.millis_behind is not None}
+        end = {**start, "shards": dict(sorted(shards.items())), LAG_KEY: dict(sorted(behind.items()))}
         self._end = end
         return end
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+import types
+from pathlib import Path
 from typing import Any
 
 import pyspark
@@ -12,14 +15,16 @@ from icestream.kinesis_source import data_source, session
 from icestream.kinesis_source.data_source import KinesisDataSource
 from icestream.kinesis_source.rows import SCHEMA_DDL
 from icestream.kinesis_source.stream_reader import KinesisStreamReader
+from icestream.runtime.shipping import ENV_ALIAS, EXECUTOR_PYTHON
 
 
 class FakeSpark:
     """Records the data sources registered with it."""
 
-    def __init__(self) -> None:
+    def __init__(self, python: str = "python3") -> None:
         self.registered: list[type] = []
         self.dataSource = self  # spark.dataSource.register(...)
+        self.sparkContext = types.SimpleNamespace(pythonExec=python)  # the interpreter its Python code runs in
 
     def register(self, source: type) -> None:
         self.registered.append(source)
@@ -39,10 +44,34 @@ def test_a_bad_option_stops_the_query_before_it_starts() -> None:
         KinesisDataSource({"streamName": "events", "regionName": "eu-west-1", "shards": "2"})
 
 
-def test_register_makes_the_format_known() -> None:
+def test_register_makes_the_format_known(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)
     spark = FakeSpark()
     data_source.register(spark)
     assert spark.registered == [KinesisDataSource]
+    assert list(tmp_path.iterdir()) == []  # an interpreter of the nodes' own: nothing to link
+
+
+def test_a_shipped_environment_runs_on_the_driver_through_a_link_to_its_own(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Spark plans a Python source's batches on the driver with the executors' interpreter path."""
+    monkeypatch.chdir(tmp_path)
+    spark = FakeSpark(python=EXECUTOR_PYTHON)
+    data_source.register(spark)
+    assert spark.registered == [KinesisDataSource]
+    assert (tmp_path / EXECUTOR_PYTHON).resolve() == (Path(sys.prefix) / "bin" / "python").resolve()
+    data_source.register(spark)  # again: the link is kept
+
+
+def test_a_folder_of_the_users_under_the_environments_name_is_left_alone(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ENV_ALIAS).mkdir()
+    data_source.register(FakeSpark(python=EXECUTOR_PYTHON))
+    assert not (tmp_path / ENV_ALIAS).is_symlink()
+    assert list((tmp_path / ENV_ALIAS).iterdir()) == []
 
 
 @pytest.mark.parametrize(("version", "has"), [("3.5.3", False), ("4.0.0", True), ("4.1.1", True)])

@@ -196,6 +196,19 @@ def test_each_shard_is_read_up_to_the_cap_per_batch() -> None:
     assert list(ranges_of(reader.partitions(first, second))) == [A]
 
 
+def test_an_end_offset_says_how_far_behind_the_tip_each_read_shard_is() -> None:
+    stream = FakeStream((A, B))
+    stream.put_many(A, 5)
+    stream.put_many(B, 2)
+    reader = reader_of(stream, startingPosition="trim_horizon", maxFetchRecordsPerShard="3")
+    first = reader.latestOffset()
+    assert first["millisBehindLatest"] == {A: 5000, B: 0}  # A stopped at the cap, B at its tip
+    reader.partitions(reader.initialOffset(), first)
+    reader.commit(first)
+    assert reader.latestOffset()["millisBehindLatest"] == {A: 0, B: 0}  # A read on to its tip
+    assert "millisBehindLatest" not in reader.initialOffset()
+
+
 def test_the_next_batch_reads_on_where_the_last_ended() -> None:
     stream = FakeStream((A,))
     first_sequences = stream.put_many(A, 2)
