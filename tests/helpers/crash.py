@@ -1,8 +1,14 @@
-"""A simulated crash: the fault hook that stops an ingest (or a file load) at an exact phase."""
+"""A simulated crash: the fault hook that stops an ingest (or a file load) at an exact phase, and a
+process group for a real one (a runner script with its JVM, SIGKILLed together)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import os
+import signal
+import subprocess
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 
 
 class SimulatedCrashError(RuntimeError):
@@ -22,3 +28,23 @@ def crash_at(phase: str, batch: int | None = None) -> Callable[[str, object], No
             raise SimulatedCrashError(f"crash at {at} ({batch_id})")
 
     return crash
+
+
+@contextlib.contextmanager
+def process_group(command: Sequence[str], env: dict[str, str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """``command`` as its own process group (a runner's Python and its JVM), output to ``log``.
+
+    Yields:
+        The process; on leaving, it is SIGKILLed with its group if it still runs.
+    """
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            list(command), env=env, stdout=output, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+        try:
+            yield process
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)  # its own process group, nothing else
+                process.wait(timeout=30)

@@ -19,29 +19,15 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 
-@contextlib.contextmanager
-def running(env: dict[str, str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """This runner as its own process group (Python and its JVM), output to ``log``.
+def running(env: dict[str, str], log: Path) -> contextlib.AbstractContextManager[subprocess.Popen[bytes]]:
+    """This runner as its own process group (Python and its JVM), output to ``log``; SIGKILLed with it on leaving."""
+    from tests.helpers.crash import process_group  # the test's process imports this; the script never calls it
 
-    Yields:
-        The process; on leaving, it is SIGKILLed with its group if it still runs.
-    """
-    with log.open("wb") as output:
-        process = subprocess.Popen(
-            [sys.executable, __file__], env=env, stdout=output, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True,
-        )  # fmt: skip
-        try:
-            yield process
-        finally:
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGKILL)  # its own process group, nothing else
-                process.wait(timeout=30)
+    return process_group([sys.executable, __file__], env, log)
 
 
 def sigkill_trial(

@@ -23,29 +23,17 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 PAYLOAD_SCHEMA = "event_id STRING, user_id STRING, properties MAP<STRING, STRING>"
 TABLE_DDL = "event_id STRING, user_id STRING, n STRING, shard_id STRING, sequence_number STRING, sub BIGINT, raw STRING"
 
 
-@contextlib.contextmanager
-def running(env: dict[str, str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """This runner as its own process group, output to ``log``; SIGKILLed with its group on leaving."""
-    import signal
+def running(env: dict[str, str], log: Path) -> contextlib.AbstractContextManager[subprocess.Popen[bytes]]:
+    """This runner as its own process group (Python and its JVM), output to ``log``; SIGKILLed with it on leaving."""
+    from tests.helpers.crash import process_group  # the test's process imports this; the script never calls it
 
-    with log.open("wb") as output:
-        process = subprocess.Popen(
-            [sys.executable, __file__], env=env, stdout=output, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True,
-        )  # fmt: skip
-        try:
-            yield process
-        finally:
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(timeout=30)
+    return process_group([sys.executable, __file__], env, log)
 
 
 def main() -> int:
@@ -66,9 +54,9 @@ def main() -> int:
     available_now = os.environ.get("RELIABILITY_TRIGGER") == "available_now"
     starting = os.environ.get("RELIABILITY_STARTING", "trim_horizon")
     if starting == "table":
-        from icestream.kinesis_source.positioned import committed_positions
+        from icestream.kinesis_source.positioned import starting_positions
 
-        starting = committed_positions(spark, table, settings.stream_name)
+        starting = starting_positions(spark, table, settings.stream_name)
 
     def start() -> object:
         events = (
