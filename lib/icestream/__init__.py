@@ -4,7 +4,8 @@ Notebooks, scripts and schedulers import from six faces, each a package whose ``
 it offers (docs/design.md lists every name):
 
 - ``icestream``: the job: settings, the Spark session, the streaming ingest and its committed positions,
-  instants as epoch microseconds, the SQL-name check;
+  the ``kinesis`` source for ``spark.readStream`` with its exactly-once writer, instants as epoch
+  microseconds, the SQL-name check;
 - ``icestream.kinesis``: Kinesis streams and shards;
 - ``icestream.lake``: the Iceberg tables (``LakeTable``, creating them, statements, windows);
 - ``icestream.queries``: real-time, health, the ingest's report, anomalies, DuckDB and pyiceberg;
@@ -26,11 +27,14 @@ _FACE = Face(
     __name__,
     {
         "KinesisDataSource": "icestream.kinesis_source.data_source",
+        "PositionedAppend": "icestream.kinesis_source.positioned",
         "get_spark": "icestream.kinesis_source.session",
         "kafka_connection": "icestream.kafka.connection",
         "load_committed": "icestream.ingest.positions",
         "load_settings": "icestream.config",
+        "shard_lag": "icestream.kinesis_source.progress",
         "start_ingest": "icestream.ingest.query",
+        "starting_positions": "icestream.kinesis_source.positioned",
         "to_micros": "icestream.timestamps",
         "validate_identifier": "icestream.validation",
     },

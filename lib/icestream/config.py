@@ -63,7 +63,15 @@ CHANGE_DEMO_SUFFIX = "change_demo"  # notebook 06's keyed table, with its reject
 METRICS_DEMO_SUFFIX = "metrics_demo"  # notebook 07's events table, with its metrics and rejects
 KAFKA_DEMO_SUFFIX = "kafka_demo"  # notebook 11's ingest table (with its rejects) and its two lesson tables
 KAFKA_LESSON_TABLES = ("reference", "offsets")  # <table>_kafka_demo_<name>: the reference job's, the exactly-once one
-DEMO_SUFFIXES = (CRASH_DEMO_SUFFIX, ROUTED_DEMO_SUFFIX, CHANGE_DEMO_SUFFIX, METRICS_DEMO_SUFFIX, KAFKA_DEMO_SUFFIX)
+REFERENCE_DEMO_SUFFIX = "reference_demo"  # notebook 02's reference job: readStream.format("kinesis") into Iceberg
+DEMO_SUFFIXES = (
+    CRASH_DEMO_SUFFIX,
+    ROUTED_DEMO_SUFFIX,
+    CHANGE_DEMO_SUFFIX,
+    METRICS_DEMO_SUFFIX,
+    KAFKA_DEMO_SUFFIX,
+    REFERENCE_DEMO_SUFFIX,
+)
 # Every table a demo makes: its own, its companions, and the routed demo's routed table.
 DEMO_TABLE_SUFFIXES = (
     *DEMO_SUFFIXES,

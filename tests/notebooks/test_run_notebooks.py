@@ -78,7 +78,12 @@ def test_every_notebook_then_a_second_run_on_the_same_lake(
 
     rows = counts()
     assert rows[settings.table_name] > 0, "02 ingested the first run"
-    crash = json.loads((settings.path("run_dir") / "02_ingest_summary.json").read_text())["crash_demo"]
+    ingest_summary = json.loads((settings.path("run_dir") / "02_ingest_summary.json").read_text())
+    reference = ingest_summary["reference_job"]  # Spark's own query over the kinesis source, one batch
+    assert reference["rows"] == reference["records"] == reference["input_rows"] > 0, reference
+    assert reference["input_rows"] <= shards * reference["records_per_shard"], reference
+    assert len(reference["shard_lag_ms"]) == shards, reference
+    crash = ingest_summary["crash_demo"]
     assert (crash["exit_status"], crash["processes_left"], crash["restart_succeeded"]) == (-9, 0, True), crash
     assert crash["events_batch_at_kill"] < crash["rejects_batch_at_kill"], "killed between the two commits"
     lost_or_twice = ("lost (sent, not in the table)", "duplicated (rows - distinct ids)")

@@ -15,6 +15,8 @@ with its ground truth; none of it is part of a scheduled job, which imports noth
   point where it breaks (notebook 01).
 - :mod:`~icestream.demos.crash`: the ingest as its own process, SIGKILLed inside a batch and
   restarted: nothing lost, nothing twice (notebook 02).
+- :mod:`~icestream.demos.reference_job`: the table and checkpoint of the reference job's lesson, anew
+  each run (notebook 02).
 - :mod:`~icestream.demos.kafka_lesson`: a topic and tables of the Kafka lesson's own, and the events it
   sends (notebook 11).
 - :mod:`~icestream.demos.run_scope`: which production runs a table holds, and which are this run's
@@ -62,6 +64,7 @@ _FACE = Face(
         "processes_in_group": "icestream.demos.crash",
         "read_ground_truth": "icestream.synthetic.ground_truth",
         "read_run_summary": "icestream.producer.run",
+        "reference_job_lesson": "icestream.demos.reference_job",
         "routed_stream_demo": "icestream.demos.routed_demo",
         "run_production": "icestream.producer.run",
         "run_summary_path": "icestream.producer.run",

@@ -13,6 +13,7 @@ _FACE = Face(
         "ensure_stream": "icestream.kinesis.clients",
         "hash_key": "icestream.kinesis.clients",
         "kinesis_client": "icestream.kinesis.clients",
+        "kinesis_connection": "icestream.kinesis.clients",
         "list_shards": "icestream.kinesis.clients",
         "most_bytes_admitted": "icestream.kinesis.write_limits",
         "peek_records": "icestream.kinesis.clients",

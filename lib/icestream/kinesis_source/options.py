@@ -120,7 +120,7 @@ def _shard_positions(text: str) -> dict[str, str]:
     ):
         raise ConfigError(
             "startingPosition as JSON maps shard ids to positions (TRIM_HORIZON, AT_TIMESTAMP:<s>, AFTER:<seq>, "
-            f"END:<seq>), as icestream.committed_positions gives them; not {text[:80]!r}"
+            f"END:<seq>), as icestream.starting_positions gives them; not {text[:80]!r}"
         )
     inside = sorted(shard for shard, position in shards.items() if position.count(":") > 1)
     if inside:

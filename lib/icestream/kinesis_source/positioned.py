@@ -7,7 +7,7 @@ keeps the guarantee in the table instead, the way ``icestream ingest`` does
 (:mod:`icestream.ingest.positions`): each append carries, in the summary of the snapshot that adds
 its rows, where every shard stands after it. A batch first drops its rows at or before those
 positions, so a replay writes nothing twice, whatever checkpoint it comes from; and a query started
-with ``startingPosition`` = :func:`committed_positions` continues exactly where the table is.
+with ``startingPosition`` = :func:`starting_positions` continues exactly where the table is.
 
 With a rejects table, rows that fail ``valid`` (by default: ``from_json`` gave no ``event_id``) go
 there instead, once: the two tables commit one after the other, each with its own positions, so a
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 
-def committed_positions(spark: object, table: str, stream_name: str) -> str:
+def starting_positions(spark: object, table: str, stream_name: str) -> str:
     """The table's committed positions as the source's ``startingPosition`` (JSON; ``trim_horizon`` when none)."""
     committed = pos.load_committed(spark, table, stream_name)  # type: ignore[arg-type]
     return pos.encode_positions(committed.positions) if committed.positions else "trim_horizon"
