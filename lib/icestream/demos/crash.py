@@ -29,7 +29,7 @@ from icestream.demos.routed_demo import start_afresh
 from icestream.errors import IngestError
 from icestream.kinesis.clients import resolve_endpoint
 from icestream.lake.demo_tables import demo_mark
-from icestream.lake.statement import Statement
+from icestream.lake.statement import Statement, statements_hidden
 from icestream.lake.table import LakeTable, setup_tables
 from icestream.producer.put import produce
 from icestream.synthetic.generator import backfill_config, generate
@@ -137,8 +137,9 @@ def crash_demo(spark: SparkSession, settings: Settings, records: int = 1200, see
     import pandas as pd
 
     demo = crash_demo_settings(settings)
-    start_afresh(spark, demo, DEMO_SUFFIX)
-    setup_tables(spark, demo, demo_mark(DEMO_SUFFIX))
+    with statements_hidden():  # the demo's own tables, made again: plumbing, not the lesson
+        start_afresh(spark, demo, DEMO_SUFFIX)
+        setup_tables(spark, demo, demo_mark(DEMO_SUFFIX))
     folder = settings.path("run_dir") / RUN_FOLDER
     shutil.rmtree(folder, ignore_errors=True)  # a killed Spark leaves its scratch (about 100 MiB) behind
     (folder / "spark-local").mkdir(parents=True)

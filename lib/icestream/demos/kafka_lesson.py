@@ -24,6 +24,7 @@ from icestream.ingest.reading.kafka_read import stream_label
 from icestream.kafka.connection import kafka_connection
 from icestream.kafka.topics import TIMEOUT_SECONDS, ensure_topic, partitions
 from icestream.lake.demo_tables import demo_mark, drop_demo_tables
+from icestream.lake.statement import statements_hidden
 from icestream.lake.table import setup_tables
 from icestream.synthetic.generator import backfill_config, generate
 from icestream.synthetic.kinds import VALID_KINDS
@@ -73,9 +74,10 @@ def kafka_demo(
     demo = kafka_demo_settings(settings)
     connection = kafka_connection(demo)
     lesson = [kafka_lesson_table(demo, name) for name in KAFKA_LESSON_TABLES]
-    drop_demo_tables(spark, (demo.table_name, demo.rejects_table_name, *lesson), KAFKA_DEMO_SUFFIX)
-    _topic_afresh(connection, partitions_count)
-    setup_tables(spark, demo, demo_mark(KAFKA_DEMO_SUFFIX))
+    with statements_hidden():  # the lesson's tables, made again: plumbing (the notebook types its own CREATEs)
+        drop_demo_tables(spark, (demo.table_name, demo.rejects_table_name, *lesson), KAFKA_DEMO_SUFFIX)
+        _topic_afresh(connection, partitions_count)
+        setup_tables(spark, demo, demo_mark(KAFKA_DEMO_SUFFIX))
     folder = settings.path("run_dir") / RUN_FOLDER
     shutil.rmtree(folder, ignore_errors=True)
     (folder / "spark-local").mkdir(parents=True)

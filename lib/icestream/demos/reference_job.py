@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from icestream.config import REFERENCE_DEMO_SUFFIX
 from icestream.lake.demo_tables import drop_demo_tables
+from icestream.lake.statement import statements_hidden
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -30,7 +31,8 @@ def reference_job_lesson(spark: SparkSession, settings: Settings) -> tuple[str, 
         TableOwnershipError: If ``<table>_reference_demo`` exists and the lesson did not make it.
     """
     table = settings.companion_table_name(REFERENCE_DEMO_SUFFIX)
-    drop_demo_tables(spark, [table], REFERENCE_DEMO_SUFFIX)
+    with statements_hidden():  # the lesson's own table, dropped to be made again: plumbing
+        drop_demo_tables(spark, [table], REFERENCE_DEMO_SUFFIX)
     folder = settings.path("run_dir") / REFERENCE_DEMO_SUFFIX
     shutil.rmtree(folder, ignore_errors=True)
     return table, folder / "checkpoint"

@@ -5,9 +5,10 @@ See the package docstring (:mod:`icestream.lake`) for how statements are recorde
 
 from __future__ import annotations
 
+import contextlib
 import re
 import textwrap
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -43,6 +44,18 @@ def show_statements(enabled: bool = True) -> None:
         enabled: False turns it off again.
     """
     _SHOWN["as_they_run"] = enabled
+
+
+@contextlib.contextmanager
+def statements_hidden() -> Iterator[None]:
+    """Statements run inside print nothing, whatever :func:`show_statements` says: a demo's set-up
+    (dropping and making its tables again) is plumbing, not the lesson, and 00 teaches the DDL."""
+    before = _SHOWN["as_they_run"]
+    _SHOWN["as_they_run"] = False
+    try:
+        yield
+    finally:
+        _SHOWN["as_they_run"] = before
 
 
 def statements_shown() -> bool:

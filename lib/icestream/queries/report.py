@@ -66,10 +66,12 @@ EMPTY_PROGRESS_COLUMNS = (
 def only_replayed(batch: dict[str, Any]) -> bool:
     """Whether a batch read records but brought nothing new: each was one a table held, or a duplicate.
 
-    Such a batch commits no position. The next query starts where the table it commits least often
-    left off (the rejects table, when the last batches brought no rejects; or the events table's
-    position before a batch of duplicates only) and reads those records again: its lag is that of
-    the older position, not of the stream, and its rate is not traffic.
+    Such a batch commits no rows; it commits the positions it read past only where a table's position
+    is due (:func:`icestream.ingest.commits.commit_due`). A query started before that starts where the
+    table it commits least often left off (the rejects table, when the last batches brought no
+    rejects; or the events table's position before a batch of duplicates only) and reads those
+    records again: its lag is that of the older position, not of the stream, and its rate is not
+    traffic.
     """
     return batch["num_input_rows"] > 0 and batch["written"] == 0 and batch["rejected"] == 0
 

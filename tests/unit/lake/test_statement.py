@@ -85,3 +85,17 @@ def test_a_timestamp_literal_has_four_year_digits_in_every_year(moment: datetime
     text = timestamp_literal(moment).removeprefix("TIMESTAMP '").removesuffix("+00:00'")
     assert datetime.fromisoformat(text).replace(tzinfo=UTC) == moment
     assert text[4] == "-"
+
+
+def test_statements_run_inside_statements_hidden_print_nothing_and_showing_comes_back(capsys) -> None:
+    from icestream.lake.statement import show, show_statements, statements_hidden, statements_shown
+
+    show_statements()
+    try:
+        with statements_hidden():
+            show(Statement("DROP TABLE lake.db.t_demo PURGE"))
+            assert not statements_shown()
+        show(Statement("SELECT 1"))
+        assert capsys.readouterr().out.strip() == "SELECT 1"
+    finally:
+        show_statements(False)
