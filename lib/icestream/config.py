@@ -70,7 +70,6 @@ DEMO_SUFFIXES = (
     CHANGE_DEMO_SUFFIX,
     METRICS_DEMO_SUFFIX,
     KAFKA_DEMO_SUFFIX,
-    REFERENCE_DEMO_SUFFIX,
 )
 # Every table a demo makes: its own, its companions, and the routed demo's routed table.
 DEMO_TABLE_SUFFIXES = (
@@ -78,6 +77,7 @@ DEMO_TABLE_SUFFIXES = (
     *(f"{demo}_{suffix}" for demo in DEMO_SUFFIXES for suffix in (REJECTS_SUFFIX, ARCHIVE_SUFFIX, METRICS_SUFFIX)),
     f"{ROUTED_DEMO_SUFFIX}_{ROUTED_DEMO_ORDERS_SUFFIX}",
     *(f"{KAFKA_DEMO_SUFFIX}_{name}" for name in KAFKA_LESSON_TABLES),
+    REFERENCE_DEMO_SUFFIX,  # one table, no companions
 )
 
 ICEBERG_VERSION = pinned_iceberg()  # the installed Spark line's (icestream/stack.toml)

@@ -66,6 +66,7 @@ _FACE = Face(
         "refresh_metrics": "icestream.lake.continuous_aggregate",
         "setup_tables": "icestream.lake.table",
         "show_statements": "icestream.lake.statement",
+        "statements_hidden": "icestream.lake.statement",
         "sort_order_literal": "icestream.lake.maintenance",
     },
 )
