@@ -28,6 +28,9 @@ SECOND_PASS_AFTER_INGEST = (
     ("10", {}),  # Structured Streaming on the same lake: replays the second backfill, its tables made anew
 )
 SCHEDULED_INGEST = ("run", "02", "--stamp", "--no-progress", "-p", "available_now", "true")
+# 00's layout tables show <NA> where a level has no rows or bytes, as its code says: 00 is reworked on its own
+# (issue 63 leaves 00 to a later change), so the NaT/<NA> check skips its copies until then; NaN still counts.
+NULLS_LEFT = ("00_",)
 
 
 @pytest.fixture(autouse=True)
@@ -54,7 +57,7 @@ def test_every_notebook_then_a_second_run_on_the_same_lake(
 
     from icestream.kinesis.clients import kinesis_client
     from icestream.producer.run import read_run_summary, run_summary_path
-    from tests.helpers.notebook_text import output_defects
+    from tests.helpers.notebook_text import PANDAS_NULLS, output_defects
 
     first_pass = test_home / "output-first-pass"
     assert [name for name, _ in FIRST_PASS] == [path.name[:2] for path in notebook_paths()], "every notebook once"
@@ -64,6 +67,7 @@ def test_every_notebook_then_a_second_run_on_the_same_lake(
 
     first_run = read_run_summary(run_summary_path(settings, "backfill"))
     assert first_run is not None
+    saved_values_agree_with_the_text(settings, dict(FIRST_PASS))
     streamed = streaming_summary(settings)
     assert streamed["replayed"] == first_run.generator["events"], "10 replayed the first backfill, every event"
     stream = kinesis_client(settings).describe_stream_summary(StreamName=settings.stream_name)
@@ -105,7 +109,15 @@ def test_every_notebook_then_a_second_run_on_the_same_lake(
 
     copies = sorted(first_pass.glob("*.ipynb")) + sorted(output.glob("*.ipynb"))
     assert len(copies) >= len(FIRST_PASS) + len(SECOND_PASS_SET_UP) + len(SECOND_PASS_AFTER_INGEST), copies
-    defects = [defect for copy in copies for defect in output_defects(copy)]
+    defects = [
+        defect
+        for copy in copies
+        for defect in output_defects(copy)
+        if not (
+            copy.name.startswith(NULLS_LEFT)
+            and defect.endswith(tuple(f"{null} in column" for null in PANDAS_NULLS[1:]))
+        )
+    ]
     assert not defects, "what the executed notebooks show a reader:\n" + "\n".join(defects)
 
 
@@ -117,13 +129,39 @@ def second_pass(notebooks: tuple[tuple[str, dict], ...], output: Path) -> None:
     )  # fmt: skip
 
 
-def streaming_summary(settings: Settings) -> dict:
-    """What notebook 10 saved, checked for the lessons it shows: the watermark dropped only late events
-    and some of them, Iceberg's sink skipped the epoch it had committed, a lost checkpoint doubled the copy.
-    (A new stream reads what the appends still kept added: after 09's expiry, less than the table.)"""
+def saved(settings: Settings, name: str) -> dict:
+    """A summary a notebook saved in the run folder."""
     import json
 
-    summary = json.loads((settings.path("run_dir") / "10_streaming_summary.json").read_text())
+    return json.loads((settings.path("run_dir") / name).read_text())
+
+
+def saved_values_agree_with_the_text(settings: Settings, parameters: dict[str, dict]) -> None:
+    """What the notebooks' texts say of their results, checked on the values they saved (issue 63's learner read
+    found each of these claims contradicted by the output next to it)."""
+    from datetime import datetime
+
+    # 03: the average wait in the stream is the time from 01's send to 02's read, not the hours of history.
+    dashboard = saved(settings, "03_realtime_summary.json")["dashboard"]
+    history = datetime.fromisoformat(dashboard["newest_event"]) - datetime.fromisoformat(dashboard["oldest_event"])
+    assert 0 <= dashboard["avg_wait_in_stream_s"] < history.total_seconds() / 10, dashboard
+    # 06: demo_changes is what the change stream sends, late, replayed and malformed records among them.
+    changes = saved(settings, "06_changes_summary.json")
+    assert changes["records_read"] == sum(changes["sent"].values()) == parameters["06"]["demo_changes"], changes
+    assert min(changes["sent"].get(kind, 0) for kind in ("late", "replay", "malformed")) > 0, changes
+    # 07: metrics_records is what the demo sends; the typed view reads every row of the typed aggregate.
+    metrics = saved(settings, "07_metrics_summary.json")
+    assert metrics["records_sent"] == parameters["07"]["metrics_records"], metrics
+    assert metrics["view"], "the JDBC catalog keeps views"
+    assert metrics["view_rows"] == metrics["metrics_rows"] > 0, metrics
+
+
+def streaming_summary(settings: Settings) -> dict:
+    """What notebook 10 saved, checked for the lessons it shows: a new stream of a table read all of it (as many
+    rows as a batch read, and some), the watermark dropped only late events and some of them, Iceberg's sink skipped
+    the epoch it had committed, a lost checkpoint doubled the copy."""
+    summary = saved(settings, "10_streaming_summary.json")
+    assert summary["streamed_rows"] == summary["stream_batch_rows"] == summary["replayed"] > 0, summary
     assert 0 < summary["dropped_by_watermark"] <= summary["late_in_arrival"], summary
     assert summary["copy_snapshots"] == 1, summary
     assert summary["copy_rows"] == summary["replayed"] == summary["duplicates_after_checkpoint_loss"], summary
