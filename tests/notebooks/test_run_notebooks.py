@@ -139,7 +139,8 @@ def saved(settings: Settings, name: str) -> dict:
 def saved_values_agree_with_the_text(settings: Settings, parameters: dict[str, dict]) -> None:
     """What the notebooks' texts say of their results, checked on the values they saved (issue 63's learner read
     found each of these claims contradicted by the output next to it)."""
-    from datetime import datetime
+    import json
+    from datetime import datetime, timedelta
 
     # 03: the average wait in the stream is the time from 01's send to 02's read, not the hours of history.
     dashboard = saved(settings, "03_realtime_summary.json")["dashboard"]
@@ -154,6 +155,26 @@ def saved_values_agree_with_the_text(settings: Settings, parameters: dict[str, d
     assert metrics["records_sent"] == parameters["07"]["metrics_records"], metrics
     assert metrics["view"], "the JDBC catalog keeps views"
     assert metrics["view_rows"] == metrics["metrics_rows"] > 0, metrics
+    # 08: a window has a baseline once min_baseline_windows windows that do not overlap it precede it (not "after
+    # the first hour"), and nothing is flagged before; the reference design's avg ± 2σ is scored on the same truth.
+    anomalies = json.loads((settings.path("output_dir") / "08_anomaly_summary.json").read_text())
+    options, first = anomalies["options"], datetime.fromisoformat(anomalies["first_window"])
+    preceding = options["min_baseline_windows"] + anomalies["gap_windows"] - 1
+    baselined = datetime.fromisoformat(anomalies["first_baselined_window"])
+    assert baselined - first == timedelta(minutes=options["slide_minutes"] * preceding), anomalies
+    assert datetime.fromisoformat(anomalies["first_flagged_window"]) >= baselined, anomalies
+    reference = anomalies["reference_evaluation"]
+    assert reference["true positive windows"] + reference["false positive windows"] == reference["flagged windows"]
+    assert reference["anomalies"] >= anomalies["evaluation"]["anomalies"] > 0, anomalies
+    # 09: after maintenance only the metadata check may turn to WARN, and only as metadata grew; sorted by type and
+    # then time, the copy's time filter still skips files (the text said the sorted copy reads more: it read less).
+    health = saved(settings, "09_health_summary.json")
+    status = health["status"]
+    worse = [check for check, after in status["after"].items() if after == "WARN" != status["before"][check]]
+    assert worse in ([], ["metadata bytes / data bytes"]), health
+    assert not worse or health["metadata_MiB"][1] > health["metadata_MiB"][0], health
+    assert status["after"]["small-file ratio"] == status["after"]["files in the fullest partition"] == "OK", health
+    assert health["time_slice"]["sorted"]["files read"] < health["time_slice"]["sorted"]["of files"], health
 
 
 def streaming_summary(settings: Settings) -> dict:

@@ -25,6 +25,8 @@ TAUGHT = (
             r"FROM \{metrics_name\}")),
     (WINDOWS, (r"window\(event_ts, :window_length, :slide\)", r"GROUP BY window\(", r"event_ts >= :start",
                r"event_ts < :end", r"properties\['run_id'\] = :run_id")),
+    (WINDOWS, (r"WITH event_rates AS", r"STDDEV\(events_per_second\)", r"ha\.avg_rate \+ 2 \* ha\.stddev_rate",
+               r"ha\.avg_rate - 2 \* ha\.stddev_rate", r"window\(event_ts, :window_length, :slide\)")),
 )  # fmt: skip
 
 
@@ -37,9 +39,10 @@ def test_the_taught_statement_is_typed_in_one_spark_sql_cell(notebook: str, patt
 
 
 def test_values_in_the_window_query_are_bound_not_pasted() -> None:
-    (query,) = [text for text in spark_sql_texts(WINDOWS) if "window(event_ts" in text]
-    # Only the checked table name is formatted in; times, the run id and durations are :markers.
-    assert re.findall(r"\{([^}]*)\}", query) == ["events_table.name"]
+    queries = [text for text in spark_sql_texts(WINDOWS) if "window(event_ts" in text]
+    assert len(queries) == 2, "the detector's counts and the reference design's avg ± 2σ"
+    for query in queries:  # only the checked table name is formatted in; times, the run id and durations are :markers
+        assert re.findall(r"\{([^}]*)\}", query) == ["events_table.name"]
 
 
 def test_07_types_the_aggregate_the_library_keeps() -> None:
