@@ -2,14 +2,16 @@
 
 The outputs (tables as pandas renders them, printed text) are scanned for: counts printed as floats
 (``35019.0`` under a count-like column), epoch numbers where a time belongs (``timestamp_micros(...)``
-with a number, a number in a ``*_ts``/``*_at`` column), ``NaN`` for a missing value, and a bare
-"Empty DataFrame". Each finding names the notebook's cell, so a test failure says where to look.
+with a number, a bound value of an echoed statement, a number in a ``*_ts``/``*_at`` column), pandas'
+``NaN``, ``NaT`` and ``<NA>`` for a missing value (a null reads as None), and a bare "Empty DataFrame".
+Each finding names the notebook's cell, so a test failure says where to look.
 """
 
 from __future__ import annotations
 
 import re
 from html.parser import HTMLParser
+from itertools import zip_longest
 from pathlib import Path
 
 COUNT_WORDS = ("records", "events", "rows", "batches", "count", "files", "anomalies", "added", "rejected",
@@ -20,6 +22,10 @@ TIME_SUFFIXES = ("_ts", "_at", " at", "time", "created", "arrival")
 FLOAT_COUNT = re.compile(r"^-?\d[\d,]*\.0+$")
 EPOCH = re.compile(r"^1[5-9]\d{8}(\d{3}|\d{6})?(\.\d+)?$")  # seconds, millis or micros since 2017
 EPOCH_CALL = re.compile(r"timestamp_(micros|millis|seconds)\(\d+\)")
+# An echoed statement's bound value that is an epoch number with no readable time after it
+# (``-- bound: :since = 1796224800``, not ``:since = 1796224800 (2026-12-02 15:20:00 UTC)``).
+EPOCH_BOUND = re.compile(r"([:$]\w+) = (1[5-9]\d{8}(?:\d{3}|\d{6})?)\b(?! \()")
+PANDAS_NULLS = ("NaN", "NaT", "<NA>")
 
 
 class _Tables(HTMLParser):
@@ -50,8 +56,8 @@ class _Tables(HTMLParser):
             self._cell = None
         elif tag == "tr" and self.tables:
             header, body = self.tables[-1]
-            if self._in_head:
-                header[:] = self._row if not header or any(self._row) else header
+            if self._in_head:  # a later header row (the index's name, a column level) fills the gaps of the first
+                header[:] = [later or earlier for earlier, later in zip_longest(header, self._row, fillvalue="")]
             else:
                 body.append(self._row)
 
@@ -70,8 +76,8 @@ def _table_findings(html: str) -> list[str]:
             cells = dict(zip(header, row, strict=False)) if len(header) == len(row) else {}
             for column, value in cells.items():
                 name = column.lower()
-                if value == "NaN":
-                    found.append(f"NaN in column {column!r}")
+                if value in PANDAS_NULLS:
+                    found.append(f"{value} in column {column!r}")
                 elif (
                     FLOAT_COUNT.match(value)
                     and any(word in name for word in COUNT_WORDS)
@@ -99,5 +105,8 @@ def output_defects(path: Path) -> list[str]:
                 if text.lstrip().startswith("Empty DataFrame"):
                     findings.append("a bare empty frame")
                 findings += [f"an epoch number in {match.group(0)}" for match in EPOCH_CALL.finditer(text)]
+                bound = [line for line in text.splitlines() if line.startswith("-- bound:")]
+                findings += [f"an epoch number bound: {match.group(0)}" for line in bound
+                             for match in EPOCH_BOUND.finditer(line)]  # fmt: skip
             defects += [f"{path.name}[{index}]: {finding}" for finding in findings]
     return defects

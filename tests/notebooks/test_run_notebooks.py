@@ -28,6 +28,9 @@ SECOND_PASS_AFTER_INGEST = (
     ("10", {}),  # Structured Streaming on the same lake: replays the second backfill, its tables made anew
 )
 SCHEDULED_INGEST = ("run", "02", "--stamp", "--no-progress", "-p", "available_now", "true")
+# 00's layout tables show <NA> where a level has no rows or bytes, as its code says: 00 is reworked on its own
+# (issue 63 leaves 00 to a later change), so the NaT/<NA> check skips its copies until then; NaN still counts.
+NULLS_LEFT = ("00_",)
 
 
 @pytest.fixture(autouse=True)
@@ -54,7 +57,7 @@ def test_every_notebook_then_a_second_run_on_the_same_lake(
 
     from icestream.kinesis.clients import kinesis_client
     from icestream.producer.run import read_run_summary, run_summary_path
-    from tests.helpers.notebook_text import output_defects
+    from tests.helpers.notebook_text import PANDAS_NULLS, output_defects
 
     first_pass = test_home / "output-first-pass"
     assert [name for name, _ in FIRST_PASS] == [path.name[:2] for path in notebook_paths()], "every notebook once"
@@ -64,6 +67,7 @@ def test_every_notebook_then_a_second_run_on_the_same_lake(
 
     first_run = read_run_summary(run_summary_path(settings, "backfill"))
     assert first_run is not None
+    saved_values_agree_with_the_text(settings, dict(FIRST_PASS))
     streamed = streaming_summary(settings)
     assert streamed["replayed"] == first_run.generator["events"], "10 replayed the first backfill, every event"
     stream = kinesis_client(settings).describe_stream_summary(StreamName=settings.stream_name)
@@ -110,7 +114,12 @@ def test_every_notebook_then_a_second_run_on_the_same_lake(
 
     copies = sorted(first_pass.glob("*.ipynb")) + sorted(output.glob("*.ipynb"))
     assert len(copies) >= len(FIRST_PASS) + len(SECOND_PASS_SET_UP) + len(SECOND_PASS_AFTER_INGEST), copies
-    defects = [defect for copy in copies for defect in output_defects(copy)]
+    defects = [
+        defect
+        for copy in copies
+        for defect in output_defects(copy)
+        if not (copy.name.startswith(NULLS_LEFT) and any(f": {null} in column " in defect for null in PANDAS_NULLS[1:]))
+    ]
     assert not defects, "what the executed notebooks show a reader:\n" + "\n".join(defects)
 
 
@@ -122,13 +131,60 @@ def second_pass(notebooks: tuple[tuple[str, dict], ...], output: Path) -> None:
     )  # fmt: skip
 
 
-def streaming_summary(settings: Settings) -> dict:
-    """What notebook 10 saved, checked for the lessons it shows: the watermark dropped only late events
-    and some of them, Iceberg's sink skipped the epoch it had committed, a lost checkpoint doubled the copy.
-    (A new stream reads what the appends still kept added: after 09's expiry, less than the table.)"""
+def saved(settings: Settings, name: str) -> dict:
+    """A summary a notebook saved in the run folder."""
     import json
 
-    summary = json.loads((settings.path("run_dir") / "10_streaming_summary.json").read_text())
+    return json.loads((settings.path("run_dir") / name).read_text())
+
+
+def saved_values_agree_with_the_text(settings: Settings, parameters: dict[str, dict]) -> None:
+    """What the notebooks' texts say of their results, checked on the values they saved (issue 63's learner read
+    found each of these claims contradicted by the output next to it)."""
+    import json
+    from datetime import datetime, timedelta
+
+    # 03: the average wait in the stream is the time from 01's send to 02's read, not the hours of history.
+    dashboard = saved(settings, "03_realtime_summary.json")["dashboard"]
+    history = datetime.fromisoformat(dashboard["newest_event"]) - datetime.fromisoformat(dashboard["oldest_event"])
+    assert 0 <= dashboard["avg_wait_in_stream_s"] < history.total_seconds() / 10, dashboard
+    # 06: demo_changes is what the change stream sends, late, replayed and malformed records among them.
+    changes = saved(settings, "06_changes_summary.json")
+    assert changes["records_read"] == sum(changes["sent"].values()) == parameters["06"]["demo_changes"], changes
+    assert min(changes["sent"].get(kind, 0) for kind in ("late", "replay", "malformed")) > 0, changes
+    # 07: metrics_records is what the demo sends; the typed view reads every row of the typed aggregate.
+    metrics = saved(settings, "07_metrics_summary.json")
+    assert metrics["records_sent"] == parameters["07"]["metrics_records"], metrics
+    assert metrics["view"], "the JDBC catalog keeps views"
+    assert metrics["view_rows"] == metrics["metrics_rows"] > 0, metrics
+    # 08: a window has a baseline once min_baseline_windows windows that do not overlap it precede it (not "after
+    # the first hour"), and nothing is flagged before; the reference design's avg ± 2σ is scored on the same truth.
+    anomalies = json.loads((settings.path("output_dir") / "08_anomaly_summary.json").read_text())
+    options, first = anomalies["options"], datetime.fromisoformat(anomalies["first_window"])
+    preceding = options["min_baseline_windows"] + anomalies["gap_windows"] - 1
+    baselined = datetime.fromisoformat(anomalies["first_baselined_window"])
+    assert baselined - first == timedelta(minutes=options["slide_minutes"] * preceding), anomalies
+    assert datetime.fromisoformat(anomalies["first_flagged_window"]) >= baselined, anomalies
+    reference = anomalies["reference_evaluation"]
+    assert reference["true positive windows"] + reference["false positive windows"] == reference["flagged windows"]
+    assert reference["anomalies"] >= anomalies["evaluation"]["anomalies"] > 0, anomalies
+    # 09: after maintenance only the metadata check may turn to WARN, and only as metadata grew; sorted by type and
+    # then time, the copy's time filter still skips files (the text said the sorted copy reads more: it read less).
+    health = saved(settings, "09_health_summary.json")
+    status = health["status"]
+    worse = [check for check, after in status["after"].items() if after == "WARN" != status["before"][check]]
+    assert worse in ([], ["metadata bytes / data bytes"]), health
+    assert not worse or health["metadata_MiB"][1] > health["metadata_MiB"][0], health
+    assert status["after"]["small-file ratio"] == status["after"]["files in the fullest partition"] == "OK", health
+    assert health["time_slice"]["sorted"]["files read"] < health["time_slice"]["sorted"]["of files"], health
+
+
+def streaming_summary(settings: Settings) -> dict:
+    """What notebook 10 saved, checked for the lessons it shows: a new stream of a table read all of it (as many
+    rows as a batch read, and some), the watermark dropped only late events and some of them, Iceberg's sink skipped
+    the epoch it had committed, a lost checkpoint doubled the copy."""
+    summary = saved(settings, "10_streaming_summary.json")
+    assert summary["streamed_rows"] == summary["stream_batch_rows"] == summary["replayed"] > 0, summary
     assert 0 < summary["dropped_by_watermark"] <= summary["late_in_arrival"], summary
     assert summary["copy_snapshots"] == 1, summary
     assert summary["copy_rows"] == summary["replayed"] == summary["duplicates_after_checkpoint_loss"], summary

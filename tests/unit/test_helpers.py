@@ -50,13 +50,18 @@ def test_output_defects_names_each_defect_with_its_cell(tmp_path) -> None:
     def shown(frame: pd.DataFrame):
         return new_output("execute_result", data={"text/html": frame.to_html(), "text/plain": repr(frame)})
 
-    bad = pd.DataFrame({"records": [35019.0], "committed_at": [1795566433], "note": [float("nan")]})
+    bad = pd.DataFrame({"records": [35019.0], "committed_at": [1795566433], "note": [float("nan")],
+                        "watermark": [pd.NaT], "parent_id": pd.array([None], dtype="Int64")})  # fmt: skip
     good = pd.DataFrame({"records": [35019], "rows_per_s": [100.0], "records/s": [5967.0],
                          "committed_at": [pd.Timestamp("2026-11-25")]})  # fmt: skip
     cells = [new_code_cell("bad"), new_code_cell("empty"), new_code_cell("sql"), new_code_cell("good")]
     cells[0].outputs = [shown(bad)]
     cells[1].outputs = [new_output("execute_result", data={"text/plain": "Empty DataFrame\nColumns: []"})]
-    cells[2].outputs = [new_output("stream", name="stdout", text="TIMESTAMP AS OF timestamp_micros(1795566433163000)")]
+    cells[2].outputs = [
+        new_output("stream", name="stdout", text="TIMESTAMP AS OF timestamp_micros(1795566433163000)\n"),
+        new_output("stream", name="stdout", text="WHERE m >= timestamp_seconds(:since)\n-- bound: :since = 1796224800"),
+        new_output("stream", name="stdout", text="-- bound: :since = 1796224800 (2026-12-02 15:20:00 UTC), :n = 5"),
+    ]
     cells[3].outputs = [shown(good)]
     path = tmp_path / "07_x.ipynb"
     nbformat.write(new_notebook(cells=cells), path)
@@ -64,8 +69,11 @@ def test_output_defects_names_each_defect_with_its_cell(tmp_path) -> None:
         "07_x.ipynb[0]: count 35019.0 as a float in column 'records'",
         "07_x.ipynb[0]: epoch number 1795566433 in time column 'committed_at'",
         "07_x.ipynb[0]: NaN in column 'note'",
+        "07_x.ipynb[0]: NaT in column 'watermark'",
+        "07_x.ipynb[0]: <NA> in column 'parent_id'",
         "07_x.ipynb[1]: a bare empty frame",
         "07_x.ipynb[2]: an epoch number in timestamp_micros(1795566433163000)",
+        "07_x.ipynb[2]: an epoch number bound: :since = 1796224800",
     ]
 
 

@@ -156,7 +156,8 @@ def change_stream_demo(
         spark: The session.
         settings: The workbook's settings (see :func:`demo_settings` for the demo's names).
         orders: Orders the stream creates.
-        changes: Change steps (late, replayed and malformed records come on top of some).
+        changes: Records to send, exactly: changes, with late (sent out of order), replayed and malformed
+            ones among them.
         seed: The generator's seed.
         timeout: Seconds the ingest may take.
 

@@ -82,7 +82,7 @@ def metrics_stream_demo(
     setup_tables(spark, demo, demo_mark(DEMO_SUFFIX))
     # Made here rather than by the ingest, so that it carries the demo's mark from its first commit.
     create_metrics_table(spark, demo.metrics_table_name, demo.table_name, demo_mark(DEMO_SUFFIX))
-    generated, _ = generate(backfill_config(hours=1, count=records, end=END, seed=seed, late_rate=0.05))
+    generated, _ = generate(backfill_config(hours=1, records=records, end=END, seed=seed, late_rate=0.05))
     size = -(-len(generated) // parts)
     rows, growth, progress = [], [], []
     try:

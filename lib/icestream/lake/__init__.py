@@ -57,8 +57,6 @@ _FACE = Face(
         "Statement": "icestream.lake.statement",
         "Window": "icestream.lake.window",
         "create_keyed_table": "icestream.lake.keyed",
-        "create_metrics_table": "icestream.lake.continuous_aggregate",
-        "create_metrics_view": "icestream.lake.continuous_aggregate",
         "event_time_slices": "icestream.lake.window",
         "merge_statement": "icestream.lake.keyed",
         "qualified_name": "icestream.lake.ddl",

@@ -104,8 +104,9 @@ class Statement:
     def __str__(self) -> str:
         """The text a reader would run: the SQL, then the bound values as a comment.
 
-        A value the SQL turns into a time from epoch microseconds (``timestamp_micros(:start)``,
-        DuckDB's ``make_timestamptz($start::BIGINT)``) is followed by the UTC time it stands for.
+        A value the SQL turns into a time from an epoch number (``timestamp_micros(:start)``,
+        ``timestamp_seconds(:since)``, DuckDB's ``make_timestamptz($start::BIGINT)`` and
+        ``to_timestamp($since)``) is followed by the UTC time it stands for.
         """
         if not self.args:
             return self.sql
@@ -115,8 +116,11 @@ class Statement:
     def _readable(self, name: str, value: Any) -> str:
         marker = re.escape(f"{self.marker}{name}")
         as_time = rf"(?:timestamp_micros|make_timestamptz|make_timestamp)\(\s*{marker}\b"
+        as_seconds = rf"(?:timestamp_seconds|to_timestamp)\(\s*{marker}\b"
         if isinstance(value, int) and not isinstance(value, bool) and re.search(as_time, self.sql):
             return f"{value} ({from_micros(value):%Y-%m-%d %H:%M:%S.%f} UTC)"
+        if isinstance(value, int) and not isinstance(value, bool) and re.search(as_seconds, self.sql):
+            return f"{value} ({from_micros(value * 1_000_000):%Y-%m-%d %H:%M:%S} UTC)"
         return _shown(value)
 
 

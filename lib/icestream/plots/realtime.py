@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -16,57 +16,85 @@ def events_per_minute(
 ) -> Figure:
     """Stacked areas of events per minute, one band per event type, each in its own colour.
 
+    Where the minutes span a change of producer (``live_from``), each producer gets a panel with its
+    own y-axis: 01's backfill sends a few events a second and the live producer tens of times more, so
+    on one axis the backfill's hour is a sliver under the live spike. The rates of both, from whole
+    minutes, are stated on the live panel, so the jump reads as a change of producer, not an anomaly.
+
     Args:
         per_minute: Rows of ``minute``, ``event_type``, ``events`` (``realtime.events_per_minute``).
         title: Chart title.
-        live_from: Where live production starts (event time, UTC): a line marks the step from the
-            backfill's rate to the live producer's, with both rates, so the jump reads as a change
-            of producer, not as an anomaly.
+        live_from: Where live production starts (event time, UTC).
 
     Returns:
         The figure.
     """
-    import matplotlib.dates as mdates
     import matplotlib.pyplot as plt
     import pandas as pd
 
     wide = per_minute.pivot_table(index="minute", columns="event_type", values="events", aggfunc="sum", fill_value=0)
     wide = wide[wide.sum().sort_values(ascending=False).index]  # biggest band at the bottom
-    fig, ax = plt.subplots(figsize=(10, 4.5))
+    colours = plt.get_cmap("tab20")  # 20 listed colours: colours(index) is the index-th
+    colour = {name: colours(index % colours.N) for index, name in enumerate(wide.columns)}
+    step = None
+    if live_from is not None and not wide.empty:
+        step = pd.Timestamp(live_from).tz_localize(None) if pd.Timestamp(live_from).tzinfo else pd.Timestamp(live_from)
+    before = wide[wide.index < step.floor("min")] if step is not None else wide
+    after = wide[wide.index >= step.floor("min")] if step is not None else wide.iloc[:0]
+    if step is None or before.empty or after.empty:  # one producer in view: one panel
+        fig, ax = plt.subplots(figsize=(10, 4.5))
+        _stacked(ax, wide, colour)
+        ax.set_title(title)
+        fig.tight_layout()
+        return fig
+    fig, (ax_before, ax_after) = plt.subplots(
+        1, 2, figsize=(10, 4.5), gridspec_kw={"width_ratios": [3, 1]}, layout="constrained"
+    )
+    _stacked(ax_before, before, colour)
+    _stacked_bars(ax_after, after, colour)  # a few minutes: bars, not a ramp from zero
+    ax_before.set_title("01's backfill", fontsize=10)
+    ax_after.set_title("live producer (its own y-axis)", fontsize=10)
+    rate_before, rate_after = producer_rates(wide.sum(axis=1), step)
+    rates = (
+        f"{rate_before:,.0f} → {rate_after:,.0f} events/min"
+        if rate_before is not None and rate_after is not None
+        else "its minutes here are partial"
+    )
+    ax_after.annotate(
+        f"backfill → live producer\n{rates}\n(a change of producer,\nnot an anomaly)",
+        xy=(0.5, 0.98), xycoords="axes fraction", ha="center", va="top", fontsize=7,
+        bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.85},
+    )  # fmt: skip
+    ax_after.set_ylim(top=ax_after.get_ylim()[1] * 1.35)  # room for the note above the bars
+    fig.suptitle(title)
+    return fig
+
+
+def _stacked_bars(ax: Any, wide: pd.DataFrame, colour: dict[str, Any]) -> None:
+    """One panel of stacked bars, a bar a minute, labelled with the minute."""
+    bottom = [0] * len(wide)
+    for name in wide.columns:
+        ax.bar(range(len(wide)), wide[name].to_numpy(), bottom=bottom, color=colour[name], width=0.8)
+        bottom = [low + high for low, high in zip(bottom, wide[name].to_numpy(), strict=True)]
+    ax.set_xticks(range(len(wide)), [f"{minute:%H:%M}" for minute in wide.index])
+    ax.set(xlabel="event time, minute (UTC)")
+
+
+def _stacked(ax: Any, wide: pd.DataFrame, colour: dict[str, Any]) -> None:
+    """One panel of stacked areas (minutes × event types), with its axes labelled."""
+    import matplotlib.dates as mdates
+
     if not wide.empty:
-        colours = plt.get_cmap("tab20")  # 20 listed colours: colours(index) is the index-th
         ax.stackplot(
             wide.index,
             wide.T.to_numpy(),
             labels=wide.columns,
             linewidth=0,
-            colors=[colours(index % colours.N) for index in range(len(wide.columns))],
+            colors=[colour[name] for name in wide.columns],
         )
         ax.legend(ncol=3, fontsize=8, loc="upper left")
-        if live_from is not None:
-            step = (
-                pd.Timestamp(live_from).tz_localize(None) if pd.Timestamp(live_from).tzinfo else pd.Timestamp(live_from)
-            )
-            before, after = producer_rates(wide.sum(axis=1), step)
-            if before is not None:
-                ax.axvline(mdates.date2num(step), color="black", linestyle="--", linewidth=1)
-                rates = (
-                    f"{before:,.0f} → {after:,.0f} events/min" if after is not None else "its minutes here are partial"
-                )
-                ax.annotate(
-                    f"backfill → live producer\n{rates} (a change of producer, not an anomaly)",
-                    xy=(step, after if after is not None else before),
-                    xytext=(-10, 0),
-                    textcoords="offset points",
-                    ha="right",
-                    va="center",
-                    fontsize=8,
-                    bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.85},
-                )
     ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M"))
-    ax.set(xlabel="event time, minute (UTC)", ylabel="events per minute", title=title)
-    fig.tight_layout()
-    return fig
+    ax.set(xlabel="event time, minute (UTC)", ylabel="events per minute")
 
 
 def device_split(by_device: pd.DataFrame, title: str = "Events by device type") -> Figure:

@@ -174,6 +174,22 @@ def nulls_as_none(frame: pd.DataFrame, *columns: str) -> pd.DataFrame:
     return frame
 
 
+def readable_nulls(frame: pd.DataFrame) -> pd.DataFrame:
+    """A copy of ``frame`` to show: every null (pandas' ``NaN``, ``NaT`` and ``<NA>``) reads as None.
+
+    Only the columns that hold a null change (to ``object``); their other values keep their own types,
+    so counts stay integers and times stay timestamps. ``frame`` itself is left as it is, for the
+    computations that follow.
+    """
+    shown = frame.copy()
+    for position, has_null in enumerate(shown.isna().any().tolist()):
+        if has_null:
+            column = shown.iloc[:, position]
+            # A Series keeps its object dtype (an array would be inferred back to datetime); stubs omit Series.
+            shown.isetitem(position, column.astype(object).where(column.notna(), None))  # type: ignore[arg-type]
+    return shown
+
+
 def active_sessions(
     table: LakeTable,
     minutes: float,

@@ -79,6 +79,15 @@ def test_epoch_microseconds_made_into_a_time_show_the_time_beside_them() -> None
     assert str(duck_sql).endswith("-- bound: $start = 0 (1970-01-01 00:00:00.000000 UTC), $startx = 7")
 
 
+def test_epoch_seconds_made_into_a_time_show_the_time_beside_them() -> None:
+    """07's dashboard binds whole seconds (``timestamp_seconds``, DuckDB's ``to_timestamp``): a bare 1796224800
+    said nothing to a reader."""
+    spark_sql = Statement("SELECT 1 FROM t WHERE minute >= timestamp_seconds(:since)", {"since": 1796224800})
+    assert str(spark_sql).endswith("-- bound: :since = 1796224800 (2026-12-02 15:20:00 UTC)")
+    duck_sql = Statement("WHERE minute >= to_timestamp($since)", {"since": 1796224800}, marker="$")
+    assert str(duck_sql).endswith("-- bound: $since = 1796224800 (2026-12-02 15:20:00 UTC)")
+
+
 @given(st.datetimes(min_value=datetime(1, 1, 1), timezones=st.just(UTC)))
 def test_a_timestamp_literal_has_four_year_digits_in_every_year(moment: datetime) -> None:
     # strftime's %Y gave '1-01-01' for year 1 and '999-...' for 999, which Spark refuses to parse.

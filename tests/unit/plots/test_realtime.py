@@ -33,6 +33,26 @@ def test_a_live_part_without_a_whole_minute_has_no_after_rate() -> None:
 def test_the_chart_states_the_whole_minutes_rates() -> None:
     per_minute = pd.DataFrame({"minute": MINUTES, "event_type": "click", "events": COUNTS})
     fig = events_per_minute(per_minute, live_from=datetime(2026, 11, 25, 10, 10, 20, tzinfo=UTC))
-    texts = [text.get_text() for text in fig.axes[0].texts]
+    texts = [text.get_text() for ax in fig.axes for text in ax.texts]
     plt.close(fig)
-    assert texts == ["backfill → live producer\n170 → 6,000 events/min (a change of producer, not an anomaly)"]
+    assert texts == ["backfill → live producer\n170 → 6,000 events/min\n(a change of producer,\nnot an anomaly)"]
+
+
+def test_each_producer_fills_a_panel_of_its_own() -> None:
+    """03's chart drew 59 minutes of backfill as a sliver under the live spike on one y-axis: each producer
+    now has its panel, and the backfill's minutes reach at least half of their panel's height."""
+    per_minute = pd.DataFrame({"minute": MINUTES, "event_type": "click", "events": COUNTS})
+    fig = events_per_minute(per_minute, live_from=datetime(2026, 11, 25, 10, 10, 20, tzinfo=UTC))
+    backfill, live = fig.axes[:2]
+    heights = [ax.get_ylim()[1] for ax in (backfill, live)]
+    plt.close(fig)
+    assert heights[0] / 2 <= 170, heights
+    assert max(COUNTS) <= heights[1], heights
+
+
+def test_one_producer_in_view_is_one_panel() -> None:
+    per_minute = pd.DataFrame({"minute": MINUTES[:10], "event_type": "click", "events": COUNTS[:10]})
+    fig = events_per_minute(per_minute, live_from=datetime(2026, 11, 25, 10, 10, 20, tzinfo=UTC))
+    panels = len(fig.axes)
+    plt.close(fig)
+    assert panels == 1

@@ -59,3 +59,27 @@ def test_dashboard_carries_the_statements_it_came_from() -> None:
     ran = (Statement("SELECT 1"), Statement("SELECT 2"))
     assert dashboard_from_parts(totals, counts, ran).statements == ran
     assert dashboard_from_parts(totals, counts).statements == ()
+
+
+def test_readable_nulls_shows_every_kind_of_null_as_none_and_keeps_the_frame() -> None:
+    import pandas as pd
+
+    from icestream.queries.realtime import readable_nulls
+
+    frame = pd.DataFrame(
+        {
+            "batch_id": pd.array([1, None], dtype="Int64"),
+            "watermark": pd.to_datetime([None, "2026-12-02 14:00:09"], utc=True),
+            "rate": [None, 2.5],
+            "rows": [3, 4],
+        }
+    )
+    shown = readable_nulls(frame)
+    assert shown["batch_id"].tolist() == [1, None]
+    assert shown["watermark"].tolist() == [None, pd.Timestamp("2026-12-02 14:00:09", tz="UTC")]
+    assert shown["rate"].tolist() == [None, 2.5]
+    assert shown["rows"].dtype == "int64", "a column without nulls keeps its type"
+    html = shown.to_html()
+    assert not [null for null in ("NaT", "&lt;NA&gt;", "NaN") if null in html], html
+    assert frame["batch_id"].isna().iloc[1], "the frame itself is kept"
+    assert str(frame["batch_id"].dtype) == "Int64", "the frame itself is kept"
