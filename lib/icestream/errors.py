@@ -59,7 +59,7 @@ class KafkaBrokerError(IcestreamError):
 
 
 class KafkaConnectError(IcestreamError):
-    """The Kafka Connect worker (Iceberg's sink) could not be started or its connector failed; the message names its log."""
+    """The Kafka Connect worker (Iceberg's sink) did not start or its connector failed; the message names its log."""
 
 
 class StorageListingError(IcestreamError):

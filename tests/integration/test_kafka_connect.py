@@ -57,7 +57,8 @@ def test_good_records_land_once_each_and_bad_ones_go_to_the_dead_letter_topic(sp
         status = worker.connector_status()
     finally:
         worker.stop()
-    assert status is not None and status.running, status
+    assert status is not None
+    assert status.running, status
     rows = table_rows(spark, settings.table_name)
     assert Counter(row.event_id for row in rows) == Counter(where.keys()), "each good event exactly once"
     # InsertField put each record's partition, offset and Kafka timestamp into the row.

@@ -66,7 +66,9 @@ _POLL_SECONDS = 0.25
 # Log lines of the sink's coordinator (Coordinator.java), INFO in connect_log4j2.properties: a crash drill
 # finds a commit under way between them.
 COMMIT_STARTED = "initiated commit"
-COMMIT_FINISHED = "completed commit"
+# "completed commit <id>, committed to N table(s)": one line a commit (the per-table line before it says
+# "completed commit to table").
+COMMIT_FINISHED = ", committed to "
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,7 @@ class SinkSpec:
 def sink_spec(
     settings: Settings, partition_count: int, commit_interval_ms: int = DEFAULT_COMMIT_INTERVAL_MS
 ) -> SinkSpec:
-    """The connector for the settings' topic and table: dead-letter and control topics named after the table.
+    """The connector for the settings' topic and table; its dead-letter and control topics named after them.
 
     ``tasks.max`` is the reference's 4, capped at the topic's partitions: a task without a partition idles.
 
@@ -122,7 +124,9 @@ def sink_spec(
         topic=settings.kafka_topic,
         table=settings.table_name,
         dead_letter_topic=f"{settings.kafka_topic}-dlq",
-        control_topic=f"{settings.kafka_topic}-control",
+        # One control topic per connector, as the sink's documentation asks: a connector for another table
+        # on the same topic (the benchmark's runs) must not read an earlier one's commit events.
+        control_topic=f"{settings.kafka_topic}-control-{table}",
         commit_interval_ms=commit_interval_ms,
         tasks_max=min(REFERENCE_TASKS_MAX, partition_count),
     )
@@ -411,7 +415,9 @@ class ConnectWorker:
         while time.monotonic() < deadline:
             if process.poll() is not None:
                 self.state_file.unlink(missing_ok=True)
-                raise KafkaConnectError(f"The Kafka Connect worker exited at start (code {process.returncode}); see {self.log}.")
+                raise KafkaConnectError(
+                    f"The Kafka Connect worker exited at start (code {process.returncode}); see {self.log}."
+                )
             status = self.connector_status()
             if status is not None and status.running:
                 return started

@@ -43,7 +43,7 @@ def test_the_connector_keeps_the_reference_options_that_apply(settings) -> None:
     assert config["transforms.AddMetadata.type"] == "org.apache.kafka.connect.transforms.InsertField$Value"
     assert config["transforms.AddMetadata.timestamp.field"] == "arrival_ts"
     assert config["iceberg.control.commit.interval-ms"] == "1000"
-    assert config["iceberg.control.topic"] == "events-a-control"
+    assert config["iceberg.control.topic"] == "events-a-control-events_a"  # one a connector
     assert config["iceberg.tables"] == f"{settings.namespace}.events_a"
     assert config["iceberg.tables.auto-create-enabled"] == "false"
     # Options of the reference that Iceberg's sink does not have are not passed on.
