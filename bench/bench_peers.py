@@ -29,8 +29,9 @@ without malformed records or resends: one record Iceberg's sink cannot convert s
    interval (``--fresh-triggers``: icestream 0.5 s and Spark 0.5 s triggers, Connect 1 s, below which
    the sink's coordinator round trip over its control topic leaves no room; not tried shorter here).
    Per row: its snapshot's ``committed_at`` minus its Kafka timestamp (``arrival_ts`` in all three
-   tables), rows of each run's first snapshot left out. Connect's documented default commit interval
-   is 5 minutes: at it a row waits half of that on average, by construction; not run here.
+   tables), for the rows that arrived in the measured window (not the warm-up's). Connect's documented
+   default commit interval is 5 minutes: at it a row waits half of that on average, by construction;
+   not run here.
 
 Ratios are against icestream measured in the same run. The machine is 2 shared cores: read the medians,
 the ratios and the load average.
@@ -202,6 +203,28 @@ def backlog(args: argparse.Namespace, spark: Any, settings: Any) -> dict[str, An
     return {"records": records, "runs": runs, "medians": medians, "icestream_rows_per_cpu_s_ratio": ratios}
 
 
+def wait_for_rows(spark: Any, pipeline: str, target: Any, process: subprocess.Popen[str]) -> None:
+    """Wait until the query has written (Spark's sink makes its table at its first batch)."""
+    deadline = time.monotonic() + 120
+    while not (table_exists(spark, target.table_name) and count_rows(spark, target.table_name)):
+        if time.monotonic() > deadline or process.poll() is not None:
+            raise SystemExit(f"{pipeline} wrote nothing; see {SCRATCH / NAME / (target.table + '.log')}")
+        time.sleep(POLL_SECONDS)
+
+
+def stop_live(worker: Any, process: subprocess.Popen[str] | None) -> None:
+    """Stop a live run: the Connect worker, or the process group (SIGTERM, then SIGKILL)."""
+    if worker is not None:
+        worker.stop()
+    if process is not None and process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=30)
+
+
 def live(args: argparse.Namespace, spark: Any, settings: Any, rate: float, triggers: dict[str, float],
          warmup: float, seconds: float) -> dict[str, Any]:  # fmt: skip
     """A background producer at ``rate``; each pipeline from the tip in turn: cores, and per-row freshness."""
@@ -224,37 +247,29 @@ def live(args: argparse.Namespace, spark: Any, settings: Any, rate: float, trigg
         for pipeline in LIVE_ORDER:
             target = new_table(spark, topic, pipeline)
             trigger = triggers[pipeline]
-            if pipeline == "connect":
-                worker, pid = start_connect(target, int(trigger * 1000))
-                process = None
-            else:
-                process = start_process(pipeline, target, "live", trigger, LIVE_BOUND_SECONDS)
-                pid = process.pid
-                # The query runs once its table exists (Spark's sink makes it at its first batch).
-                deadline = time.monotonic() + 120
-                while not (table_exists(spark, target.table_name) and count_rows(spark, target.table_name)):
-                    if time.monotonic() > deadline or process.poll() is not None:
-                        raise SystemExit(f"{pipeline} wrote nothing; see {SCRATCH / NAME / (target.table + '.log')}")
-                    time.sleep(POLL_SECONDS)
-            time.sleep(warmup)
-            before = sum(cpu for _, cpu in tree_cpu(pid).values())
-            wall = time.monotonic()
-            time.sleep(seconds)
-            cores = (sum(cpu for _, cpu in tree_cpu(pid).values()) - before) / (time.monotonic() - wall)
-            time.sleep(trigger + 2)  # what arrived in the window is committed
-            if process is None:
-                worker.stop()
-            else:
-                os.killpg(process.pid, signal.SIGTERM)
-                try:
-                    process.wait(timeout=60)
-                except subprocess.TimeoutExpired:
-                    os.killpg(process.pid, signal.SIGKILL)
-                    process.wait(timeout=30)
+            worker, process = None, None
+            try:
+                if pipeline == "connect":
+                    worker, pid = start_connect(target, int(trigger * 1000))
+                else:
+                    process = start_process(pipeline, target, "live", trigger, LIVE_BOUND_SECONDS)
+                    pid = process.pid
+                    wait_for_rows(spark, pipeline, target, process)
+                time.sleep(warmup)
+                before = sum(cpu for _, cpu in tree_cpu(pid).values())
+                wall, window_start = time.monotonic(), time.time()
+                time.sleep(seconds)
+                cores = (sum(cpu for _, cpu in tree_cpu(pid).values()) - before) / (time.monotonic() - wall)
+                window_end = time.time()
+                time.sleep(trigger + 2)  # what arrived in the window is committed
+            finally:
+                stop_live(worker, process)
             spark.catalog.refreshTable(target.table_name)  # this session loaded it at its first commit
             frame = row_freshness(spark, target.table_name, "arrival_ts")
-            first = frame["committed"].min() if len(frame) else None
-            steady = frame[frame["committed"] > first] if first is not None else frame
+            # The rows that arrived in the measured window: not the warm-up's (a JVM still compiling, a sink
+            # catching up with the topic's first seconds), nor those after it.
+            arrived = frame["committed"] - frame["freshness_s"]
+            steady = frame[(arrived >= window_start) & (arrived < window_end)]
             figures = {"trigger_s": trigger, "cores": round(cores, 3), "rows": len(steady),
                        "snapshots": int(steady["snapshot_id"].nunique()),
                        **percentiles(steady["freshness_s"])}  # fmt: skip
