@@ -64,10 +64,13 @@ def test_good_records_land_once_each_and_bad_ones_go_to_the_dead_letter_topic(sp
     # InsertField put each record's partition, offset and Kafka timestamp into the row.
     assert {row.event_id: (int(row.shard_id), int(row.sequence_number)) for row in rows} == where
     assert all(row.arrival_ts is not None for row in rows)
-    assert dead == len(bad)
+    # The dead-letter topic is at least once: a record redelivered after a rebalance (the two tasks join one at
+    # a time) is reported again, outside the sink's transactions. Each bad record is there, as sent.
+    assert dead >= len(bad)
     letters = consume(dataclasses.replace(connection, topic=spec.dead_letter_topic), dead, group="dlq-reader")
-    assert sorted(key.decode() for _, _, key, _ in letters) == sorted(key for _, key in bad)
-    assert sorted(value for *_, value in letters) == sorted(data for data, _ in bad)  # as sent, byte for byte
+    assert len(letters) == dead
+    assert {key.decode() for _, _, key, _ in letters} == {key for _, key in bad}
+    assert {(key.decode(), value) for _, _, key, value in letters} == {(key, data) for data, key in bad}
 
 
 def test_a_record_the_sink_cannot_convert_stops_its_task_and_misses_the_dead_letter_topic(spark, kafka_fresh) -> None:
