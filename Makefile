@@ -92,9 +92,10 @@ venv: $(STAMP)
 prune-uv-cache:
 	@[ ! -x $(BIN)/uv ] || $(BIN)/uv cache prune -q 2>/dev/null || true
 
-jars: system venv  ## resolve the JVM packages and the Kafka broker's (lib/icestream/stack.toml) from Maven Central, and build the driver's class archive, into .cache/jars (once)
+jars: system venv  ## resolve the JVM packages, the Kafka broker's and the Connect worker's (lib/icestream/stack.toml) from Maven Central, and build the driver's class archive, into .cache/jars (once)
 	@$(BIN)/python -c 'from icestream.config import load_settings; from icestream.runtime.jars import resolve_jars; p = resolve_jars(load_settings()); print(">> jvm packages:", p.source, *p.notes)'
 	@$(BIN)/python -c 'from icestream.config import load_settings; from icestream.kafka import Broker; j = Broker.from_settings(load_settings()).jars(); print(">> kafka broker jars:", len(j), "in", j[0].parent)'
+	@$(BIN)/python -c 'from icestream.config import load_settings; from icestream.kafka import ConnectWorker; s = load_settings(); w, p = ConnectWorker.from_settings(s).resolve(s); print(">> kafka connect jars:", w, "for the worker,", p, "for the Iceberg sink plugin")'
 	@# Driver JVMs then start in about half the time (docs/performance.md); building it takes about a minute, once.
 	@$(BIN)/python -m icestream.runtime.cds
 

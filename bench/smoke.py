@@ -48,6 +48,7 @@ RUNS: tuple[tuple[str, str], ...] = (
     ("bench_freshness", "--points 500:0.5,100:2 --seconds 8 --drain 10"),
     ("bench_batch_cost", "--warmup 5 --seconds 5 --only tip --only empty"),
     ("bench_kinesis_source", "--quick"),
+    ("bench_peers", "--quick"),
     ("bench_maintenance", "--commits 10 --events-per-commit 200 --runs 1"),
     ("bench_growth", "--checkpoints 1,3 --events-per-batch 200 --measure-batches 1 --records-per-shard 100 --runs 1"),
     ("bench_queries", "--events 50000 --runs 1"),

@@ -58,6 +58,10 @@ class KafkaBrokerError(IcestreamError):
     """The local Kafka broker could not be started or stopped; the message names its log file or folder."""
 
 
+class KafkaConnectError(IcestreamError):
+    """The Kafka Connect worker (Iceberg's sink) did not start or its connector failed; the message names its log."""
+
+
 class StorageListingError(IcestreamError):
     """A table's folder could not be listed (e.g. no Hadoop FileSystem for its scheme); the message says why."""
 

@@ -60,3 +60,40 @@ def consume(connection: KafkaConnection, count: int, group: str) -> list[tuple[i
     finally:
         consumer.close()
     return found
+
+
+def group_offsets(connection: KafkaConnection, group: str, topic: str | None = None) -> dict[int, int]:
+    """The offsets consumer group ``group`` has committed on the topic, by partition (absent: none committed)."""
+    import confluent_kafka
+
+    name = topic or connection.topic
+    consumer = confluent_kafka.Consumer(connection.client_config(**{"group.id": group, "enable.auto.commit": False}))
+    try:
+        asked = [confluent_kafka.TopicPartition(name, part) for part in partitions(connection, name)]
+        return {found.partition: found.offset for found in consumer.committed(asked, timeout=30) if found.offset >= 0}
+    finally:
+        consumer.close()
+
+
+def delete_groups(connection: KafkaConnection, containing: str) -> tuple[list[str], list[str]]:
+    """Delete every consumer group whose id contains ``containing``; return the ids deleted and those still in use.
+
+    A group is deleted only once it has no members: one that a SIGKILLed process had joined keeps its member
+    until the broker's session timeout ends it (45 s), so a caller asks again until none is left in use.
+    """
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient(connection.client_config())
+    listed = admin.list_consumer_groups(request_timeout=30).result()
+    names = sorted(group.group_id for group in listed.valid if containing in group.group_id)
+    deleted, in_use = [], []
+    for name, future in (admin.delete_consumer_groups(names, request_timeout=30) if names else {}).items():
+        try:
+            future.result()
+            deleted.append(name)
+        except KafkaException as error:
+            if error.args[0].code() != KafkaError.NON_EMPTY_GROUP:
+                raise
+            in_use.append(name)
+    return deleted, in_use

@@ -178,6 +178,12 @@ class Verdict:
         )
 
 
+def losses(event_ids: list[str], ledger: Ledger) -> tuple[int, int]:
+    """(lost, duplicated): the ledger's good events missing from ``event_ids`` (a table's), and the extra copies."""
+    found = Counter(event_ids)
+    return len(set(ledger.good) - set(found)), sum(count - 1 for count in found.values())
+
+
 def verify(spark: Any, settings: Settings, ledger: Ledger) -> Verdict:
     """Compare both tables with what was sent (event ids, and shard + sequence number of rejects)."""
     for table in (settings.table_name, settings.rejects_table_name):
@@ -190,10 +196,11 @@ def verify(spark: Any, settings: Settings, ledger: Ledger) -> Verdict:
         for row in spark.table(settings.rejects_table_name).select("shard_id", "sequence_number").collect()
     )
     expected = set(ledger.good)
+    lost, duplicated = losses([row.event_id for row in rows], ledger)
     return Verdict(
         events=len(expected),
-        lost=len(expected - set(found)),
-        duplicated=sum(count - 1 for count in found.values()),
+        lost=lost,
+        duplicated=duplicated,
         unexpected=len(set(found) - expected) + len(set(rejects) - ledger.malformed),
         malformed=len(ledger.malformed),
         rejects_lost=len(ledger.malformed - set(rejects)),

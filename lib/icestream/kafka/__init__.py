@@ -12,8 +12,10 @@ _FACE = Face(
     {
         "Broker": "icestream.kafka.broker",
         "BrokerStatus": "icestream.kafka.broker",
+        "ConnectWorker": "icestream.kafka.connect_worker",
         "KafkaConnection": "icestream.kafka.connection",
         "kafka_connection": "icestream.kafka.connection",
+        "sink_spec": "icestream.kafka.connect_worker",
     },
 )
 __all__ = _FACE.names
