@@ -16,6 +16,9 @@ Iceberg's sink cannot convert stops its task, ``tests/integration/test_kafka_con
 Asserted is what each promises: nothing lost after a kill, and for Spark nothing duplicated with its
 checkpoint kept (Iceberg's sink skips an epoch the table holds for the query). What a lost checkpoint
 or lost offsets do is recorded (the reliability figures; docs/performance.md), not asserted.
+
+Only under ``make reliability`` (about 3 minutes): these measure the peers, not icestream, whose own
+Kafka campaign runs in ``make test``.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from icestream.kafka.connect_worker import COMMIT_FINISHED, COMMIT_STARTED, ConnectWorker, sink_spec
 from icestream.kafka.connection import kafka_connection
 from icestream.kafka.topics import offsets
@@ -34,7 +39,10 @@ from icestream.runtime.catalog import current_metadata_location
 from tests.helpers.topics import delete_groups, group_offsets
 from tests.helpers.waiting import wait_until
 from tests.reliability import figures
+from tests.reliability.figures import FULL
 from tests.reliability.workload import Workload, losses
+
+pytestmark = pytest.mark.skipif(not FULL, reason="make reliability: this kill drill measures the peers")
 
 COMMIT_INTERVAL_MS = 2000
 CATCH_UP_SECONDS = 240.0  # bounds on a loaded 2-core machine, not measurements

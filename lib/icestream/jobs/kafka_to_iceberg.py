@@ -28,7 +28,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-TRIGGER_HELP = "processing-time trigger in seconds (default 1); --available-now reads what is there and stops"
+from icestream.jobs.iceberg_sink import add_sink_arguments, event_rows, run_into_table
 
 
 def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -36,21 +36,13 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--bootstrap", required=True, help="the Kafka cluster's bootstrap servers")
     parser.add_argument("--topic", required=True, help="the topic")
     parser.add_argument("--starting-offsets", default="earliest", help="earliest or latest (a new checkpoint only)")
-    parser.add_argument("--table", required=True, help="the Iceberg table, catalog.namespace.name")
-    parser.add_argument("--checkpoint", required=True, help="Spark's checkpoint folder for this query")
-    parser.add_argument("--trigger", type=float, default=1.0, help=TRIGGER_HELP)
-    parser.add_argument("--available-now", action="store_true", help="read what is there now, then stop")
-    parser.add_argument("--seconds", type=float, default=0.0, help="stop after this long (0: run until stopped)")
+    add_sink_arguments(parser)
     parser.add_argument("--local", action="store_true", help="the project's local session (icestream.get_spark)")
     return parser.parse_args(argv)
 
 
-def start_query(spark: Any, args: argparse.Namespace) -> Any:
-    """Start the job's streaming query in ``spark``; return it (a ``StreamingQuery``)."""
-    from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
-
-    from icestream.lake.schema import wire_schema
-
+def start_rows(spark: Any, args: argparse.Namespace) -> Any:
+    """The job's streaming rows in ``spark``: Spark's Kafka source, the payload parsed (a DataFrame)."""
     records = (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", args.bootstrap)
@@ -58,20 +50,7 @@ def start_query(spark: Any, args: argparse.Namespace) -> Any:
         .option("startingOffsets", args.starting_offsets)
         .load()
     )
-    rows = records.select(
-        F.from_json(F.col("value").cast("string"), wire_schema()).alias("event"),
-        F.col("value").cast("string").alias("raw"),
-        F.col("partition").cast("string").alias("shard_id"),
-        F.col("offset").cast("string").alias("sequence_number"),
-        F.col("timestamp").alias("arrival_ts"),
-    ).select("event.*", "raw", "shard_id", "sequence_number", "arrival_ts")
-    writer = rows.writeStream.format("iceberg").option("checkpointLocation", args.checkpoint)
-    writer = (
-        writer.trigger(availableNow=True)
-        if args.available_now
-        else writer.trigger(processingTime=f"{args.trigger} seconds")
-    )
-    return writer.toTable(args.table)
+    return event_rows(records, payload="value", shard="partition", sequence="offset", arrival="timestamp")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -85,13 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from pyspark.sql import SparkSession
 
         spark = SparkSession.builder.appName("kafka-to-iceberg").getOrCreate()
-    query = start_query(spark, args)
-    if args.seconds > 0 and not args.available_now:
-        query.awaitTermination(args.seconds)
-        query.stop()
-    else:
-        query.awaitTermination()
-    return 0
+    return run_into_table(start_rows(spark, args), args)
 
 
 if __name__ == "__main__":

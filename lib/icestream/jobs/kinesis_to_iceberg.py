@@ -22,7 +22,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-TRIGGER_HELP = "processing-time trigger in seconds (default 1)"
+from icestream.jobs.iceberg_sink import add_sink_arguments, event_rows, run_into_table
 
 
 def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -31,20 +31,14 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--region", required=True, help="its AWS region")
     parser.add_argument("--endpoint-url", default="", help="a Kinesis endpoint other than AWS's (an emulator)")
     parser.add_argument("--starting-position", default="latest", help="latest, trim_horizon or at_timestamp:<time>")
-    parser.add_argument("--table", required=True, help="the Iceberg table, catalog.namespace.name")
-    parser.add_argument("--checkpoint", required=True, help="Spark's checkpoint folder for this query")
-    parser.add_argument("--trigger", type=float, default=1.0, help=TRIGGER_HELP)
-    parser.add_argument("--available-now", action="store_true", help="read what is there now, then stop")
-    parser.add_argument("--seconds", type=float, default=0.0, help="stop after this long (0: run until stopped)")
+    add_sink_arguments(parser)
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     from pyspark.sql import SparkSession
-    from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
     from icestream.kinesis_source.data_source import register
-    from icestream.lake.schema import wire_schema
 
     args = parse_arguments(argv)
     spark = SparkSession.builder.appName("kinesis-to-iceberg").getOrCreate()
@@ -58,29 +52,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.endpoint_url:
         reader = reader.option("endpointUrl", args.endpoint_url)
     events = reader.load()
-    rows = events.select(
-        F.from_json(F.col("data").cast("string"), wire_schema()).alias("event"),
-        F.col("data").cast("string").alias("raw"),
-        F.col("shardId").alias("shard_id"),
-        F.col("sequenceNumber").alias("sequence_number"),
-        F.col("approximateArrivalTimestamp").alias("arrival_ts"),
-    ).select("event.*", "raw", "shard_id", "sequence_number", "arrival_ts")
-    writer = rows.writeStream.format("iceberg").option("checkpointLocation", args.checkpoint)
-    if args.available_now:
-        # Spark 4.1 runs an availableNow query over a Python source as one batch, which the source bounds
-        # at maxFetchRecordsPerShard per shard: the job starts it again until a run finds nothing new.
-        while True:
-            query = writer.trigger(availableNow=True).toTable(args.table)
-            query.awaitTermination()
-            if not query.lastProgress or not query.lastProgress["numInputRows"]:
-                return 0
-    query = writer.trigger(processingTime=f"{args.trigger} seconds").toTable(args.table)
-    if args.seconds > 0:
-        query.awaitTermination(args.seconds)
-        query.stop()
-    else:
-        query.awaitTermination()
-    return 0
+    rows = event_rows(
+        events, payload="data", shard="shardId", sequence="sequenceNumber", arrival="approximateArrivalTimestamp"
+    )
+    return run_into_table(rows, args, again_until_empty=True)
 
 
 if __name__ == "__main__":

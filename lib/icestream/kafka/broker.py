@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from icestream.config import Settings
-from icestream.errors import JavaError, KafkaBrokerError
+from icestream.errors import IcestreamError, JavaError, KafkaBrokerError
 from icestream.runtime import maven, processes
 from icestream.runtime.java_options import C1_ONLY, SERIAL_GC
 from icestream.runtime.processes import LOOPBACK, free_port, port_taken
@@ -178,6 +178,24 @@ def _log_tail(log: Path, lines: int = 200) -> list[str]:
         return []
 
 
+def kafka_java(who: str, error: type[IcestreamError]) -> str:
+    """The Java that runs a Kafka JVM (JAVA_HOME's, else PATH's), checked to be 17 or newer.
+
+    Raises:
+        IcestreamError: ``error``, its message starting with ``who``, when there is no such Java.
+    """
+    try:
+        major, java = java_version()
+    except JavaError as problem:
+        raise error(f"{who} needs Java {MINIMUM_JAVA}: {problem}") from None
+    if major < MINIMUM_JAVA:
+        raise error(
+            f"{java} is Java {major}; Kafka 4 needs Java {MINIMUM_JAVA}: install openjdk-17-jre-headless "
+            "and set JAVA_HOME to it."
+        )
+    return java
+
+
 class Broker:
     """Start, stop and inspect the local broker whose state and data live in ``run_dir``.
 
@@ -315,17 +333,7 @@ class Broker:
         return processes.stop_recorded(self.state_file, state.pid if self._owns(state) else None, timeout)
 
     def _java(self) -> str:
-        """The Java that runs the broker (JAVA_HOME's, else PATH's), checked to be 17 or newer."""
-        try:
-            major, java = java_version()
-        except JavaError as error:
-            raise KafkaBrokerError(f"The Kafka broker needs Java {MINIMUM_JAVA}: {error}") from None
-        if major < MINIMUM_JAVA:
-            raise KafkaBrokerError(
-                f"{java} is Java {major}; Kafka 4 needs Java {MINIMUM_JAVA}: install openjdk-17-jre-headless "
-                "and set JAVA_HOME to it."
-            )
-        return java
+        return kafka_java("The Kafka broker", KafkaBrokerError)
 
     def _formatted(self) -> bool:
         """True when both folders carry Kafka's ``meta.properties``, False when neither exists or holds a file.

@@ -34,13 +34,14 @@ from pathlib import Path
 from typing import Any
 
 from icestream.config import Settings
-from icestream.errors import ConfigError, JavaError, KafkaConnectError
+from icestream.errors import ConfigError, KafkaConnectError
+from icestream.kafka.broker import kafka_java
 from icestream.kafka.connection import KafkaConnection
 from icestream.kafka.topics import ensure_topic
 from icestream.runtime import maven, processes
 from icestream.runtime.jars import sqlite_jdbc_driver
 from icestream.runtime.processes import LOOPBACK, free_port
-from icestream.runtime.spark import catalog_conf, java_version
+from icestream.runtime.spark import catalog_conf
 from icestream.stack import tool
 from icestream.validation import validate_identifier
 
@@ -53,7 +54,6 @@ PLUGIN = "iceberg-sink"  # the plugin's folder under connect/plugins/
 WORKER_PROPERTIES = "worker.properties"
 CONNECTOR_PROPERTIES = "sink.properties"
 LOG4J_FILE = "connect_log4j2.properties"  # shipped beside this module
-MINIMUM_JAVA = 17
 # The sink's documented default (5 minutes), the one a user gets without setting it.
 DEFAULT_COMMIT_INTERVAL_MS = 300_000
 # connect-distributed.sh's and connect-standalone.sh's own heap (KAFKA_HEAP_OPTS), and the JVM's default
@@ -467,13 +467,4 @@ class ConnectWorker:
         return processes.stop_recorded(self.state_file, state.pid if self._owns(state) else None, timeout)
 
     def _java(self) -> str:
-        try:
-            major, java = java_version()
-        except JavaError as error:
-            raise KafkaConnectError(f"The Kafka Connect worker needs Java {MINIMUM_JAVA}: {error}") from None
-        if major < MINIMUM_JAVA:
-            raise KafkaConnectError(
-                f"{java} is Java {major}; the Connect worker needs Java {MINIMUM_JAVA}: install "
-                "openjdk-17-jre-headless and set JAVA_HOME to it."
-            )
-        return java
+        return kafka_java("The Kafka Connect worker", KafkaConnectError)
