@@ -21,35 +21,28 @@ import socket
 import subprocess
 import time
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
-from icestream.config import Settings
-from icestream.errors import IcestreamError, JavaError, KafkaBrokerError
+from icestream.errors import KafkaBrokerError
+from icestream.kafka.jvm import KafkaJvm
 from icestream.runtime import maven, processes
 from icestream.runtime.java_options import C1_ONLY, SERIAL_GC
 from icestream.runtime.processes import LOOPBACK, free_port, port_taken
-from icestream.runtime.spark import java_version
 from icestream.stack import tool
 
 NODE_ID = 1
-STATE_FILE = "kafka.json"  # under run_dir, beside the emulator's
-LOG_FILE = "kafka.log"
-FOLDER = "kafka"  # under run_dir: server.properties, log4j2.properties, data/, metadata/
 PROPERTIES_FILE = "server.properties"
 LOG4J_FILE = "log4j2.properties"
 META_PROPERTIES = "meta.properties"  # what StorageTool format writes into each formatted folder
-MAIN_CLASS = "kafka.Kafka"
 STORAGE_TOOL = "kafka.tools.StorageTool"
 START_COMMAND = "icestream kafka start"
-MINIMUM_JAVA = 17  # Kafka 4's broker needs Java 17
 # Kafka's scripts give the broker a 1 GiB heap; one node with a few small topics runs in far less, and
 # the machines this runs on have 2 cores shared with Spark. Serial GC: one collector thread, no G1 regions.
 # C1 alone (no C2 compile threads): a local broker of small topics; it started in 4.6 s instead of 6.3
 # (docs/commands.md). The code cache stays at its tiered size, as for the drivers (java_options).
 JVM_OPTIONS = ("-Xms64m", "-Xmx512m", SERIAL_GC, *C1_ONLY.split(), "-Djava.awt.headless=true")
 START_TIMEOUT_SECONDS = 90.0  # the JVM start, the KRaft election and the broker's unfencing (docs/commands.md)
-STOP_TIMEOUT_SECONDS = 30.0  # SIGTERM is a controlled shutdown; SIGKILL after this
 FORMAT_TIMEOUT_SECONDS = 60.0
 _POLL_SECONDS = 0.25
 # Lines of the broker's log that name a cause a user can fix, and what to do about it.
@@ -178,53 +171,22 @@ def _log_tail(log: Path, lines: int = 200) -> list[str]:
         return []
 
 
-def kafka_java(who: str, error: type[IcestreamError]) -> str:
-    """The Java that runs a Kafka JVM (JAVA_HOME's, else PATH's), checked to be 17 or newer.
+class Broker(KafkaJvm[BrokerState]):
+    """Start, stop and inspect the local broker whose state and data live in ``run_dir``."""
 
-    Raises:
-        IcestreamError: ``error``, its message starting with ``who``, when there is no such Java.
-    """
-    try:
-        major, java = java_version()
-    except JavaError as problem:
-        raise error(f"{who} needs Java {MINIMUM_JAVA}: {problem}") from None
-    if major < MINIMUM_JAVA:
-        raise error(
-            f"{java} is Java {major}; Kafka 4 needs Java {MINIMUM_JAVA}: install openjdk-17-jre-headless "
-            "and set JAVA_HOME to it."
-        )
-    return java
-
-
-class Broker:
-    """Start, stop and inspect the local broker whose state and data live in ``run_dir``.
-
-    Args:
-        run_dir: The run folder (``settings.path("run_dir")``).
-        jar_cache: The jar cache folder (``settings.path("jar_cache_dir")``).
-    """
+    STATE_FILE = "kafka.json"  # under run_dir, beside the emulator's
+    LOG_FILE = "kafka.log"
+    FOLDER = "kafka"  # under run_dir: server.properties, log4j2.properties, data/, metadata/
+    MAIN_CLASS = "kafka.Kafka"
+    WHO = "The Kafka broker"
+    ERROR = KafkaBrokerError
+    STATE = BrokerState
 
     def __init__(self, run_dir: Path, jar_cache: Path) -> None:
-        self.run_dir = Path(run_dir)
-        self.jar_cache = Path(jar_cache)
-        self.state_file = self.run_dir / STATE_FILE
-        self.log = self.run_dir / LOG_FILE
-        self.folder = self.run_dir / FOLDER
+        super().__init__(run_dir, jar_cache)
         self.data = self.folder / "data"
         self.metadata = self.folder / "metadata"
         self.properties = self.folder / PROPERTIES_FILE
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> Broker:
-        """The broker of these settings' run folder and jar cache."""
-        return cls(settings.path("run_dir"), settings.path("jar_cache_dir"))
-
-    def _read_state(self) -> BrokerState | None:
-        return processes.read_state_as(self.state_file, BrokerState)
-
-    def _owns(self, state: BrokerState) -> bool:
-        """True when ``state.pid`` is still the very JVM this module started."""
-        return processes.is_ours(asdict(state), (MAIN_CLASS, state.properties))
 
     def status(self) -> BrokerStatus:
         """Report whether the broker runs and answers."""
@@ -293,7 +255,7 @@ class Broker:
         log4j.write_text(importlib.resources.files("icestream.kafka").joinpath(LOG4J_FILE).read_text())
         base = [java, *JVM_OPTIONS, f"-Dlog4j2.configurationFile={log4j}", "-cp", class_path]
         self._format(base)
-        process = processes.spawn([*base, MAIN_CLASS, str(self.properties)], self.log)
+        process = processes.spawn([*base, self.MAIN_CLASS, str(self.properties)], self.log)
         bootstrap = f"{LOOPBACK}:{broker_port}"
         processes.write_state(
             self.state_file,
@@ -317,23 +279,6 @@ class Broker:
         raise KafkaBrokerError(
             f"The Kafka broker did not answer on {bootstrap} within {timeout:.0f} s; see {self.log}."
         )
-
-    def stop(self, timeout: float = STOP_TIMEOUT_SECONDS) -> bool:
-        """Stop the broker this module started, if any (its data folder is kept).
-
-        Args:
-            timeout: Seconds to wait after SIGTERM (a controlled shutdown) before SIGKILL.
-
-        Returns:
-            True if a process was stopped.
-        """
-        state = self._read_state()
-        if state is None:
-            return False
-        return processes.stop_recorded(self.state_file, state.pid if self._owns(state) else None, timeout)
-
-    def _java(self) -> str:
-        return kafka_java("The Kafka broker", KafkaBrokerError)
 
     def _formatted(self) -> bool:
         """True when both folders carry Kafka's ``meta.properties``, False when neither exists or holds a file.

@@ -29,14 +29,14 @@ import shutil
 import time
 import urllib.error
 import urllib.request
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from icestream.config import Settings
 from icestream.errors import ConfigError, KafkaConnectError
-from icestream.kafka.broker import kafka_java
 from icestream.kafka.connection import KafkaConnection
+from icestream.kafka.jvm import KafkaJvm
 from icestream.kafka.topics import ensure_topic
 from icestream.runtime import maven, processes
 from icestream.runtime.jars import sqlite_jdbc_driver
@@ -45,11 +45,7 @@ from icestream.runtime.spark import catalog_conf
 from icestream.stack import tool
 from icestream.validation import validate_identifier
 
-MAIN_CLASS = "org.apache.kafka.connect.cli.ConnectStandalone"
 CONNECTOR_CLASS = "org.apache.iceberg.connect.IcebergSinkConnector"
-STATE_FILE = "connect.json"  # under run_dir, beside the broker's
-LOG_FILE = "connect.log"
-FOLDER = "connect"  # under run_dir: worker.properties, sink.properties, log4j2.properties, plugins/, offsets
 PLUGIN = "iceberg-sink"  # the plugin's folder under connect/plugins/
 WORKER_PROPERTIES = "worker.properties"
 CONNECTOR_PROPERTIES = "sink.properties"
@@ -61,7 +57,6 @@ DEFAULT_COMMIT_INTERVAL_MS = 300_000
 JVM_OPTIONS = ("-Xms256m", "-Xmx2g", "-Djava.awt.headless=true")
 REFERENCE_TASKS_MAX = 4  # the reference configuration's tasks.max
 START_TIMEOUT_SECONDS = 120.0  # the JVM, plugin scanning, the catalog, the tasks' group join
-STOP_TIMEOUT_SECONDS = 30.0
 _POLL_SECONDS = 0.25
 # Log lines of the sink's coordinator (Coordinator.java), INFO in connect_log4j2.properties: a crash drill
 # finds a commit under way between them.
@@ -281,32 +276,20 @@ class ConnectorStatus:
         return self.connector == "RUNNING" and bool(self.tasks) and all(task == "RUNNING" for task in self.tasks)
 
 
-class ConnectWorker:
-    """Start, stop and inspect the Connect worker whose state lives in ``run_dir``.
+class ConnectWorker(KafkaJvm[WorkerState]):
+    """Start, stop and inspect the Connect worker whose state lives in ``run_dir``."""
 
-    Args:
-        run_dir: The run folder (``settings.path("run_dir")``).
-        jar_cache: The jar cache folder (``settings.path("jar_cache_dir")``).
-    """
+    STATE_FILE = "connect.json"  # under run_dir, beside the broker's
+    LOG_FILE = "connect.log"
+    FOLDER = "connect"  # under run_dir: worker.properties, sink.properties, log4j2.properties, plugins/, offsets
+    MAIN_CLASS = "org.apache.kafka.connect.cli.ConnectStandalone"
+    WHO = "The Kafka Connect worker"
+    ERROR = KafkaConnectError
+    STATE = WorkerState
 
     def __init__(self, run_dir: Path, jar_cache: Path) -> None:
-        self.run_dir = Path(run_dir)
-        self.jar_cache = Path(jar_cache)
-        self.state_file = self.run_dir / STATE_FILE
-        self.log = self.run_dir / LOG_FILE
-        self.folder = self.run_dir / FOLDER
+        super().__init__(run_dir, jar_cache)
         self.plugins = self.folder / "plugins"
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> ConnectWorker:
-        """The worker of these settings' run folder and jar cache."""
-        return cls(settings.path("run_dir"), settings.path("jar_cache_dir"))
-
-    def _read_state(self) -> WorkerState | None:
-        return processes.read_state_as(self.state_file, WorkerState)
-
-    def _owns(self, state: WorkerState) -> bool:
-        return processes.is_ours(asdict(state), (MAIN_CLASS, state.properties))
 
     def pid(self) -> int | None:
         """The running worker's pid (its process group), else None."""
@@ -396,7 +379,7 @@ class ConnectWorker:
             natives = sqlite_jdbc_driver(settings)[1]
             if natives:
                 options.append(f"-Djava.library.path={':'.join(natives)}")
-        command = [java, *options, "-cp", class_path, MAIN_CLASS, str(worker_file), str(connector_file)]
+        command = [java, *options, "-cp", class_path, self.MAIN_CLASS, str(worker_file), str(connector_file)]
         process = processes.spawn(command, self.log)
         rest = f"http://{LOOPBACK}:{rest_port}"
         processes.write_state(
@@ -454,17 +437,3 @@ class ConnectWorker:
                 return json.loads(response.read())
         except (urllib.error.URLError, OSError, ValueError):
             return None
-
-    def stop(self, timeout: float = STOP_TIMEOUT_SECONDS) -> bool:
-        """Stop the worker this module started, if any (SIGTERM: Connect stops its tasks; SIGKILL after ``timeout``).
-
-        Returns:
-            True if a process was stopped.
-        """
-        state = self._read_state()
-        if state is None:
-            return False
-        return processes.stop_recorded(self.state_file, state.pid if self._owns(state) else None, timeout)
-
-    def _java(self) -> str:
-        return kafka_java("The Kafka Connect worker", KafkaConnectError)

@@ -15,6 +15,7 @@ import pytest
 from icestream import cli
 from icestream.errors import KafkaBrokerError
 from icestream.kafka import broker as broker_module
+from icestream.kafka import jvm as jvm_module
 from icestream.kafka.broker import LOOPBACK, Broker, cluster_id, server_properties
 from icestream.runtime import processes
 
@@ -58,7 +59,7 @@ def test_a_cluster_id_is_sixteen_bytes_of_url_safe_base64_never_read_as_an_optio
 @pytest.fixture
 def broker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Broker:
     """A broker in a temporary run folder whose Java is a 17 and whose jars are none (nothing is started)."""
-    monkeypatch.setattr(broker_module, "java_version", lambda: (17, "/usr/bin/java"))
+    monkeypatch.setattr(jvm_module, "java_version", lambda: (17, "/usr/bin/java"))
     monkeypatch.setattr(Broker, "jars", lambda self: [])
     monkeypatch.setenv("ICESTREAM_RUN_DIR", str(tmp_path / "run"))
     return Broker(tmp_path / "run", tmp_path / "jars")
@@ -103,7 +104,7 @@ def test_a_port_in_use_is_refused_with_what_to_do(broker: Broker) -> None:
 
 
 def test_an_old_java_is_refused(broker: Broker, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(broker_module, "java_version", lambda: (11, "/usr/lib/jvm/java-11/bin/java"))
+    monkeypatch.setattr(jvm_module, "java_version", lambda: (11, "/usr/lib/jvm/java-11/bin/java"))
     with pytest.raises(KafkaBrokerError) as error:
         broker.start()
     assert "Java 11; Kafka 4 needs Java 17" in one_line(error)
