@@ -138,7 +138,7 @@ test: system venv  ## set up, then lint and the whole test suite (TEST_WORKERS=1
 	@$(MAKE) --no-print-directory prune-uv-cache
 	@$(BIN)/pytest $(if $(filter-out 0 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder) $(PYTEST_ARGS)
 
-browser-all: setup browser  ## every notebook run through JupyterLab in headless Chromium (make test: 02 and the Structured Streaming one)
+browser-all: setup browser  ## every notebook run through JupyterLab in headless Chromium (make test: 02 only)
 	@ICESTREAM_BROWSER_ALL=1 $(BIN)/pytest tests/browser $(PYTEST_ARGS)
 
 reliability: setup  ## the full reliability campaigns, and the cluster tests including notebooks 03, 04, 06, 08 and 09 there
