@@ -1,6 +1,7 @@
 """Spark through Iceberg's GlueCatalog and S3FileIO on a moto server: the ``localstack`` profile for real.
 
-The set-up, the ingest's exactly-once across a crash at each phase, a second writer's commit, and
+Notebook 00 runs first on that profile (the workbook's set-up and its catalog cell, through Glue). The
+set-up, the ingest's exactly-once across a crash at each phase, a second writer's commit, and
 expiry and orphan removal on S3 run in a Spark process of their own (``spark_on_glue.py``: its
 session loads ``iceberg-aws-bundle``); this test then reads what Spark wrote without Spark, through
 pyiceberg's Glue catalog and DuckDB over S3, as notebook 03 does on AWS.
@@ -27,6 +28,7 @@ from icestream.queries import duckdb_engine as duck
 from icestream.queries import pyiceberg_engine as ice
 from icestream.runtime import aws, catalog
 from tests.helpers.moto_server import moto_server
+from tests.helpers.notebook_text import output_defects
 
 RUNNER = Path(__file__).with_name("spark_on_glue.py")
 BUCKET = "icestream-spark-on-glue"
@@ -58,6 +60,30 @@ def glue_run(endpoint: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[d
     }
     environment = {**os.environ, **values}
     environment.pop("ICESTREAM_EMULATOR_PORT", None)
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in values.items():
+            patch.setenv(name, value)
+        settings = load_settings()
+    # Notebook 00 first, as a learner on this profile runs it: the stream and the tables through Glue,
+    # and its check that the session holds the Glue catalog it types (the Spark process's set-up then
+    # finds them all there).
+    notebook = subprocess.run(
+        [sys.executable, "-m", "icestream.cli", "run", "00", "-p", "shard_count", values["ICESTREAM_SHARD_COUNT"],
+         "--output", str(folder / "notebooks"), "--no-progress"],
+        env=environment, capture_output=True, text=True, timeout=RUN_SECONDS, check=False,
+    )  # fmt: skip
+    assert notebook.returncode == 0, (
+        f"exit {notebook.returncode}:\n{notebook.stdout[-3000:]}\n{notebook.stderr[-3000:]}"
+    )
+    glue = aws.client(settings, "glue")
+    after_00 = {
+        "notebook_00": str(folder / "notebooks" / "00_setup.ipynb"),
+        "glue_tables_after_00": sorted(
+            (table["DatabaseName"], table["Name"], table["Parameters"].get("table_type", ""))
+            for database in glue.get_databases()["DatabaseList"]
+            for table in glue.get_tables(DatabaseName=database["Name"])["TableList"]
+        ),
+    }
     done = subprocess.run(
         [sys.executable, str(RUNNER)], env=environment, capture_output=True, text=True, timeout=RUN_SECONDS,
         check=False,
@@ -66,11 +92,18 @@ def glue_run(endpoint: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[d
     told = f"exit {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     assert done.returncode == 0, told
     assert lines, told
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in values.items():
-            patch.setenv(name, value)
-        settings = load_settings()
-    return json.loads(lines[-1].removeprefix("GLUE-RESULT ")), settings
+    return {**json.loads(lines[-1].removeprefix("GLUE-RESULT ")), **after_00}, settings
+
+
+def test_notebook_00_sets_up_the_lake_through_glue_and_s3(glue_run) -> None:
+    """00 on the localstack profile: its tables are Glue's (Iceberg tables there, files in the bucket), its
+    catalog cell's check that the session holds the Glue catalog it types passed (the run would have
+    failed), and its copy shows a reader nothing raw (``output_defects``)."""
+    found, settings = glue_run
+    tables = {(database, name): kind for database, name, kind in found["glue_tables_after_00"]}
+    for full_name in (settings.table_name, settings.rejects_table_name):
+        assert tables.get((settings.namespace, full_name.rpartition(".")[2])) == "ICEBERG", tables
+    assert output_defects(Path(found["notebook_00"])) == []
 
 
 def test_spark_sets_up_ingests_exactly_once_and_maintains_through_glue_and_s3(glue_run) -> None:
