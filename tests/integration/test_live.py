@@ -90,15 +90,17 @@ def test_a_look_counts_only_what_was_committed_since_the_start(spark, tables: Se
     now = last + timedelta(seconds=4)
     frame = live_frame(spark, tables, since, now)
 
-    per_minute = frame.per_minute.assign(minute=frame.per_minute["minute"].dt.strftime("%H:%M"))
-    assert per_minute.to_dict("records") == [
-        {"minute": "10:00", "event_type": "click", "events": 2},
-        {"minute": "10:00", "event_type": "view", "events": 1},
-        {"minute": "10:01", "event_type": "(none)", "events": 1},
-        {"minute": "10:01", "event_type": "click", "events": 2},
-        {"minute": "10:01", "event_type": "view", "events": 1},
+    # Per 10 s of arrival; every row here arrived (MINUTE, a fixed day) before the window began.
+    arrivals = frame.arrivals.assign(interval=frame.arrivals["interval"].dt.strftime("%H:%M:%S"))
+    assert arrivals.to_dict("records") == [
+        {"interval": "10:00:00", "before_window": True, "event_type": "click", "events": 1},
+        {"interval": "10:00:30", "before_window": True, "event_type": "click", "events": 1},
+        {"interval": "10:00:50", "before_window": True, "event_type": "view", "events": 1},
+        {"interval": "10:01:00", "before_window": True, "event_type": "(none)", "events": 1},
+        {"interval": "10:01:00", "before_window": True, "event_type": "click", "events": 2},
+        {"interval": "10:01:00", "before_window": True, "event_type": "view", "events": 1},
     ]
-    assert frame.events == 7
+    assert frame.events == frame.backlog_events == 7
     assert frame.batches["batch_id"].tolist() == [8, 9]
     assert frame.batches["added_records"].tolist() == [5, 1]
     assert frame.batches["rejected"].tolist() == [3, 0]

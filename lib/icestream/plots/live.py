@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from icestream.queries.live import LOOKBACK, LiveFrame, live_frame
+from icestream.queries.live import INTERVAL_SECONDS, LOOKBACK, LiveFrame, live_frame
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -64,7 +64,10 @@ def _freshness(frame: LiveFrame) -> str:
 
 
 def live_figure(frame: LiveFrame) -> Figure:
-    """Draw one frame: events per minute by type (stacked bars), and each batch's freshness.
+    """Draw one frame: arrivals since the start per 10 s by type (stacked bars), and each batch's freshness.
+
+    The rows of a backlog the window read (arrived before it began) are one line of text, not a bar
+    that would flatten the live ones.
 
     The title carries the counts: events, batches, rejects, the lag at the look and the latest batch's
     freshness (newest record to oldest), both as docs/glossary.md defines them.
@@ -85,36 +88,40 @@ def live_figure(frame: LiveFrame) -> Figure:
         f"lag {_seconds(frame.lag_s)}, latest batch's freshness {_freshness(frame)}"
     )
 
-    wide = frame.per_minute.pivot_table(
-        index="minute", columns="event_type", values="events", aggfunc="sum", fill_value=0
-    )
+    live = frame.arrivals[~frame.arrivals["before_window"]]
+    wide = live.pivot_table(index="interval", columns="event_type", values="events", aggfunc="sum", fill_value=0)
     if wide.empty:
-        rate_ax.text(
-            0.5, 0.5, "no events committed in this window yet", ha="center", va="center", transform=rate_ax.transAxes
+        message = (
+            "no events committed in this window yet" if frame.arrivals.empty else "no arrivals since the start yet"
         )
+        rate_ax.text(0.5, 0.5, message, ha="center", va="center", transform=rate_ax.transAxes)
     else:
-        minutes = [stamp.tz_convert(None).to_pydatetime() for stamp in wide.index]
-        bottom = [0] * len(minutes)
+        starts = [stamp.tz_convert(None).to_pydatetime() for stamp in wide.index]
+        bottom = [0] * len(starts)
         for index, event_type in enumerate(sorted(wide.columns)):
-            colour = TYPE_COLOURS[index % len(TYPE_COLOURS)]
             counts = wide[event_type].tolist()
             rate_ax.bar(
-                minutes,
+                starts,
                 counts,
-                width=timedelta(seconds=50),
+                width=timedelta(seconds=INTERVAL_SECONDS * 0.85),
                 bottom=bottom,
                 align="edge",
                 label=event_type,
-                color=colour,
+                color=TYPE_COLOURS[index % len(TYPE_COLOURS)],
             )
             bottom = [low + count for low, count in zip(bottom, counts, strict=True)]
         rate_ax.legend(ncol=3, fontsize=8, loc="upper left")
-        # One tick per whole minute (every few on a long window): finer ticks would repeat "%H:%M".
-        step = max(1, round((minutes[-1] - minutes[0]).total_seconds() / 60 / 8))
-        rate_ax.xaxis.set_major_locator(mdates.MinuteLocator(interval=step))
-        rate_ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M"))
+        rate_ax.xaxis.set_major_locator(mdates.AutoDateLocator(maxticks=8))
+        rate_ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S"))
+    if frame.backlog_events:
+        backlog = f"and {frame.backlog_events:,} read from the backlog (arrived before {frame.since:%H:%M:%S})"
+        rate_ax.text(0.99, 0.97, backlog, ha="right", va="top", fontsize=8, transform=rate_ax.transAxes)
     rate_ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    rate_ax.set(xlabel="Kinesis arrival, minute (UTC)", ylabel="events per minute", title="Events per minute by type")
+    rate_ax.set(
+        xlabel="Kinesis arrival (UTC)",
+        ylabel=f"events per {INTERVAL_SECONDS} s",
+        title=f"Arrivals since the start, per {INTERVAL_SECONDS} s, by type",
+    )
 
     timed = frame.batches.dropna(subset=["oldest_wait_s", "newest_wait_s"])
     if timed.empty:

@@ -1,4 +1,4 @@
-"""A live look at an ingest, from its tables alone: events per minute, batches, lag and rejects.
+"""A live look at an ingest, from its tables alone: arrivals per 10 seconds, batches, lag and rejects.
 
 Each look reads the tables, never an ingest's memory, so it works the same beside an ingest in this
 process and beside one in a terminal (``icestream ingest``). A look first refreshes both tables
@@ -11,15 +11,17 @@ it where the run started and a re-run never mixes with the runs before it.
 
 **Cost.** A look is two Spark statements besides the refreshes. The batches and the rejects come
 from the snapshot summaries of both tables (metadata only, one statement): the ingest commits the
-rejects table every batch, its ``added-records`` being the batch's rejects. The events per minute
+rejects table every batch, its ``added-records`` being the batch's rejects. The arrivals per interval
 read rows, but only this window's: ``ingest_ts`` holds one value per batch, so Iceberg's per-file
 minimum and maximum skip every older data file exactly.
 
-**Minutes are minutes of Kinesis arrival** (``arrival_ts``), not event time: arrival is the clock
-the pipeline runs on, the one lag and freshness are measured against, so the bars fill in as the
-stream is read and the gap between the last bar and now is the lag. Event time is the producer's
-claim: a backfilled or late event can be hours old and would land far left of a window the run
-never saw live.
+**Intervals are of Kinesis arrival** (``arrival_ts``, :data:`INTERVAL_SECONDS` each), not event time:
+arrival is the clock the pipeline runs on, the one lag and freshness are measured against, so the
+bars fill in as the stream is read and the gap between the last bar and now is the lag. Event time is
+the producer's claim: a backfilled or late event can be hours old and would land far left of a window
+the run never saw live. Rows that arrived before the window began (a backlog the run read) are
+counted apart (``before_window``): in a bar beside the live traffic, one backlog of a minute's
+arrivals would flatten it.
 
 **Lag and freshness**, as docs/glossary.md defines them. The lag is the one number a look takes from
 the stream, not the tables: per shard, one GetRecords of one record after the events table's committed
@@ -54,6 +56,9 @@ if TYPE_CHECKING:
     from icestream.config import Settings
 
 LOOKBACK = timedelta(minutes=10)  # the window of a dashboard given no start: the last ten minutes
+# Arrivals are counted per 10 s: a notebook's live part of 20 s to a few minutes draws a few to a few
+# dozen bars (per minute it drew two), and a 10-minute window 60.
+INTERVAL_SECONDS = 10
 NO_TYPE = "(none)"  # how a null event_type shows (as in the KPI dashboard)
 
 
@@ -64,7 +69,9 @@ class LiveFrame:
     Attributes:
         since: Start of the window (aware UTC).
         now: When the look was taken (aware UTC).
-        per_minute: ``minute`` (of Kinesis arrival, UTC), ``event_type``, ``events``; by minute, then type.
+        arrivals: ``interval`` (the start of a :data:`INTERVAL_SECONDS` interval of Kinesis arrival, UTC),
+            ``before_window`` (the rows arrived before ``since``: a backlog the window's batches read),
+            ``event_type``, ``events``; by interval, then type.
         batches: One row per ingest batch committed to the events table: ``batch_id``,
             ``snapshot_id``, ``committed_at`` (UTC), ``added_records``, ``rejected`` (the batch's
             rejects), ``first_arrival``, ``last_arrival`` (UTC, missing when the snapshot lacks
@@ -78,7 +85,7 @@ class LiveFrame:
 
     since: datetime
     now: datetime
-    per_minute: pd.DataFrame
+    arrivals: pd.DataFrame
     batches: pd.DataFrame
     rejected: int
     newest_arrival: datetime | None
@@ -88,7 +95,12 @@ class LiveFrame:
     @property
     def events(self) -> int:
         """Events committed in the window."""
-        return int(self.per_minute["events"].sum())
+        return int(self.arrivals["events"].sum())
+
+    @property
+    def backlog_events(self) -> int:
+        """Events committed in the window that had arrived before it began (a backlog it read)."""
+        return int(self.arrivals.loc[self.arrivals["before_window"], "events"].sum())
 
     @property
     def freshness_s(self) -> tuple[float, float] | None:
@@ -126,9 +138,10 @@ def live_statements(events: LakeTable, rejects: LakeTable, since: datetime) -> d
         since: Start of the window.
 
     Returns:
-        ``refresh_events``, ``refresh_rejects``, ``batches``, ``per_minute``, in the order they run.
+        ``refresh_events``, ``refresh_rejects``, ``batches``, ``arrivals``, in the order they run.
     """
     bound = {"since": to_micros(since)}
+    interval_us = INTERVAL_SECONDS * 1_000_000
     columns = (
         f"CAST(summary['{BATCH_KEY}'] AS BIGINT) AS batch_id, snapshot_id, unix_micros(committed_at) AS committed_us,\n"
         "                   CAST(summary['added-records'] AS BIGINT) AS added_records,\n"
@@ -151,15 +164,16 @@ def live_statements(events: LakeTable, rejects: LakeTable, since: datetime) -> d
             """,
             bound,
         ),
-        "per_minute": Statement(
+        "arrivals": Statement(
             f"""
-            SELECT unix_micros(date_trunc('MINUTE', arrival_ts)) AS minute_us,
+            SELECT unix_micros(arrival_ts) DIV {interval_us} * {interval_us} AS interval_us,
+                   arrival_ts < timestamp_micros(:since) AS before_window,
                    event_type,
                    count(*) AS events,
                    unix_micros(max(arrival_ts)) AS newest_arrival_us
             FROM {events.name}
             WHERE ingest_ts >= timestamp_micros(:since)
-            GROUP BY 1, 2
+            GROUP BY 1, 2, 3
             """,
             bound,
         ),
@@ -187,13 +201,13 @@ def live_frame(
     events = LakeTable(spark, settings.table_name, echo=False)
     rejects = LakeTable(spark, settings.rejects_table_name, echo=False)
     statements = live_statements(events, rejects, since)
-    snapshots, minutes = look_again_if_moved(lambda: _look(events, rejects, statements))
-    per_minute, newest = _per_minute(minutes)
+    snapshots, counted = look_again_if_moved(lambda: _look(events, rejects, statements))
+    arrivals, newest = _arrivals(counted)
     batches, rejected = _batches(snapshots)
     return LiveFrame(
         since,
         now,
-        per_minute,
+        arrivals,
         batches,
         rejected,
         newest,
@@ -213,7 +227,7 @@ LOOK_ATTEMPTS = 3
 def _look(events: LakeTable, rejects: LakeTable, statements: dict[str, Statement]) -> tuple[pd.DataFrame, pd.DataFrame]:
     events.run(statements["refresh_events"])
     rejects.run(statements["refresh_rejects"])
-    return events.run(statements["batches"]).toPandas(), events.run(statements["per_minute"]).toPandas()
+    return events.run(statements["batches"]).toPandas(), events.run(statements["arrivals"]).toPandas()
 
 
 def look_again_if_moved(look: Callable[[], T]) -> T:
@@ -355,10 +369,10 @@ def _batches(snapshots: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     return shown, int(rejects["added_records"].sum())
 
 
-def _per_minute(rows: pd.DataFrame) -> tuple[pd.DataFrame, datetime | None]:
+def _arrivals(rows: pd.DataFrame) -> tuple[pd.DataFrame, datetime | None]:
     newest = None if rows.empty else from_micros(int(rows["newest_arrival_us"].max()))
-    per_minute = rows.assign(
-        minute=_instants(rows["minute_us"], "us"), event_type=rows["event_type"].fillna(NO_TYPE)
-    ).astype({"events": "int64"})
-    per_minute = per_minute.sort_values(["minute", "event_type"], ignore_index=True)
-    return per_minute[["minute", "event_type", "events"]], newest
+    arrivals = rows.assign(
+        interval=_instants(rows["interval_us"], "us"), event_type=rows["event_type"].fillna(NO_TYPE)
+    ).astype({"events": "int64", "before_window": "bool"})
+    arrivals = arrivals.sort_values(["interval", "event_type"], ignore_index=True)
+    return arrivals[["interval", "before_window", "event_type", "events"]], newest

@@ -22,11 +22,17 @@ START = datetime(2026, 11, 25, 10, 0, tzinfo=UTC)
 STATEMENTS = (Statement("REFRESH TABLE lake.ns.t"), Statement("SELECT 1 FROM lake.ns.t"))
 
 
-def make_frame(now: datetime = START, events: int = 0, timed: bool = True, lag: float | None = 0.0) -> LiveFrame:
-    """A frame of ``events`` clicks and views over two minutes, in two batches (arrival keys if ``timed``)."""
-    minutes = pd.to_datetime([START, START, START + timedelta(minutes=1)], utc=True)
-    per_minute = pd.DataFrame({"minute": minutes, "event_type": ["click", "view", "click"]})
-    per_minute = per_minute.assign(events=[events // 2, events - events // 2, 0]).query("events > 0")
+def make_frame(
+    now: datetime = START, events: int = 0, timed: bool = True, lag: float | None = 0.0, backlog: int = 0
+) -> LiveFrame:
+    """A frame of ``events`` clicks and views arrived in its first 20 s, in two batches (arrival keys if ``timed``),
+    and ``backlog`` clicks that arrived a minute before it began."""
+    intervals = pd.to_datetime([START - timedelta(minutes=1), START, START, START + timedelta(seconds=10)], utc=True)
+    arrivals = pd.DataFrame(
+        {"interval": intervals, "before_window": [True, False, False, False],
+         "event_type": ["click", "click", "view", "click"]}
+    ).assign(events=[backlog, events // 2, events - events // 2, 0]).query("events > 0")  # fmt: skip
+    events += backlog
     waits = [3.0, 1.5] if timed else [None, None]
     batches = pd.DataFrame(
         {"batch_id": [0, 1], "snapshot_id": [11, 12], "committed_at": pd.to_datetime([START, START], utc=True),
@@ -35,16 +41,17 @@ def make_frame(now: datetime = START, events: int = 0, timed: bool = True, lag: 
     ).iloc[: 2 if events else 0]  # fmt: skip
     newest = START if events else None
     rejected = 2 if events else 0
-    return LiveFrame(START, now, per_minute.reset_index(drop=True), batches, rejected, newest, STATEMENTS, lag)
+    return LiveFrame(START, now, arrivals.reset_index(drop=True), batches, rejected, newest, STATEMENTS, lag)
 
 
 def test_a_frame_draws_rates_by_type_and_waits_per_batch_with_units() -> None:
     fig = live_figure(make_frame(START + timedelta(seconds=5), events=10, lag=2.0))
     rates, waits = fig.axes
-    assert rates.get_title() == "Events per minute by type"
-    assert (rates.get_xlabel(), rates.get_ylabel()) == ("Kinesis arrival, minute (UTC)", "events per minute")
+    assert rates.get_title() == "Arrivals since the start, per 10 s, by type"
+    assert (rates.get_xlabel(), rates.get_ylabel()) == ("Kinesis arrival (UTC)", "events per 10 s")
     assert [text.get_text() for text in rates.get_legend().get_texts()] == ["click", "view"]
     assert sorted(patch.get_height() for patch in rates.patches) == [5, 5]
+    assert not rates.texts  # no backlog: no line about one
     assert waits.get_ylabel() == "seconds from Kinesis arrival to commit"
     assert [list(line.get_ydata()) for line in waits.get_lines()] == [[3.0, 1.5], [1.0, 0.5]]
     title = fig.get_suptitle()
@@ -68,7 +75,24 @@ def test_a_drained_stream_idle_for_minutes_shows_lag_0_and_the_frame_keeps_it() 
     assert frame.summary().iloc[0][["lag_s", "freshness_min_s", "freshness_max_s"]].tolist() == [0.0, 0.5, 1.5]
 
 
-def test_minute_ticks_are_whole_minutes_each_shown_once() -> None:
+def test_a_backlog_is_a_line_of_text_not_a_bar_beside_the_live_arrivals() -> None:
+    fig = live_figure(make_frame(START + timedelta(seconds=20), events=10, backlog=30_000))
+    rates = fig.axes[0]
+    assert sorted(patch.get_height() for patch in rates.patches) == [5, 5]  # the live ones only
+    assert [text.get_text() for text in rates.texts] == ["and 30,000 read from the backlog (arrived before 10:00:00)"]
+    assert "30,010 events" in fig.get_suptitle()
+
+
+def test_only_a_backlog_says_so_instead_of_bars() -> None:
+    rates = live_figure(make_frame(START + timedelta(seconds=20), backlog=500)).axes[0]
+    assert not rates.patches
+    assert [text.get_text() for text in rates.texts] == [
+        "no arrivals since the start yet",
+        "and 500 read from the backlog (arrived before 10:00:00)",
+    ]
+
+
+def test_time_ticks_are_each_shown_once() -> None:
     fig = live_figure(make_frame(START + timedelta(minutes=2), events=10))
     fig.canvas.draw()
     labels = [label.get_text() for label in fig.axes[0].get_xticklabels() if label.get_text()]
