@@ -113,15 +113,11 @@ def live_figure(frame: LiveFrame) -> Figure:
         rate_ax.legend(ncol=3, fontsize=8, loc="upper left")
         rate_ax.xaxis.set_major_locator(mdates.AutoDateLocator(maxticks=8))
         rate_ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S"))
+    title = f"Arrivals since the start, per {INTERVAL_SECONDS} s, by type"
     if frame.backlog_events:
-        backlog = f"and {frame.backlog_events:,} read from the backlog (arrived before {frame.since:%H:%M:%S})"
-        rate_ax.text(0.99, 0.97, backlog, ha="right", va="top", fontsize=8, transform=rate_ax.transAxes)
+        title += f"\nand {frame.backlog_events:,} read from the backlog (arrived before {frame.since:%H:%M:%S})"
     rate_ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    rate_ax.set(
-        xlabel="Kinesis arrival (UTC)",
-        ylabel=f"events per {INTERVAL_SECONDS} s",
-        title=f"Arrivals since the start, per {INTERVAL_SECONDS} s, by type",
-    )
+    rate_ax.set(xlabel="Kinesis arrival (UTC)", ylabel=f"events per {INTERVAL_SECONDS} s", title=title)
 
     timed = frame.batches.dropna(subset=["oldest_wait_s", "newest_wait_s"])
     if timed.empty:

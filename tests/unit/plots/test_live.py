@@ -51,7 +51,7 @@ def test_a_frame_draws_rates_by_type_and_waits_per_batch_with_units() -> None:
     assert (rates.get_xlabel(), rates.get_ylabel()) == ("Kinesis arrival (UTC)", "events per 10 s")
     assert [text.get_text() for text in rates.get_legend().get_texts()] == ["click", "view"]
     assert sorted(patch.get_height() for patch in rates.patches) == [5, 5]
-    assert not rates.texts  # no backlog: no line about one
+    assert not rates.texts
     assert waits.get_ylabel() == "seconds from Kinesis arrival to commit"
     assert [list(line.get_ydata()) for line in waits.get_lines()] == [[3.0, 1.5], [1.0, 0.5]]
     title = fig.get_suptitle()
@@ -79,17 +79,18 @@ def test_a_backlog_is_a_line_of_text_not_a_bar_beside_the_live_arrivals() -> Non
     fig = live_figure(make_frame(START + timedelta(seconds=20), events=10, backlog=30_000))
     rates = fig.axes[0]
     assert sorted(patch.get_height() for patch in rates.patches) == [5, 5]  # the live ones only
-    assert [text.get_text() for text in rates.texts] == ["and 30,000 read from the backlog (arrived before 10:00:00)"]
+    assert rates.get_title().splitlines() == [
+        "Arrivals since the start, per 10 s, by type",
+        "and 30,000 read from the backlog (arrived before 10:00:00)",
+    ]
     assert "30,010 events" in fig.get_suptitle()
 
 
 def test_only_a_backlog_says_so_instead_of_bars() -> None:
     rates = live_figure(make_frame(START + timedelta(seconds=20), backlog=500)).axes[0]
     assert not rates.patches
-    assert [text.get_text() for text in rates.texts] == [
-        "no arrivals since the start yet",
-        "and 500 read from the backlog (arrived before 10:00:00)",
-    ]
+    assert [text.get_text() for text in rates.texts] == ["no arrivals since the start yet"]
+    assert rates.get_title().endswith("and 500 read from the backlog (arrived before 10:00:00)")
 
 
 def test_time_ticks_are_each_shown_once() -> None:
