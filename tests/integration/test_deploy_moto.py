@@ -397,6 +397,11 @@ def test_the_firehose_option_deploys_on_moto(aws) -> None:
         "AbortIncompleteMultipartUpload": retention["AbortIncompleteMultipartUpload"]}]})  # fmt: skip
     (applied,) = aws("s3").get_bucket_lifecycle_configuration(Bucket=backup)["Rules"]
     assert applied["Expiration"] == {"Days": 30}
+    values["RawBackupBucket"] = backup
+    policy = resolve(resources["RawBackupBucketPolicy"]["Properties"]["PolicyDocument"], values)
+    aws("s3").put_bucket_policy(Bucket=backup, Policy=json.dumps(policy))  # skipped by moto, as the warehouse's
+    assert json.loads(aws("s3").get_bucket_policy(Bucket=backup)["Policy"])["Statement"][0]["Resource"] == [
+        f"arn:aws:s3:::{backup}", f"arn:aws:s3:::{backup}/*"]  # fmt: skip
 
     # The delivery stream, through moto's Firehose API, then read back.
     request = delivery_stream_request(resolve(resources["DeliveryStream"]["Properties"], values))

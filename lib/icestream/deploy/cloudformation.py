@@ -28,7 +28,7 @@ import yaml
 from icestream.config import project_home
 from icestream.deploy.athena import athena_resources
 from icestream.deploy.stack.alarms import alarms
-from icestream.deploy.stack.common import ARN, document, private_bucket, sub
+from icestream.deploy.stack.common import ARN, document, private_bucket, sub, tls_only
 from icestream.deploy.stack.firehose import firehose_conditions, firehose_parameters, firehose_resources
 from icestream.deploy.stack.jobs import job_run_input, schedules, start_job_run_command
 from icestream.deploy.stack.network import network
@@ -67,16 +67,6 @@ def _storage() -> dict[str, Any]:
             "Resource": "*",
             "Condition": {"StringEquals": {"aws:SourceAccount": "${AWS::AccountId}"}},
         },
-    )
-    tls_only = document(
-        {
-            "Sid": "TlsOnly",
-            "Effect": "Deny",
-            "Principal": "*",
-            "Action": "s3:*",
-            "Resource": [f"{ARN}:s3:::${{WarehouseBucket}}", f"{ARN}:s3:::${{WarehouseBucket}}/*"],
-            "Condition": {"Bool": {"aws:SecureTransport": "false"}},
-        }
     )
     return {
         "DataKey": {
@@ -131,7 +121,7 @@ def _storage() -> dict[str, Any]:
         },
         "WarehouseBucketPolicy": {
             "Type": "AWS::S3::BucketPolicy",
-            "Properties": {"Bucket": {"Ref": "WarehouseBucket"}, "PolicyDocument": sub(tls_only)},
+            "Properties": {"Bucket": {"Ref": "WarehouseBucket"}, "PolicyDocument": sub(tls_only("WarehouseBucket"))},
         },
         # Retained: deleting the database would unregister every table (the files would stay, unreadable).
         "GlueDatabase": {

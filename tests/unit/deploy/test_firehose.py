@@ -80,6 +80,8 @@ def test_the_delivery_stream_writes_the_glue_table_after_the_lambda_and_keeps_th
     rules = TEMPLATE["Resources"]["RawBackupBucket"]["Properties"]["LifecycleConfiguration"]["Rules"]
     assert [rule["ExpirationInDays"] for rule in rules] == [{"Ref": "RawBackupRetentionDays"}]
     assert TEMPLATE["Parameters"]["RawBackupRetentionDays"]["Default"] == 30
+    (tls,) = TEMPLATE["Resources"]["RawBackupBucketPolicy"]["Properties"]["PolicyDocument"]["Statement"]
+    assert (tls["Effect"], tls["Condition"]) == ("Deny", {"Bool": {"aws:SecureTransport": "false"}})
     assert (
         TEMPLATE["Parameters"]["FirehoseBufferSeconds"] | {"MinValue": 0, "MaxValue": 900}
         == (TEMPLATE["Parameters"]["FirehoseBufferSeconds"])

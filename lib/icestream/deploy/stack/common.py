@@ -54,3 +54,17 @@ def private_bucket() -> dict[str, Any]:
         },
         "OwnershipControls": {"Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]},
     }
+
+
+def tls_only(bucket: str) -> dict[str, Any]:
+    """A bucket policy that refuses every request to the bucket ``bucket`` (its logical id) not made over TLS."""
+    return document(
+        {
+            "Sid": "TlsOnly",
+            "Effect": "Deny",
+            "Principal": "*",
+            "Action": "s3:*",
+            "Resource": [f"{ARN}:s3:::${{{bucket}}}", f"{ARN}:s3:::${{{bucket}}}/*"],
+            "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+        }
+    )

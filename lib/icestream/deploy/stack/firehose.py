@@ -16,7 +16,7 @@ from typing import Any
 
 from icestream.config import Settings
 from icestream.deploy.lambdas import handler_source
-from icestream.deploy.stack.common import ARN, document, parameter, private_bucket, sub
+from icestream.deploy.stack.common import ARN, document, parameter, private_bucket, sub, tls_only
 
 CONDITION = "FirehoseEnabled"
 RUNTIME = "python3.12"
@@ -250,7 +250,7 @@ def _delivery_stream() -> dict[str, Any]:
 
 
 def firehose_resources() -> dict[str, Any]:
-    """The delivery stream, its backup bucket, the two functions and the three roles, by logical id."""
+    """The delivery stream, its backup bucket (TLS only), the two functions and the three roles, by logical id."""
     lambda_trust = _trust("lambda.amazonaws.com", {"StringEquals": {"aws:SourceAccount": "${AWS::AccountId}"}})
     return {
         "RawBackupBucket": {
@@ -269,6 +269,11 @@ def firehose_resources() -> dict[str, Any]:
                     ]
                 },
             },
+        },
+        "RawBackupBucketPolicy": {
+            "Type": "AWS::S3::BucketPolicy",
+            "Condition": CONDITION,
+            "Properties": {"Bucket": {"Ref": "RawBackupBucket"}, "PolicyDocument": sub(tls_only("RawBackupBucket"))},
         },
         "DeliveryRole": _role(
             "Firehose: the stream into the Iceberg table",
