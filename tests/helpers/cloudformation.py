@@ -38,3 +38,22 @@ def resolve(node: object, values: Mapping[str, object], conditions: dict[str, bo
 
 
 NO_VALUE = object()  # what ``{"Ref": "AWS::NoValue"}`` resolves to: put it in ``values["AWS::NoValue"]``
+
+
+def delivery_stream_request(properties: dict) -> dict:
+    """An ``AWS::KinesisFirehose::DeliveryStream``'s resolved properties as Firehose's ``CreateDeliveryStream``.
+
+    The CloudFormation schema and the API differ in two names of the Iceberg destination: the
+    catalog's ``CatalogArn`` is the API's ``CatalogARN``, and ``s3BackupMode`` is ``S3BackupMode``.
+    """
+    request = {key: value for key, value in properties.items() if key != "IcebergDestinationConfiguration"}
+    if "IcebergDestinationConfiguration" in properties:
+        iceberg = dict(properties["IcebergDestinationConfiguration"])
+        iceberg["CatalogConfiguration"] = {
+            ("CatalogARN" if key == "CatalogArn" else key): value
+            for key, value in iceberg["CatalogConfiguration"].items()
+        }
+        if "s3BackupMode" in iceberg:
+            iceberg["S3BackupMode"] = iceberg.pop("s3BackupMode")
+        request["IcebergDestinationConfiguration"] = iceberg
+    return request

@@ -36,10 +36,12 @@ from moto.core.config import default_user_config
 from icestream.config import load_settings
 from icestream.deploy import cloudformation
 from icestream.deploy.security import duty_policy, iam_policy
+from icestream.deploy.stack import firehose
 from icestream.deploy.stack.common import sub
+from icestream.deploy.stack.firehose import delivery_statements, publisher_statements
 from icestream.deploy.stack.jobs import JOBS, api_names, starter_arns
 from icestream.deploy.stack.roles import artifacts_statement, athena_statements
-from tests.helpers.cloudformation import NO_VALUE, resolve
+from tests.helpers.cloudformation import NO_VALUE, delivery_stream_request, resolve
 
 REGION = "us-east-1"
 MOTO_UNSUPPORTED = {
@@ -55,7 +57,10 @@ MOTO_UNSUPPORTED = {
     "AWS::Athena::NamedQuery": "created here with athena.create_named_query, in the workgroup",
     "AWS::EMRServerless::Application": "created here with emr-serverless.create_application (the stack is given "
     "an application id, so CloudFormation would not create it either)",
+    "AWS::KinesisFirehose::DeliveryStream": "created here with firehose.create_delivery_stream from the resolved "
+    "properties (FirehoseDelivery=ENABLED only); moto's Firehose stores the Iceberg destination, delivers nothing",
 }
+OPTIONAL = {"AWS::EMRServerless::Application", "AWS::KinesisFirehose::DeliveryStream"}  # behind false conditions
 MOTO_IGNORED = {
     "AWS::Kinesis::Stream": ["StreamEncryption", "StreamModeDetails"],  # moto creates an unencrypted stream
     "AWS::S3::Bucket": [
@@ -340,9 +345,89 @@ def test_the_stack_deploys_on_moto(aws, monkeypatch: pytest.MonkeyPatch) -> None
         resolve(sub(arn), values) for arn in starter_arns()
     ]
     assert values["IngestStarter"] in json.loads(starts["EventPattern"])["detail"]["stateMachineArn"]
-    # The application's condition is false here (an id is given), so moto never reads it.
-    assert aws.skipped() == set(MOTO_UNSUPPORTED) - {"AWS::EMRServerless::Application"}
+    # The application's condition is false here (an id is given), so is Firehose's: moto never reads them.
+    assert aws.skipped() == set(MOTO_UNSUPPORTED) - OPTIONAL
     assert {schedule["Name"] for schedule in aws("scheduler").list_schedules()["Schedules"]} == expected_schedules
+
+
+def test_the_firehose_option_deploys_on_moto(aws) -> None:
+    """FirehoseDelivery=ENABLED: the functions, the backup bucket and the roles from moto's CloudFormation, read back;
+    the delivery stream (which moto's CloudFormation skips) created through moto's Firehose from the stack's values."""
+    application = aws("emr-serverless").create_application(name="existing", releaseLabel="emr-7.12.0", type="SPARK")
+    chosen = {"StreamName": "clicks", "Namespace": "moto_lake", "FirehoseDelivery": "ENABLED",
+              "EmrServerlessApplicationId": application["applicationId"], "FirehoseTable": "clicks_by_firehose",
+              "FirehoseBufferSeconds": "60"}  # fmt: skip
+    parameters, outputs, physical = _deploy(aws, **chosen)
+    account = aws("sts").get_caller_identity()["Account"]
+    bucket = outputs["WarehouseUri"].removeprefix("s3://").split("/")[0]
+    functions = {name: aws("lambda").get_function(FunctionName=f"icestream-{module}")["Configuration"]
+                 for name, (module, _) in firehose.FUNCTIONS.items()}  # fmt: skip
+    iam = aws("iam")
+    values = {**parameters, "AWS::Region": REGION, "AWS::AccountId": account, "AWS::Partition": "aws",
+              "AWS::StackName": "icestream", "AWS::NoValue": NO_VALUE, "WarehouseBucket": bucket,
+              "DataKey.Arn": outputs["KeyArn"], "Stream.Arn": outputs["StreamArn"],
+              "RawBackupBucket.Arn": f"arn:aws:s3:::{physical['RawBackupBucket']}",
+              "TransformFunction.Arn": functions["TransformFunction"]["FunctionArn"]}  # fmt: skip
+    for name, configuration in functions.items():
+        role = iam.get_role(RoleName=physical[f"{name}Role"])["Role"]
+        assert (configuration["Runtime"], configuration["Handler"], configuration["Role"]) == (
+            firehose.RUNTIME, "index.handler", role["Arn"])  # fmt: skip
+    assert functions["PublisherFunction"]["Environment"]["Variables"] == {"STREAM_NAME": parameters["StreamName"]}
+    publisher_policy = _inline_policy(aws, physical["PublisherFunctionRole"])["Statement"][1:]
+    assert publisher_policy == [resolve(sub(statement), values) for statement in publisher_statements()]
+    delivery_role = iam.get_role(RoleName=physical["DeliveryRole"])["Role"]
+    values["DeliveryRole.Arn"] = delivery_role["Arn"]
+    expected = [resolve(sub(statement), values) for statement in delivery_statements()]
+    assert _inline_policy(aws, physical["DeliveryRole"])["Statement"] == expected
+
+    # The raw backup bucket: SSE-KMS with the stack's key; its 30-day expiry, which moto ignores, applied here.
+    backup = physical["RawBackupBucket"]
+    rule = aws("s3").get_bucket_encryption(Bucket=backup)["ServerSideEncryptionConfiguration"]["Rules"][0]
+    assert rule["ApplyServerSideEncryptionByDefault"] == {
+        "SSEAlgorithm": "aws:kms",
+        "KMSMasterKeyID": outputs["KeyArn"],
+    }
+    with pytest.raises(aws("s3").exceptions.ClientError, match="NoSuchLifecycleConfiguration"):
+        aws("s3").get_bucket_lifecycle_configuration(Bucket=backup)
+    resources = cloudformation.template()["Resources"]
+    (retention,) = resolve(resources["RawBackupBucket"]["Properties"]["LifecycleConfiguration"]["Rules"], values)
+    aws("s3").put_bucket_lifecycle_configuration(Bucket=backup, LifecycleConfiguration={"Rules": [{
+        "ID": retention["Id"], "Status": retention["Status"], "Filter": {"Prefix": ""},
+        "Expiration": {"Days": int(retention["ExpirationInDays"])},
+        "AbortIncompleteMultipartUpload": retention["AbortIncompleteMultipartUpload"]}]})  # fmt: skip
+    (applied,) = aws("s3").get_bucket_lifecycle_configuration(Bucket=backup)["Rules"]
+    assert applied["Expiration"] == {"Days": 30}
+    values["RawBackupBucket"] = backup
+    policy = resolve(resources["RawBackupBucketPolicy"]["Properties"]["PolicyDocument"], values)
+    aws("s3").put_bucket_policy(Bucket=backup, Policy=json.dumps(policy))  # skipped by moto, as the warehouse's
+    assert json.loads(aws("s3").get_bucket_policy(Bucket=backup)["Policy"])["Statement"][0]["Resource"] == [
+        f"arn:aws:s3:::{backup}", f"arn:aws:s3:::{backup}/*"]  # fmt: skip
+
+    # The delivery stream, through moto's Firehose API, then read back.
+    request = delivery_stream_request(resolve(resources["DeliveryStream"]["Properties"], values))
+    request["IcebergDestinationConfiguration"]["BufferingHints"]["IntervalInSeconds"] = int(
+        parameters["FirehoseBufferSeconds"]
+    )  # a Number parameter: CloudFormation passes a number
+    aws("firehose").create_delivery_stream(**request)
+    described = aws("firehose").describe_delivery_stream(DeliveryStreamName="icestream-iceberg")
+    stream = described["DeliveryStreamDescription"]
+    assert stream["DeliveryStreamType"] == "KinesisStreamAsSource"
+    assert stream["Source"]["KinesisStreamSourceDescription"]["KinesisStreamARN"] == outputs["StreamArn"]
+    (destination,) = stream["Destinations"]
+    iceberg = destination["IcebergDestinationDescription"]
+    assert iceberg["CatalogConfiguration"] == {"CatalogARN": f"arn:aws:glue:{REGION}:{account}:catalog"}
+    assert iceberg["DestinationTableConfigurationList"] == [
+        {"DestinationDatabaseName": "moto_lake", "DestinationTableName": "clicks_by_firehose",
+         "S3ErrorOutputPrefix": firehose.TABLE_ERROR_PREFIX}]  # fmt: skip
+    assert iceberg["S3BackupMode"] == "AllData"
+    assert iceberg["S3DestinationDescription"]["BucketARN"] == values["RawBackupBucket.Arn"]
+    assert iceberg["ProcessingConfiguration"]["Processors"][0]["Parameters"] == [
+        {"ParameterName": "LambdaArn", "ParameterValue": values["TransformFunction.Arn"]}]  # fmt: skip
+    # moto leaves out an output whose value refers to a resource it skipped: the delivery stream's name.
+    assert "DeliveryStreamName" not in outputs
+    assert f"--function-name {functions['PublisherFunction']['FunctionName']} " in outputs["PublishTestEventsCommand"]
+    # No AlarmEmail here: the subscription's condition is false too.
+    assert aws.skipped() == set(MOTO_UNSUPPORTED) - {"AWS::EMRServerless::Application", "AWS::SNS::Subscription"}
 
 
 def test_moto_ignores_the_properties_listed(aws) -> None:

@@ -101,7 +101,7 @@ def cmd_setup(args: argparse.Namespace) -> int:
         print(f"notice: {notice}", file=sys.stderr, flush=True)
     if connection is not None:
         _setup_topic(connection, settings, args.shards)
-    spark = start_session(prepare_runtime(settings))
+    spark = start_session(prepare_runtime(settings, creates_namespace=True))  # setup makes the Glue database
     for table in setup_tables(spark, settings):
         print(f"table {table.name}: ready")
     return 0

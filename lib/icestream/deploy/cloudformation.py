@@ -7,7 +7,9 @@ duty (:mod:`icestream.deploy.stack.roles`); the jobs' network and EMR Serverless
 (:mod:`~icestream.deploy.stack.network`); EventBridge Scheduler schedules that start the ingest
 and ``icestream maintain`` as EMR Serverless job runs, each through a Step Functions state machine that
 makes the start idempotent (:mod:`~icestream.deploy.stack.jobs`); and
-a dead-letter queue, alarms and a topic for failures (:mod:`~icestream.deploy.stack.alarms`).
+a dead-letter queue, alarms and a topic for failures (:mod:`~icestream.deploy.stack.alarms`); and, as an
+option off by default, the managed alternative: a Firehose delivery stream into the same table
+(:mod:`~icestream.deploy.stack.firehose`).
 
 ``deploy/cloudformation/icestream-stack.yaml`` is this module's output, committed so that
 ``aws cloudformation deploy`` needs no Python; ``python -m icestream.deploy.cloudformation`` rewrites it and
@@ -26,7 +28,8 @@ import yaml
 from icestream.config import project_home
 from icestream.deploy.athena import athena_resources
 from icestream.deploy.stack.alarms import alarms
-from icestream.deploy.stack.common import ARN, document, sub
+from icestream.deploy.stack.common import ARN, document, private_bucket, sub, tls_only
+from icestream.deploy.stack.firehose import firehose_conditions, firehose_parameters, firehose_resources
 from icestream.deploy.stack.jobs import job_run_input, schedules, start_job_run_command
 from icestream.deploy.stack.network import network
 from icestream.deploy.stack.parameters import application_id, conditions, parameters
@@ -65,16 +68,6 @@ def _storage() -> dict[str, Any]:
             "Condition": {"StringEquals": {"aws:SourceAccount": "${AWS::AccountId}"}},
         },
     )
-    tls_only = document(
-        {
-            "Sid": "TlsOnly",
-            "Effect": "Deny",
-            "Principal": "*",
-            "Action": "s3:*",
-            "Resource": [f"{ARN}:s3:::${{WarehouseBucket}}", f"{ARN}:s3:::${{WarehouseBucket}}/*"],
-            "Condition": {"Bool": {"aws:SecureTransport": "false"}},
-        }
-    )
     return {
         "DataKey": {
             "Type": "AWS::KMS::Key",
@@ -112,24 +105,7 @@ def _storage() -> dict[str, Any]:
             "DeletionPolicy": "Retain",
             "UpdateReplacePolicy": "Retain",
             "Properties": {
-                "BucketEncryption": {
-                    "ServerSideEncryptionConfiguration": [
-                        {
-                            "ServerSideEncryptionByDefault": {
-                                "SSEAlgorithm": "aws:kms",
-                                "KMSMasterKeyID": {"Fn::GetAtt": ["DataKey", "Arn"]},
-                            },
-                            "BucketKeyEnabled": True,  # one KMS call per bucket and hour, not per object
-                        }
-                    ]
-                },
-                "PublicAccessBlockConfiguration": {
-                    "BlockPublicAcls": True,
-                    "BlockPublicPolicy": True,
-                    "IgnorePublicAcls": True,
-                    "RestrictPublicBuckets": True,
-                },
-                "OwnershipControls": {"Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]},
+                **private_bucket(),
                 # No expiration rule: Iceberg decides which files are garbage (expire_snapshots,
                 # remove_orphan_files); an age-based rule would delete files live snapshots still reference.
                 "LifecycleConfiguration": {
@@ -145,7 +121,7 @@ def _storage() -> dict[str, Any]:
         },
         "WarehouseBucketPolicy": {
             "Type": "AWS::S3::BucketPolicy",
-            "Properties": {"Bucket": {"Ref": "WarehouseBucket"}, "PolicyDocument": sub(tls_only)},
+            "Properties": {"Bucket": {"Ref": "WarehouseBucket"}, "PolicyDocument": sub(tls_only("WarehouseBucket"))},
         },
         # Retained: deleting the database would unregister every table (the files would stay, unreadable).
         "GlueDatabase": {
@@ -167,7 +143,7 @@ def _storage() -> dict[str, Any]:
 def _resources() -> dict[str, Any]:
     """Every resource; :data:`EXTRA_RESOURCES` add theirs last."""
     resources = {**_storage(), **roles(), "SchedulerRole": scheduler_role(), "JobStarterRole": job_starter_role()}
-    resources |= {**schedules(), **network(), **alarms()}
+    resources |= {**schedules(), **network(), **alarms(), **firehose_resources()}
     for extra in EXTRA_RESOURCES:
         resources |= extra()
     return resources
@@ -226,6 +202,19 @@ def _outputs() -> dict[str, Any]:
                 ]
             },
         },
+        "DeliveryStreamName": {
+            "Condition": "FirehoseEnabled",
+            "Description": "the Firehose delivery stream into the table (FirehoseDelivery=ENABLED)",
+            "Value": {"Ref": "DeliveryStream"},
+        },
+        "PublishTestEventsCommand": {
+            "Condition": "FirehoseEnabled",
+            "Description": "the test publisher: sample events into the stream",
+            "Value": sub(
+                "aws lambda invoke --function-name ${PublisherFunction} --cli-binary-format raw-in-base64-out "
+                "--payload '{\"count\": 100}' published.json"
+            ),
+        },
         "ListRunsCommand": {
             "Description": "5. the runs and their states",
             "Value": {"Fn::Sub": ["aws emr-serverless list-job-runs --application-id ${ApplicationId}", with_app]},
@@ -239,8 +228,8 @@ def template() -> dict[str, Any]:
     return {
         "AWSTemplateFormatVersion": "2010-09-09",
         "Description": "icestream: Kinesis (KMS) -> Spark -> Iceberg on S3 (SSE-KMS) with the Glue catalog",
-        "Parameters": parameters(),
-        "Conditions": conditions(),
+        "Parameters": {**parameters(), **firehose_parameters()},
+        "Conditions": {**conditions(), **firehose_conditions()},
         "Resources": _resources(),
         "Outputs": _outputs(),
     }

@@ -389,5 +389,6 @@ def start_ingest(spark: SparkSession | None = None, settings: Settings | None = 
     settings = settings or load_settings()
     checked = ingest_options(settings, **options).validated()  # before Spark starts: a bad option fails at once
     check_writable_folders(settings)  # the warehouse, and run_dir, where progress goes once a batch committed
-    spark = spark or get_spark(settings, drain=checked.available_now)  # a drain's JVM: C1 only (runtime.java_options)
+    # A drain's JVM: C1 only (runtime.java_options). Only a change stream's ingest creates the namespace.
+    spark = spark or get_spark(settings, drain=checked.available_now, creates_namespace=checked.changes is not None)
     return build_ingest(spark, settings, checked).start()

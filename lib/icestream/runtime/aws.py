@@ -275,7 +275,7 @@ def ensure_bucket(settings: Settings) -> str:
 ACCESS_DENIED = ("AccessDenied", "AccessDeniedException", "403")  # a role that may not ask: not a bad setting
 
 
-def check_catalog_access(settings: Settings) -> None:
+def check_catalog_access(settings: Settings, creates_namespace: bool = False) -> None:
     """Before a Spark session on Glue starts: its credentials, its role, Glue and the warehouse's bucket.
 
     Each problem is one error that names the setting and the fix, before Spark starts and before any
@@ -283,11 +283,15 @@ def check_catalog_access(settings: Settings) -> None:
     are ``GetDatabase`` and a one-key listing of the warehouse. Not every duty may make them (the
     ingest's and the maintenance job's roles have neither ``s3:ListBucket`` nor, for maintenance,
     ``glue:GetDatabase``: policies/duties.json), so an access denial passes: it says nothing about the
-    setting, and the statements the role is granted run as before. A database that does not exist yet
-    passes too (``icestream setup`` creates it).
+    setting, and the statements the role is granted run as before. A database that does not exist is
+    refused, except for a session that creates it (``icestream setup``, notebook 00).
+
+    Args:
+        settings: The session's settings.
+        creates_namespace: The session goes on to create the namespace: its database may be missing.
 
     Raises:
-        ConfigError: No credentials, a role that cannot be assumed, or no such bucket.
+        ConfigError: No credentials, a role that cannot be assumed, no such database or no such bucket.
         ServiceUnavailableError: Glue or S3 does not answer at its endpoint.
     """
     from botocore.config import Config
@@ -312,6 +316,11 @@ def check_catalog_access(settings: Settings) -> None:
     try:
         client(settings, "glue", aws_session, config=quick).get_database(Name=settings.namespace)
     except ClientError as error:
+        if _code(error) == "EntityNotFoundException" and not creates_namespace:
+            raise ConfigError(
+                f"ICESTREAM_NAMESPACE / namespace: the Glue database {settings.namespace} does not exist at "
+                f"{glue_where}: run `icestream setup` first (it creates it), or name the namespace's database."
+            ) from None
         if _code(error) not in ("EntityNotFoundException", *ACCESS_DENIED):
             setting = "ICESTREAM_GLUE_ENDPOINT / ICESTREAM_REGION"
             raise ConfigError(f"Glue at {glue_where} answered {_code(error)}: {error}. Check {setting}.") from None

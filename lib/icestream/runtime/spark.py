@@ -312,12 +312,19 @@ class PreparedRuntime:
     named: bool  # the cluster's configuration names the application already
 
 
-def prepare_runtime(settings: Settings, drain: bool = False) -> PreparedRuntime:
+def prepare_runtime(settings: Settings, drain: bool = False, creates_namespace: bool = False) -> PreparedRuntime:
     """Make ready what a new session needs outside its JVM: Java checked, the cluster's configuration
     respected, the Iceberg jars found or copied, a local JVM's file system and class archive, the JDBC
     catalog's tables (or an emulator's bucket), the project shipped to a non-local master's executors.
 
+    Args:
+        settings: The active settings.
+        drain: The process drains a stream and ends: a new driver JVM starts with C1 only.
+        creates_namespace: The session creates the namespace (``icestream setup``): a Glue database that is
+            not there yet passes the pre-flight check, which refuses it for every other command.
+
     Raises:
+        ConfigError: A Glue catalog's setting is wrong (credentials, role, database, bucket).
         JavaError: If Java is missing or unsupported.
         JarError: If the Iceberg jars cannot be provisioned.
         ShipError: If what a non-local master's executors need cannot be built.
@@ -349,7 +356,7 @@ def prepare_runtime(settings: Settings, drain: bool = False) -> PreparedRuntime:
     elif settings.profile == "localstack":
         aws.ensure_bucket(settings)  # an emulator starts empty; on AWS the deployment makes the bucket
     if settings.catalog_type == "glue":
-        aws.check_catalog_access(settings)  # one error line for a bad setting, not a Java trace later
+        aws.check_catalog_access(settings, creates_namespace)  # one error line for a bad setting, not a Java trace
     shipped = ship_plan(settings) if not running else ShipPlan("none")  # spark-submit ships with its own options
     conf.update(shipped.conf)
     if settings.spark_master.startswith("local"):
@@ -421,7 +428,9 @@ def _active_session(settings: Settings) -> SparkSession | None:
     return active
 
 
-def get_spark(settings: Settings | None = None, app_name: str = "icestream", drain: bool = False) -> SparkSession:
+def get_spark(
+    settings: Settings | None = None, app_name: str = "icestream", drain: bool = False, creates_namespace: bool = True
+) -> SparkSession:
     """The process's running session (its catalog added when missing), or :func:`prepare_runtime`
     then :func:`start_session`: what notebooks call; the command line runs the two steps itself.
 
@@ -429,6 +438,8 @@ def get_spark(settings: Settings | None = None, app_name: str = "icestream", dra
         settings: The active settings (default: ``load_settings()``).
         app_name: The application name shown in the Spark UI and logs.
         drain: The process drains a stream and ends: a new driver JVM starts with C1 only.
+        creates_namespace: The session may create the namespace, so a Glue database that is not there yet
+            passes the pre-flight check (notebook 00 creates it with the first session); ``False`` refuses it.
 
     Raises:
         JavaError: If Java is missing or unsupported.
@@ -442,4 +453,4 @@ def get_spark(settings: Settings | None = None, app_name: str = "icestream", dra
     active = _active_session(settings)
     if active is not None:
         return active
-    return start_session(prepare_runtime(settings, drain), app_name)
+    return start_session(prepare_runtime(settings, drain, creates_namespace), app_name)

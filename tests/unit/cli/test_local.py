@@ -134,7 +134,12 @@ def existing_two_shard_stream(monkeypatch: pytest.MonkeyPatch) -> list[int | Non
     monkeypatch.setenv("ICESTREAM_KINESIS_ENDPOINT", "http://127.0.0.1:4599")
     monkeypatch.delenv("ICESTREAM_SHARD_COUNT", raising=False)
     monkeypatch.setattr(clients, "ensure_stream", two_shards)
-    monkeypatch.setattr(spark, "prepare_runtime", lambda settings: settings)
+
+    def runtime_creating_the_namespace(settings: object, creates_namespace: bool = False) -> object:
+        assert creates_namespace, "setup creates the Glue database: the pre-flight check must let it be missing"
+        return settings
+
+    monkeypatch.setattr(spark, "prepare_runtime", runtime_creating_the_namespace)
     monkeypatch.setattr(spark, "start_session", lambda runtime, **options: None)
     monkeypatch.setattr(table, "setup_tables", lambda session, settings: [])
     return asked
@@ -187,7 +192,7 @@ def test_setup_says_at_once_what_it_waits_for_and_gives_up_on_silence(
     from icestream.runtime import spark
 
     made: list[str] = []
-    monkeypatch.setattr(spark, "prepare_runtime", lambda settings: made.append("spark"))
+    monkeypatch.setattr(spark, "prepare_runtime", lambda settings, **options: made.append("spark"))
     monkeypatch.setattr(table, "setup_tables", lambda session, settings: made.append("tables"))
     monkeypatch.setenv("ICESTREAM_KINESIS_ENDPOINT", silent_endpoint)
     monkeypatch.setenv("ICESTREAM_KINESIS_TIMEOUT", "0.2")

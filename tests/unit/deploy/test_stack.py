@@ -182,7 +182,16 @@ def test_the_printed_commands_are_valid_requests() -> None:
     """The outputs' start-job-run lines parse as the CLI would read them and validate against botocore."""
     values = {**STACK, "OperatorPolicy": "arn:p", "Stream.Arn": "arn:s", "DataKey": "k", "DeadLetterQueue": "q"}
     values |= {f"{role}.Arn": "arn:r" for role in ("ProducerRole", "ReaderRole")}
+    values |= {"DeliveryStream": "icestream-iceberg", "PublisherFunction": "icestream-publish_events"}
     outputs = resolve(cloudformation.template()["Outputs"], values, CONDITIONS)
+    # The test publisher's line: a valid Invoke of the stack's function with a payload its handler reads.
+    words = shlex.split(outputs["PublishTestEventsCommand"]["Value"])
+    assert words[:3] == ["aws", "lambda", "invoke"]
+    invoke = {"FunctionName": words[words.index("--function-name") + 1], "Payload": words[words.index("--payload") + 1]}
+    lambda_model = botocore.session.get_session().get_service_model("lambda").operation_model("Invoke")
+    validate_parameters(invoke, lambda_model.input_shape)
+    assert invoke["FunctionName"] == "icestream-publish_events"
+    assert json.loads(invoke["Payload"]) == {"count": 100}
     model = botocore.session.get_session().get_service_model("emr-serverless").operation_model("StartJobRun")
     for name in ("StartIngestCommand", "StartMaintenanceCommand"):
         words = shlex.split(outputs[name]["Value"])

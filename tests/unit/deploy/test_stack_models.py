@@ -20,7 +20,7 @@ from botocore.model import Shape
 from botocore.validate import validate_parameters
 
 from icestream.deploy import cloudformation
-from tests.helpers.cloudformation import NO_VALUE, resolve
+from tests.helpers.cloudformation import NO_VALUE, delivery_stream_request, resolve
 
 Call = tuple[str, str, dict[str, Any]]  # service, operation, request
 MODELS = botocore.session.get_session()
@@ -253,6 +253,23 @@ def named_query(p: dict[str, Any]) -> Iterator[Call]:
     yield "athena", "CreateNamedQuery", dict(p)
 
 
+def function(p: dict[str, Any]) -> Iterator[Call]:
+    known(
+        p, "FunctionName", "Description", "Runtime", "Handler", "Role", "Timeout", "MemorySize", "Code", "Environment"
+    )
+    known(p["Code"], "ZipFile")  # CloudFormation zips the inline source as index.py (4,096 characters at most)
+    assert len(p["Code"]["ZipFile"]) <= 4096, "inline Lambda source is limited to 4,096 characters"
+    compile(p["Code"]["ZipFile"], "index.py", "exec")  # a handler that is not Python fails at its first call
+    request = {key: value for key, value in p.items() if key != "Code"}
+    yield "lambda", "CreateFunction", {**request, "Code": {"ZipFile": p["Code"]["ZipFile"].encode()}}
+
+
+def delivery_stream(p: dict[str, Any]) -> Iterator[Call]:
+    known(p, "DeliveryStreamName", "DeliveryStreamType", "KinesisStreamSourceConfiguration",
+          "IcebergDestinationConfiguration")  # fmt: skip
+    yield "firehose", "CreateDeliveryStream", delivery_stream_request(p)
+
+
 MAPPINGS: dict[str, Callable[[dict[str, Any]], Iterator[Call]]] = {
     "AWS::SQS::Queue": queue,
     "AWS::SNS::Topic": topic,
@@ -275,6 +292,8 @@ MAPPINGS: dict[str, Callable[[dict[str, Any]], Iterator[Call]]] = {
     "AWS::Scheduler::Schedule": schedule,
     "AWS::Athena::WorkGroup": workgroup,
     "AWS::Athena::NamedQuery": named_query,
+    "AWS::Lambda::Function": function,
+    "AWS::KinesisFirehose::DeliveryStream": delivery_stream,
 }
 
 

@@ -171,7 +171,35 @@ def test_a_glue_session_s_catalog_answers_before_spark_starts(fake_aws) -> None:
     import boto3
 
     boto3.client("s3", region_name="us-east-1").create_bucket(Bucket="icestream-lake")
-    aws.check_catalog_access(load_settings(**GLUE))  # no database yet: setup creates it
+    aws.check_catalog_access(load_settings(**GLUE), creates_namespace=True)  # no database yet: setup creates it
+    boto3.client("glue", region_name="us-east-1").create_database(DatabaseInput={"Name": GLUE["namespace"]})
+    aws.check_catalog_access(load_settings(**GLUE))  # once it is there, every command passes
+
+
+def test_a_missing_glue_database_is_one_error_for_all_but_setup(fake_aws, monkeypatch) -> None:
+    """Ingest, maintain, the queries: one line naming the setting and the fix, before any table is touched."""
+    import boto3
+    import botocore.client
+
+    from icestream.errors import ConfigError
+
+    boto3.client("s3", region_name="us-east-1").create_bucket(Bucket="icestream-lake")
+    asked = []
+    real = botocore.client.BaseClient._make_api_call
+
+    def record(self, operation, params):
+        asked.append(operation)
+        return real(self, operation, params)
+
+    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", record)
+    message = (
+        r"^ICESTREAM_NAMESPACE / namespace: the Glue database streaming_analytics does not exist at AWS Glue in "
+        r"us-east-1: run `icestream setup` first"
+    )
+    with pytest.raises(ConfigError, match=message) as refused:
+        aws.check_catalog_access(load_settings(**GLUE))
+    assert "\n" not in str(refused.value)
+    assert [call for call in asked if call != "AssumeRole"] == ["GetDatabase"], "refused before any table call"
 
 
 @pytest.mark.parametrize(
@@ -182,8 +210,11 @@ def test_a_glue_session_s_catalog_answers_before_spark_starts(fake_aws) -> None:
     ],
 )
 def test_a_bad_glue_setting_is_one_error_that_names_it(fake_aws, problem: str, message: str) -> None:
+    import boto3
+
     from icestream.errors import ConfigError, ServiceUnavailableError
 
+    boto3.client("glue", region_name="us-east-1").create_database(DatabaseInput={"Name": GLUE["namespace"]})
     values = dict(GLUE)
     if problem == "silent glue":
         values["glue_endpoint"] = "http://127.0.0.1:9"  # the discard port: nothing listens

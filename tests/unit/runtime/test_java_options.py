@@ -58,17 +58,19 @@ def test_start_ingest_asks_for_a_drains_jvm_only_when_it_drains(
 ) -> None:
     from icestream.ingest.query import start_ingest
 
-    asked: list[bool] = []
+    asked: list[tuple[bool, bool]] = []
 
-    def get_spark(settings: object, app_name: str = "icestream", drain: bool = False) -> object:
-        asked.append(drain)
+    def get_spark(
+        settings: object, app_name: str = "icestream", drain: bool = False, creates_namespace: bool = True
+    ) -> object:
+        asked.append((drain, creates_namespace))
         raise IcestreamError("stop here")
 
     monkeypatch.setattr(spark, "get_spark", get_spark)
     settings = load_settings(warehouse=str(tmp_path / "w"), run_dir=str(tmp_path / "run"))
     with pytest.raises(IcestreamError, match="stop here"):
         start_ingest(None, settings, available_now=available_now, trigger_seconds=0 if available_now else 5)
-    assert asked == [available_now]
+    assert asked == [(available_now, False)], "without a change stream, the ingest refuses a missing Glue database"
 
 
 def test_c1_only_keeps_the_code_cache_of_a_tiered_jvm() -> None:
