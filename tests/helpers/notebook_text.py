@@ -110,3 +110,28 @@ def output_defects(path: Path) -> list[str]:
                              for match in EPOCH_BOUND.finditer(line)]  # fmt: skip
             defects += [f"{path.name}[{index}]: {finding}" for finding in findings]
     return defects
+
+
+def output_lines(path: Path) -> int:
+    """The lines a reader scrolls past in the outputs of the executed notebook at ``path``.
+
+    Counted as issue 63 counts the workbook's size: each stream output's text lines, each display or
+    result output's ``text/plain`` lines, and an output with an image as one line (a chart is one thing
+    to look at, whatever its text says). Markdown and code are not outputs and are not counted.
+    """
+    import json
+
+    lines = 0
+    for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+        for output in cell.get("outputs", []):
+            if "text" in output:
+                lines += len(_joined(output["text"]).splitlines())
+            elif "data" in output:
+                data = output["data"]
+                lines += 1 if "image/png" in data else len(_joined(data.get("text/plain", "")).splitlines())
+    return lines
+
+
+def _joined(text: str | list[str]) -> str:
+    """A notebook text field, saved as one string or as a list of lines."""
+    return "".join(text) if isinstance(text, list) else text

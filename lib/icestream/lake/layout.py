@@ -76,9 +76,11 @@ class TableLayout:
                     "what it holds": LEVEL_MEANING[level],
                 }
             )
+        # Integers, and None where a level has no rows or no size read: pandas shows an Int64 gap as <NA>,
+        # which a reader takes for an error; an object column shows a count as itself and the gap as None.
         frame = pd.DataFrame(rows)
-        frame["rows"] = frame["rows"].astype("Int64")
-        frame["bytes"] = frame["bytes"].astype("Int64")
+        for column in ("rows", "bytes"):
+            frame[column] = pd.Series([row[column] for row in rows], dtype=object)
         return frame
 
 
