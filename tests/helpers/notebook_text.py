@@ -113,13 +113,16 @@ def output_defects(path: Path) -> list[str]:
 
 
 def output_lines(path: Path) -> int:
-    """The lines a reader scrolls past in the outputs of the executed notebook at ``path``.
+    """The lines a reader scrolls past in the outputs of the executed notebook at ``path``, as JupyterLab shows them.
 
-    Counted as issue 63 counts the workbook's size: each stream output's text lines, each display or
-    result output's ``text/plain`` lines, and an output with an image as one line (a chart is one thing
-    to look at, whatever its text says). Markdown and code are not outputs and are not counted.
+    Each stream output's text lines; a table (a display or result output with an HTML ``<table>``, as a
+    DataFrame shows) its rows, header rows included, since JupyterLab renders the HTML and not the
+    ``text/plain`` copy, which pandas wraps at 80 characters into two to four times as many lines; any
+    other display or result output its ``text/plain`` lines; an output with an image one line (a chart
+    is one thing to look at, whatever its text says). Markdown and code are not outputs.
     """
     import json
+    import re
 
     lines = 0
     for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
@@ -128,7 +131,13 @@ def output_lines(path: Path) -> int:
                 lines += len(_joined(output["text"]).splitlines())
             elif "data" in output:
                 data = output["data"]
-                lines += 1 if "image/png" in data else len(_joined(data.get("text/plain", "")).splitlines())
+                html = _joined(data.get("text/html", ""))
+                if "image/png" in data:
+                    lines += 1
+                elif "<table" in html:
+                    lines += len(re.findall(r"<tr[\s>]", html))
+                else:
+                    lines += len(_joined(data.get("text/plain", "")).splitlines())
     return lines
 
 

@@ -29,7 +29,7 @@ SECOND_PASS_AFTER_INGEST = (
 )
 SCHEDULED_INGEST = ("run", "02", "--stamp", "--no-progress", "-p", "available_now", "true")
 # Issue 63's budget for the executed sequence, Kafka lesson included: what a learner reads beside the markdown
-# in an afternoon (``output_lines`` counts it as the issue did: printed lines, a table's text, a chart as one).
+# in an afternoon (``output_lines``: printed lines, a table's rows as JupyterLab shows them, a chart as one).
 OUTPUT_LINES_BUDGET = 1500
 
 

@@ -77,23 +77,30 @@ def test_output_defects_names_each_defect_with_its_cell(tmp_path) -> None:
     ]
 
 
-def test_output_lines_counts_printed_lines_table_text_and_a_chart_as_one(tmp_path) -> None:
+def test_output_lines_counts_printed_lines_table_rows_other_text_and_a_chart_as_one(tmp_path) -> None:
     import nbformat
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
     from tests.helpers.notebook_text import output_lines
 
     printed, shown, chart = new_code_cell("print"), new_code_cell("frame"), new_code_cell("plot")
+    said = new_code_cell("value")
+    said.outputs = [new_output("execute_result", data={"text/plain": "{'a': 1,\n 'b': 2}"})]
     printed.outputs = [
         new_output("stream", name="stdout", text="one\ntwo\n"),
         new_output("stream", name="stderr", text="three"),
     ]
-    shown.outputs = [new_output("execute_result", data={"text/html": "<table>\n</table>", "text/plain": "a  b\n0  1"})]
+    table = (
+        '<table border="1">\n<thead><tr style="x"><th>a</th></tr></thead>\n'
+        "<tbody><tr><td>1</td></tr>\n<tr>\n<td>2</td></tr></tbody></table>"
+    )
+    wrapped = "   a  \\\n0  1\n1  2\n\n   b\n0  3\n1  4"  # pandas' text copy, wrapped at 80 characters
+    shown.outputs = [new_output("execute_result", data={"text/html": table, "text/plain": wrapped})]
     chart.outputs = [new_output("display_data", data={"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>\n<Axes>"})]
-    cells = [new_markdown_cell("# not an output\nnor this"), printed, shown, chart, new_code_cell("x = 1")]
+    cells = [new_markdown_cell("# not an output\nnor this"), printed, shown, said, chart, new_code_cell("x = 1")]
     path = tmp_path / "00_x.ipynb"
     nbformat.write(new_notebook(cells=cells), path)
-    assert output_lines(path) == 3 + 2 + 1
+    assert output_lines(path) == 3 + 3 + 2 + 1  # printed, the table's rows, the value's text, the chart
 
 
 def imported_test_modules(path: Path) -> list[str]:
