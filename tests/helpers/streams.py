@@ -106,23 +106,48 @@ def read_stream(settings: Settings) -> list[dict[str, Any]]:
 
 
 class PacedProducer:
-    """Sends the records in order, ``per_call`` at a time every ``interval`` seconds, until all are sent."""
+    """Sends the records in order, ``per_call`` at a time every ``interval`` seconds, until all are sent.
 
-    def __init__(self, settings, records: list[tuple[bytes, str]], per_call: int, interval: float) -> None:
+    With ``shares``, the records are held back and sent one share at a time: :meth:`release` lets the
+    next share go (paced as above), :meth:`finish` the rest. A SIGKILL campaign releases a share before
+    each trial, so every trial finds unread records however slowly its process starts: a kill that
+    waits for a batch's commit then always gets one (on a slow machine the whole stream was once sent
+    before the last trial began, and its kill at ``after_commit`` never came).
+    """
+
+    def __init__(
+        self, settings, records: list[tuple[bytes, str]], per_call: int, interval: float, shares: int | None = None
+    ) -> None:
         self.settings, self.records, self.per_call, self.interval = settings, records, per_call, interval
         self.sent = 0
+        self.share = -(-len(records) // shares) if shares else len(records)
+        self.allowed = 0 if shares else len(records)
+        self.changed = threading.Condition()
         self.hurry = threading.Event()  # set: send the rest without pausing
         self.thread = threading.Thread(target=self._run, daemon=True)
 
+    def release(self) -> int:
+        """Let the next share of the records go; return how many records are then allowed in all."""
+        with self.changed:
+            self.allowed = min(len(self.records), self.allowed + self.share)
+            self.changed.notify_all()
+            return self.allowed
+
     def _run(self) -> None:
         while self.sent < len(self.records):
-            chunk = self.records[self.sent : self.sent + self.per_call]
+            with self.changed:
+                self.changed.wait_for(lambda: self.sent < self.allowed)
+                end = min(self.sent + self.per_call, self.allowed)
+            chunk = self.records[self.sent : end]
             put(self.settings, chunk)
             self.sent += len(chunk)
             self.hurry.wait(self.interval)
 
     def finish(self) -> None:
         self.hurry.set()
+        with self.changed:
+            self.allowed = len(self.records)
+            self.changed.notify_all()
         self.thread.join(timeout=300)
         assert self.sent == len(self.records), "the producer did not send every record"
 

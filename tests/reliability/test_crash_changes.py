@@ -48,7 +48,8 @@ def test_sigkill_campaign_on_a_change_stream_with_compaction_in_another_process(
     # rounds of those and two kills at random moments.
     trials = size(len(PHASES), 3 * (len(PHASES) + 2))
     stream = order_changes(orders=60, changes=size(1_200, 3_600), seed=seed)
-    producer = PacedProducer(settings, stream.records, per_call=12, interval=0.3)
+    # A share of the stream before each trial and the last one for the drain: every trial has batches to kill in.
+    producer = PacedProducer(settings, stream.records, per_call=12, interval=0.3, shares=trials + 1)
     maintain_seconds = float(size(60, 240))
     base_env = {**os.environ, "ICESTREAM_STREAM_NAME": settings.stream_name, "ICESTREAM_TABLE": settings.table}
     maintain_log, maintain_result = tmp_path / "maintain.log", tmp_path / "maintain.json"
@@ -60,6 +61,7 @@ def test_sigkill_campaign_on_a_change_stream_with_compaction_in_another_process(
     try:
         for number in range(trials):
             phase = PHASES[number % len(PHASES)] if number % (len(PHASES) + 2) < len(PHASES) else None
+            producer.release()
             code, last = sigkill_trial(
                 settings, tmp_path, number, phase, rng.randint(1, size(2, 3)),
                 rng.uniform(6.0, 20.0) if phase is None else 150.0,

@@ -57,7 +57,9 @@ def test_sigkill_campaign_on_the_metrics_with_compaction_of_both_tables_in_anoth
     config = backfill_config(hours=1, count=size(1_200, 4_500), end=datetime(2026, 11, 21, tzinfo=UTC),
                              seed=seed, late_rate=0.05)  # fmt: skip
     records, _ = generate(config)
-    producer = PacedProducer(settings, [(record.data, record.partition_key) for record in records], 15, 0.3)
+    # A share of the records before each trial and the last one for the drain: every trial has batches to kill in.
+    pairs = [(record.data, record.partition_key) for record in records]
+    producer = PacedProducer(settings, pairs, 15, 0.3, shares=trials + 1)
     maintain_seconds = float(size(60, 240))
     maintain_log, maintain_result = tmp_path / "maintain.log", tmp_path / "maintain.json"
     maintain = spawn("writer_runner.py", ["maintain"], {
@@ -71,6 +73,7 @@ def test_sigkill_campaign_on_the_metrics_with_compaction_of_both_tables_in_anoth
         for number, (phase, inside) in enumerate(plan):
             # Inside the refresh: its read, its MERGE's plan, write or commit.
             after = rng.uniform(0.1, 1.5) if inside else 0.0
+            producer.release()
             code, last = sigkill_trial(
                 settings, tmp_path, number, phase, rng.randint(1, size(2, 3)),
                 rng.uniform(6.0, 20.0) if phase is None else 150.0, after,
