@@ -17,7 +17,14 @@ from icestream.config import Settings
 from icestream.ingest.progress import PROGRESS_FILE
 from icestream.lake.ddl import checked_table_name
 from icestream.lake.statement import DataFrameCall, Statement, snapshot_id_literal
-from icestream.lake.summary import BATCH_KEY, FIRST_ARRIVAL_KEY, LAST_ARRIVAL_KEY, POSITIONS_KEY, STREAM_KEY
+from icestream.lake.summary import (
+    BATCH_KEY,
+    CREATED_KEY,
+    FIRST_ARRIVAL_KEY,
+    LAST_ARRIVAL_KEY,
+    POSITIONS_KEY,
+    STREAM_KEY,
+)
 from icestream.lake.table import LakeTable
 
 if TYPE_CHECKING:
@@ -266,7 +273,9 @@ def write_call(table: LakeTable, snapshot_id: int) -> DataFrameCall:
     ``frame.writeTo(table).options(**properties).append()``; each ``snapshot-property.<key>``
     option lands in the snapshot summary as ``<key>``, so the summary gives back the exact values.
     Write options that leave no trace in the summary (``distribution-mode``) are not shown. The
-    summary is read by a statement, then the call is recorded on ``table`` after it.
+    summary is read by a statement, then the call is recorded on ``table`` after it: Python that
+    parses, with the frame it writes defined (empty: a paste commits the properties alone) and
+    each epoch value's UTC time beside it.
     """
     row = table.run(
         Statement(
@@ -276,13 +285,28 @@ def write_call(table: LakeTable, snapshot_id: int) -> DataFrameCall:
     ).first()
     summary = row[0] if row else {}
     options = "".join(
-        f'\n    .option("snapshot-property.{key}", {value!r})'
+        f'\n    .option("snapshot-property.{key}", {value!r}){_epoch_comment(key, value)}'
         for key, value in sorted(summary.items())
         if key.startswith("icestream.")
     )
-    call = DataFrameCall(f'frame.writeTo("{table.name}"){options}\n    .append()', writes=True)
+    code = (
+        f'batch = spark.table("{table.name}").limit(0)  # the batch\'s rows (none here)\n'
+        f'(\n    batch.writeTo("{table.name}"){options}\n    .append()\n)'
+    )
+    call = DataFrameCall(code, writes=True)
     table.record(call)
     return call
+
+
+def _epoch_comment(key: str, value: str) -> str:
+    """``  # <UTC time>`` for a summary value that is an epoch (milliseconds or seconds), else nothing."""
+    from icestream.timestamps import from_micros
+
+    if key in (FIRST_ARRIVAL_KEY, LAST_ARRIVAL_KEY):
+        return f"  # {from_micros(int(value) * 1000):%Y-%m-%d %H:%M:%S.%f}"[:-3] + " UTC"
+    if key == CREATED_KEY:
+        return f"  # {from_micros(round(float(value) * 1_000_000)):%Y-%m-%d %H:%M:%S.%f}"[:-3] + " UTC"
+    return ""
 
 
 def committed_positions(spark: SparkSession, settings: Settings) -> pd.DataFrame:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from typing import Any
 
 import pandas as pd
@@ -69,18 +70,34 @@ class _Session:
 
 
 def test_the_write_call_is_rebuilt_from_the_snapshot_summary() -> None:
-    summary = {"icestream.batch-id": "15", "icestream.positions": '{"s-0":"AFTER:9"}', "added-records": "9"}
+    summary = {
+        "icestream.batch-id": "15",
+        "icestream.first-arrival-ms": "1796244316429",
+        "icestream.kinesis-created": "1796241899.703",
+        "icestream.positions": '{"s-0":"AFTER:9"}',
+        "added-records": "9",
+    }
     table = LakeTable(_Session([(summary,)]), "lake.ns.events")  # type: ignore[arg-type]
     call = write_call(table, 42)
     assert table.last_statement is call
     assert call.writes
-    assert str(call) == (
-        'frame.writeTo("lake.ns.events")\n'
-        "    .option(\"snapshot-property.icestream.batch-id\", '15')\n"
-        '    .option("snapshot-property.icestream.positions", \'{"s-0":"AFTER:9"}\')\n'
-        "    .append()"
-    )
     assert table.statements[-2].args == {"snapshot_id": 42}
+    # What the notebook prints is Python a learner can paste: it parses, and names the frame it writes.
+    tree = ast.parse(str(call))
+    assigned = {target.id for node in ast.walk(tree) if isinstance(node, ast.Assign) for target in node.targets}
+    written = {node.value.id for node in ast.walk(tree) if isinstance(node, ast.Attribute) and node.attr == "writeTo"}
+    assert written, "a writeTo call"
+    assert written <= assigned, "the DataFrame it writes is defined in the text"
+    options = {
+        node.args[0].value: node.args[1].value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "option"
+    }
+    assert options == {
+        f"snapshot-property.{key}": value for key, value in summary.items() if key.startswith("icestream.")
+    }
+    assert "2026-12-02 20:45:16.429 UTC" in str(call), "an epoch in milliseconds with its readable time"
+    assert "2026-12-02 20:04:59.703 UTC" in str(call), "an epoch in seconds with its readable time"
 
 
 def test_rejects_of_this_run_and_of_all_runs_in_one_recorded_statement() -> None:
