@@ -188,9 +188,15 @@ def freshness(
     if not committed:
         return pd.DataFrame({"batch_id": pd.Series([], dtype="int64"), "freshness_s": pd.Series([], dtype=float)})
     table = table or LakeTable(spark, settings.table_name)
-    ids = ", ".join(str(snapshot_id_literal(snapshot)) for snapshot in committed)
+    # A time range, not a list of every id: the statements stay short (a run has dozens of batches),
+    # and the merges below keep only these batches' snapshots and rows. A batch commits after it began.
+    moments = [pd.Timestamp(stamp).to_pydatetime() for stamp in stamps.values()]
+    bounds = {"first": min(moments), "last": max(moments)}
     snapshots = table.run(
-        Statement(f"SELECT snapshot_id, committed_at FROM {table.name}.snapshots WHERE snapshot_id IN ({ids})")
+        Statement(
+            f"SELECT snapshot_id, committed_at FROM {table.name}.snapshots WHERE committed_at >= :first",
+            {"first": bounds["first"]},
+        )
     ).toPandas()
     batches = pd.DataFrame(
         {
@@ -200,10 +206,11 @@ def freshness(
             "ingest_ts": [pd.Timestamp(stamp).tz_convert("UTC").tz_localize(None) for stamp in stamps.values()],
         }
     ).merge(snapshots, on="snapshot_id")
-    moments = {f"batch_{index}": pd.Timestamp(stamp).to_pydatetime() for index, stamp in enumerate(stamps.values())}
-    markers = ", ".join(f":{name}" for name in moments)
     rows = table.run(
-        Statement(f"SELECT ingest_ts, arrival_ts FROM {table.name} WHERE ingest_ts IN ({markers})", moments)
+        Statement(
+            f"SELECT ingest_ts, arrival_ts FROM {table.name} WHERE ingest_ts BETWEEN :first AND :last",
+            bounds,
+        )
     ).toPandas()
     merged = rows.merge(batches, on="ingest_ts")
     merged["freshness_s"] = (merged["committed_at"] - merged["arrival_ts"]).dt.total_seconds()
