@@ -59,6 +59,22 @@ class CrashDemo:
         """``icestream ingest <options>`` as this Python runs it (the venv's ``icestream`` script does the same)."""
         return [sys.executable, "-m", "icestream.cli", "ingest", *options]
 
+    def shell_command(self, *options: str) -> str:
+        """``icestream ingest <options>`` as a shell line that does what :meth:`command` does in
+        :attr:`environment`: led by the ``ICESTREAM_*`` variables whose value differs from what
+        ``icestream`` loads in this process's environment (the demo's stream, tables, run folder, endpoint)."""
+        import shlex
+
+        from icestream.config import load_settings
+
+        here = _variables(load_settings())
+        changed = [
+            f"{name}={shlex.quote(value)}"
+            for name, value in self.environment.items()
+            if name in here and here[name] != value
+        ]
+        return " ".join([*changed, shlex.join(["icestream", "ingest", *options])])
+
     def positions(self, spark: SparkSession) -> pd.DataFrame:
         """Where each of the demo's tables stands now: per shard its committed position, with the batch id
         and total rows of the table's newest snapshot (read fresh: another process commits)."""
@@ -170,21 +186,29 @@ def ingest_environment(demo: Settings, folder: Path, kinesis: bool = True) -> di
     (``kinesis`` False: a demo on Kafka, whose settings name the broker's address already)."""
     import os
 
-    def text(value: Any) -> str:
-        if isinstance(value, bool):
-            return "true" if value else "false"
-        if isinstance(value, tuple):
-            return ",".join(map(str, value))
-        return "none" if value is None else str(value)
-
-    values = {f"ICESTREAM_{item.name.upper()}": text(getattr(demo, item.name)) for item in fields(demo)}
-    values.pop("ICESTREAM_SOURCES", None)
+    values = _variables(demo)
     values["ICESTREAM_RUN_DIR"] = str(folder)
     if kinesis:
-        values["ICESTREAM_KINESIS_ENDPOINT"] = text(resolve_endpoint(demo))  # found through the workbook's run_dir
+        values["ICESTREAM_KINESIS_ENDPOINT"] = _text(resolve_endpoint(demo))  # found through the workbook's run_dir
     # A SIGKILLed Spark leaves its temporary folder behind: keep it where the next run removes it.
     values["SPARK_LOCAL_DIRS"] = str(folder / "spark-local")
     return {**os.environ, **values}
+
+
+def _text(value: Any) -> str:
+    """A setting's value as an ``ICESTREAM_*`` variable holds it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return ",".join(map(str, value))
+    return "none" if value is None else str(value)
+
+
+def _variables(settings: Settings) -> dict[str, str]:
+    """The settings as ``ICESTREAM_*`` variables (all but ``sources``, which has no variable form)."""
+    values = {f"ICESTREAM_{item.name.upper()}": _text(getattr(settings, item.name)) for item in fields(settings)}
+    values.pop("ICESTREAM_SOURCES", None)
+    return values
 
 
 def wait_for_pause(process: subprocess.Popen[str], timeout: float = 180.0) -> list[str]:
