@@ -115,7 +115,7 @@ def live_figure(frame: LiveFrame) -> Figure:
         rate_ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S"))
     title = f"Arrivals since the start, per {INTERVAL_SECONDS} s, by type"
     if frame.backlog_events:
-        title += f"\nand {frame.backlog_events:,} read from the backlog (arrived before {frame.since:%H:%M:%S})"
+        title += f"\nand {frame.backlog_events:,} backlog events written (arrived before {frame.since:%H:%M:%S})"
     rate_ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     rate_ax.set(xlabel="Kinesis arrival (UTC)", ylabel=f"events per {INTERVAL_SECONDS} s", title=title)
 

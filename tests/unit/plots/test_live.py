@@ -81,7 +81,7 @@ def test_a_backlog_is_a_line_of_text_not_a_bar_beside_the_live_arrivals() -> Non
     assert sorted(patch.get_height() for patch in rates.patches) == [5, 5]  # the live ones only
     assert rates.get_title().splitlines() == [
         "Arrivals since the start, per 10 s, by type",
-        "and 30,000 read from the backlog (arrived before 10:00:00)",
+        "and 30,000 backlog events written (arrived before 10:00:00)",
     ]
     assert "30,010 events" in fig.get_suptitle()
 
@@ -90,7 +90,7 @@ def test_only_a_backlog_says_so_instead_of_bars() -> None:
     rates = live_figure(make_frame(START + timedelta(seconds=20), backlog=500)).axes[0]
     assert not rates.patches
     assert [text.get_text() for text in rates.texts] == ["no arrivals since the start yet"]
-    assert rates.get_title().endswith("and 500 read from the backlog (arrived before 10:00:00)")
+    assert rates.get_title().endswith("and 500 backlog events written (arrived before 10:00:00)")
 
 
 def test_time_ticks_are_each_shown_once() -> None:
