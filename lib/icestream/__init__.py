@@ -3,9 +3,9 @@
 Notebooks, scripts and schedulers import from six faces, each a package whose ``__all__`` says what
 it offers (docs/design.md lists every name):
 
-- ``icestream``: the job: settings, the Spark session, the streaming ingest and its committed positions,
-  the ``kinesis`` source for ``spark.readStream`` with its exactly-once writer, instants as epoch
-  microseconds, the SQL-name check;
+- ``icestream``: the job: settings, the Spark session and its JVM packages, the streaming ingest and
+  its committed positions, the ``kinesis`` source for ``spark.readStream`` with its exactly-once
+  writer, instants as epoch microseconds, the SQL-name check;
 - ``icestream.kinesis``: Kinesis streams and shards;
 - ``icestream.lake``: the Iceberg tables (``LakeTable``, creating them, statements, windows);
 - ``icestream.queries``: real-time, health, the ingest's report, anomalies, DuckDB and pyiceberg;
@@ -32,6 +32,7 @@ _FACE = Face(
         "kafka_connection": "icestream.kafka.connection",
         "load_committed": "icestream.ingest.positions",
         "load_settings": "icestream.config",
+        "maven_packages": "icestream.runtime.jars",
         "shard_lag": "icestream.kinesis_source.progress",
         "start_ingest": "icestream.ingest.query",
         "starting_positions": "icestream.kinesis_source.positioned",
