@@ -32,6 +32,7 @@ _FACE = Face(
         "kafka_connection": "icestream.kafka.connection",
         "load_committed": "icestream.ingest.positions",
         "load_settings": "icestream.config",
+        "maven_excludes": "icestream.runtime.jars",
         "maven_packages": "icestream.runtime.jars",
         "shard_lag": "icestream.kinesis_source.progress",
         "start_ingest": "icestream.ingest.query",
