@@ -13,6 +13,7 @@ emulator only (on AWS it would create and pay for a stream).
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +53,15 @@ class ChangeDemo:
     spec: ChangeSpec
     stream: EntityStream  # the records sent, in order, and the truth
     progress: list[dict[str, Any]]  # the ingest's batches
+    max_records_per_shard: int  # the ingest's batch size, several batches (several MERGEs) per run
+
+    @property
+    def command(self) -> str:
+        """The ``icestream ingest`` command line the demo's ingest equals, its stream and table as ``ICESTREAM_*``."""
+        environment = f"ICESTREAM_STREAM_NAME={self.settings.stream_name} ICESTREAM_TABLE={self.settings.table}"
+        words = ["--available-now", "--trigger", "0", "--changes", ORDER_COLUMNS, "--key", ORDER_KEY, "--order"]
+        words += [ORDER_ORDER, "--max-records-per-shard", str(self.max_records_per_shard)]
+        return f"{environment} icestream ingest {shlex.join(words)}"
 
     def compare(self, spark: SparkSession) -> pd.DataFrame:
         """The keyed table against the truth: live orders, tombstones, orders that differ, rejects.
@@ -178,13 +188,14 @@ def change_stream_demo(
     try:
         # Within the emulator's per-shard write limits, retrying what it throttles (as the workbook's producer does).
         produce(demo, [Record(data, key, "change", 0.0, 0.0) for data, key in stream.records], progress=False)
+        batch_records = max(50, len(stream.records) // 12)  # several batches, several MERGEs
         query = start_ingest(
             spark,
             demo,
             available_now=True,
             trigger_seconds=0,
             changes=spec,
-            max_records_per_shard=max(50, len(stream.records) // 12),  # several batches, several MERGEs
+            max_records_per_shard=batch_records,
             progress_file=demo.path("run_dir") / f"{DEMO_SUFFIX}_progress.jsonl",
         )
         query.await_termination(timeout=timeout)
@@ -193,4 +204,4 @@ def change_stream_demo(
     error = query.exception()
     if error is not None:
         raise error
-    return ChangeDemo(demo, spec, stream, list(query.recent_progress))
+    return ChangeDemo(demo, spec, stream, list(query.recent_progress), batch_records)

@@ -209,9 +209,11 @@ class Refresh:
         if self.mode == "current":
             return f"metrics current with events snapshot {self.source_to}"
         how = "folded" if self.mode == "fold" else f"rebuilt ({self.reason})"
+        # Nothing folded before (a first build): the range has no start to name.
+        span = self.source_to if self.source_from is None else f"{self.source_from} → {self.source_to}"
         return (
-            f"metrics {how}: {self.events:,} events into {self.groups:,} groups, events snapshot "
-            f"{self.source_from} → {self.source_to}, in {self.seconds:.2f} s"
+            f"metrics {how}: {self.events:,} events into {self.groups:,} groups, events snapshot {span}, "
+            f"in {self.seconds:.2f} s"
         )
 
 

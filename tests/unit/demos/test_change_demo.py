@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from icestream.demos.change_demo import batch_figures
+import shlex
+
+from icestream.cli import build_parser
+from icestream.config import Settings
+from icestream.demos.change_demo import ChangeDemo, batch_figures, demo_settings
+from icestream.ingest.changes import ChangeSpec
 from icestream.lake.rowlevel import own_position_deletes
 from icestream.lake.summary import BATCH_KEY, POSITIONS_KEY
+from icestream.synthetic.entities import ORDER_COLUMNS, ORDER_KEY, ORDER_ORDER, order_changes
 
 
 def merge_commit(batch: int, added: int, deletes: int, carried: int, totals: tuple[int, int]) -> dict[str, str]:
@@ -59,3 +65,15 @@ def test_a_batch_without_a_commit_inserted_and_changed_nothing() -> None:
     figures = batch_figures([progress(4, 0, 0)], SUMMARIES)
     assert figures.loc[0, ["orders inserted", "orders changed", "changes not applied"]].tolist() == [0, 0, 0]
     assert not figures.loc[0, "positions committed"]
+
+
+def test_the_printed_command_is_one_the_cli_takes_with_the_demos_stream_table_and_batch_size() -> None:
+    demo = demo_settings(Settings())
+    spec = ChangeSpec.parse(ORDER_COLUMNS, ORDER_KEY, ORDER_ORDER)
+    command = ChangeDemo(demo, spec, order_changes(orders=5, changes=20, seed=1), [], 50).command
+    environment, line = command.split(" icestream ", 1)
+    assert environment.split() == [f"ICESTREAM_STREAM_NAME={demo.stream_name}", f"ICESTREAM_TABLE={demo.table}"]
+    arguments = build_parser().parse_args(shlex.split(line))
+    assert (arguments.changes, arguments.key, arguments.order) == (ORDER_COLUMNS, ORDER_KEY, ORDER_ORDER)
+    assert arguments.available_now
+    assert arguments.max_records_per_shard == 50

@@ -42,3 +42,5 @@ def test_a_refresh_describes_itself_in_one_line() -> None:
     assert fold == "metrics folded: 1,200 events into 30 groups, events snapshot 7 → 9, in 0.50 s"
     rebuilt = Refresh("rebuild", 7, 9, 10, 2, 12, 1.0, "events snapshot 8 is a delete").describe()
     assert rebuilt.startswith("metrics rebuilt (events snapshot 8 is a delete): 10 events")
+    first = Refresh("rebuild", None, 9, 10, 2, 12, 1.0, "first build").describe()
+    assert first == "metrics rebuilt (first build): 10 events into 2 groups, events snapshot 9, in 1.00 s"
