@@ -87,6 +87,13 @@ def test_the_write_call_is_rebuilt_from_the_snapshot_summary() -> None:
     assigned = {target.id for node in ast.walk(tree) if isinstance(node, ast.Assign) for target in node.targets}
     written = {node.value.id for node in ast.walk(tree) if isinstance(node, ast.Attribute) and node.attr == "writeTo"}
     assert written, "a writeTo call"
+    targets = {
+        node.args[0].value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "writeTo"
+    }
+    assert targets == {"lake.ns.events"}, "it writes to the table the snapshot is of"
+    assert str(call).rstrip(")").rstrip().endswith(".append()"), "an append, last"
     assert written <= assigned, "the DataFrame it writes is defined in the text"
     options = {
         node.args[0].value: node.args[1].value
