@@ -40,7 +40,7 @@ TESTS = Path(__file__).resolve().parent
 # Java options of the drivers the tests start (see test_home); ICESTREAM_TEST_JVM_OPTIONS= (empty) measures without.
 TEST_JVM_OPTIONS = os.environ.get("ICESTREAM_TEST_JVM_OPTIONS", C1_ONLY)
 
-# TEST_CPU_LEDGER=<file> writes each test's CPU to it (bench/bench_test_cpu.py reads it).
+# TEST_CPU_LEDGER=<file> writes each test's CPU to it (docs/testing.md: where the suite's CPU goes).
 pytest_plugins = ["tests.helpers.cpu_ledger"] if os.environ.get("TEST_CPU_LEDGER") else []
 
 # No per-example deadline: on a shared 2-core machine it turns a correctness test into a timing test.

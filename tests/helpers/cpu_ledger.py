@@ -2,8 +2,8 @@
 
 Wall time on a 2-core machine says which test waited; CPU says which one cost. The suite is
 CPU-bound (both cores busy), so its length is the CPU it spends divided by two, and this ledger is
-where that CPU goes. Loaded by tests/conftest.py when ``TEST_CPU_LEDGER=<file>`` is set;
-``bench/bench_test_cpu.py`` runs the suite with it and prints the sums.
+where that CPU goes. Loaded by tests/conftest.py when ``TEST_CPU_LEDGER=<file>`` is set
+(docs/testing.md, "Where the suite's CPU goes", gives the command and what it measured).
 
 A test's CPU is what its worker's process tree spent between the test's start and its end: the
 worker, the JVM it drives, the servers and drivers its fixtures started, and every child they reaped.
@@ -14,7 +14,6 @@ counted; the worker reaps such orphans (never a child a ``Popen`` waits for) aft
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import json
 import os
@@ -25,6 +24,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from icestream.runtime.processes import reap
 
 TICKS = os.sysconf("SC_CLK_TCK")
 PR_SET_CHILD_SUBREAPER = 36
@@ -45,49 +46,42 @@ def pytest_configure(config: pytest.Config) -> None:
     subprocess.Popen.__init__ = remembered  # type: ignore[method-assign]
 
 
-def _reap_orphans() -> None:
-    """Reap the worker's dead adopted children; a Popen's own child is left to the Popen."""
-    owned = {popen.pid for popen in list(_POPENS)}
-    me = os.getpid()
+def _processes() -> dict[int, tuple[str, int, float]]:
+    """Every process as (state, parent pid, CPU seconds of it and its reaped children), from ``/proc``."""
+    found = {}
     for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) in owned:
+        if not entry.isdigit():
             continue
         try:
             text = Path(f"/proc/{entry}/stat").read_text()
         except OSError:
-            continue
-        state, parent = text[text.rindex(")") + 2 :].split()[:2]
-        if state == "Z" and int(parent) == me:
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(int(entry), os.WNOHANG)
-
-
-def _stat_fields(pid: str) -> tuple[int, float] | None:
-    """(parent pid, CPU seconds of the process and its reaped children), None when it is gone."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = text[text.rindex(")") + 2 :].split()
-    # After the name: state ppid ... utime(14th field overall) stime cutime cstime.
-    return int(fields[1]), sum(int(value) for value in fields[11:15]) / TICKS
+            continue  # ended while the folder was listed
+        fields = text[text.rindex(")") + 2 :].split()
+        # After the name: state ppid ... utime (the 14th field overall), stime, cutime, cstime.
+        found[int(entry)] = (fields[0], int(fields[1]), sum(int(value) for value in fields[11:15]) / TICKS)
+    return found
 
 
 def tree_cpu(root: int) -> float:
     """CPU seconds the process ``root`` and all its living descendants (with what they reaped) spent."""
-    parents: dict[int, int] = {}
-    cpu: dict[int, float] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and (fields := _stat_fields(entry)) is not None:
-            parents[int(entry)], cpu[int(entry)] = fields
+    processes = _processes()
     total = 0.0
-    for pid, seconds in cpu.items():
+    for pid, (_, _, seconds) in processes.items():
         ancestor = pid
-        while ancestor not in (root, 0, 1) and ancestor in parents:
-            ancestor = parents[ancestor]
+        while ancestor not in (root, 0, 1) and ancestor in processes:
+            ancestor = processes[ancestor][1]
         if ancestor == root:
             total += seconds
     return total
+
+
+def _reap_orphans() -> None:
+    """Reap the worker's dead adopted children; a Popen's own child is left to the Popen."""
+    owned = {popen.pid for popen in list(_POPENS)}
+    me = os.getpid()
+    for pid, (state, parent, _) in _processes().items():
+        if state == "Z" and parent == me and pid not in owned:
+            reap(pid)
 
 
 @pytest.hookimpl(hookwrapper=True)
