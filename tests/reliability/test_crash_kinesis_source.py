@@ -197,16 +197,19 @@ def test_sigkill_at_every_stage_into_icebergs_sink_loses_and_duplicates_nothing(
         malformed_kept=malformed,
     )  # fmt: skip
     assert (lost, duplicated) == (0, 0), ended
-    # What Iceberg's own sink does when the checkpoint is lost: the new query reads the stream again
-    # (trim_horizon) and writes every row a second time (docs/kinesis-source.md quotes this figure).
-    shutil.rmtree(tmp_path / "checkpoint")
-    code = trial(settings, tmp_path, 90, table, 2 * sum(stream.values()), RELIABILITY_SINK="iceberg")
-    assert code == 0, log_tail(tmp_path, 90)
-    again = sum((rows_by_record(spark, table) - stream).values())
-    figures.record("kinesis source", "Iceberg's sink, checkpoint deleted, started again", written_twice=again)
-    assert again == sum(stream.values())
     assert children > 0, "no record came from the split's children: the campaign did not test resharding"
     assert malformed > 0, "no malformed record reached the table with its raw bytes"
+    if FULL:
+        # What Iceberg's own sink does when the checkpoint is lost: the new query reads the stream again
+        # (trim_horizon) and writes every row a second time (docs/kinesis-source.md quotes this figure).
+        # Full size only: it measures Iceberg's documented behaviour, not a guarantee of this project
+        # (the second test's lost checkpoints are), and it is one more driver of about 20 CPU-seconds.
+        shutil.rmtree(tmp_path / "checkpoint")
+        code = trial(settings, tmp_path, 90, table, 2 * sum(stream.values()), RELIABILITY_SINK="iceberg")
+        assert code == 0, log_tail(tmp_path, 90)
+        again = sum((rows_by_record(spark, table) - stream).values())
+        figures.record("kinesis source", "Iceberg's sink, checkpoint deleted, started again", written_twice=again)
+        assert again == sum(stream.values())
 
 
 def test_foreach_batch_with_positions_survives_sigkills_and_a_deleted_checkpoint(
