@@ -76,7 +76,10 @@ $(STAMP): pyproject.toml constraints.txt lib/icestream/stack.toml
 	@$(BIN)/python -m pip uninstall -q -y setuptools >/dev/null 2>&1 || true
 	@# Bytecode compiled once here: where PYTHONDONTWRITEBYTECODE is set (the machines this project runs its CI on) Python
 	@# otherwise compiled pyspark, pandas and the rest anew in every process, 2 of its 3 CPU-seconds of imports.
-	@$(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python -c $(CONSTRAINTS) -e '.[workbook,dev]'
+	@# From uv's cache first, where an earlier install left every pin: pyspark is a source distribution, which uv
+	@# downloads and builds again (about 37 CPU-seconds) whenever the index answers its revalidation as modified.
+	@$(BIN)/uv pip install -q --offline --compile-bytecode --python $(BIN)/python -c $(CONSTRAINTS) -e '.[workbook,dev]' 2>/dev/null \
+	  || $(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python -c $(CONSTRAINTS) -e '.[workbook,dev]'
 	@$(BIN)/python -m compileall -q -j 0 lib/icestream >/dev/null
 	@$(MAKE) --no-print-directory prune-uv-cache
 	@$(BIN)/python -c 'import icestream, pyspark, papermill'  # fail here if the install did not work

@@ -33,20 +33,28 @@ def slim_python(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     constraints = str(project_home() / "constraints.txt")
     subprocess.run([str(uv), "venv", "-q", "--python", sys.executable, str(venv)], check=True)
     python = venv / "bin" / "python"
-    install = [str(uv), "pip", "install", "-q", "--python", str(python), "-c", constraints]
+    command = [str(uv), "pip", "install", "-q", "--python", str(python), "-c", constraints]
+
+    def install(*requirements: str) -> None:
+        # From uv's cache first: make filled it with these pins, and pyspark is a source distribution, which uv
+        # otherwise downloads and builds again (about 37 CPU-seconds) whenever the index answers its revalidation
+        # as modified, as the one here does.
+        if subprocess.run([*command, "--offline", *requirements], capture_output=True, check=False).returncode:
+            subprocess.run([*command, *requirements], check=True)
+
     # Built from a copy, so the build leaves nothing (build/, egg-info) in the checkout.
     source = venv.parent / "source"
     shutil.copytree(project_home() / "lib", source / "lib", ignore=shutil.ignore_patterns("*.egg-info", "__pycache__"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(project_home() / name, source / name)
-    subprocess.run([*install, str(source)], check=True)
+    install(str(source))
     probe = "import importlib.util, sys; print(*[n for n in sys.argv[1:] if importlib.util.find_spec(n)])"
     imported = subprocess.run(
         [str(python), "-c", probe, *WORKBOOK_ONLY],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     assert imported.stdout.split() == [], "the slim install pulled in workbook packages"
-    subprocess.run([*install, *PLATFORM_PACKAGES], check=True)
+    install(*PLATFORM_PACKAGES)
     yield python
     shutil.rmtree(venv.parent, ignore_errors=True)  # about 700 MB the rest of the session does not need
 
