@@ -39,11 +39,15 @@ from icestream.runtime.java_options import append_java_options, drain_options, l
 from icestream.runtime.literals import install as install_exact_literals
 from icestream.runtime.localfs import local_fs_conf
 from icestream.runtime.shipping import ShipPlan, ship_plan
+from icestream.stack import default_line_name
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-SUPPORTED_JAVA = (17, 11)
+# The Javas each Spark line runs on, as Spark documents them (Spark 4: 17 and 21; 3.5: 8, 11 and 17); 17 is
+# the one installed and tested here. Java 24 and later start neither: Hadoop's UserGroupInformation calls
+# Subject.getSubject, which they refuse (docs/stack.md). A line with no entry takes the default line's.
+SUPPORTED_JAVA = {"4.1": (17, 21), "3.5": (17, 11, 8)}
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 _DEFAULTS_LINE = re.compile(
     r"(?P<key>[^\s=:]+)\s*[=:\s]\s*(?P<value>.*)"
@@ -80,18 +84,21 @@ def java_version() -> tuple[int, str]:
 
 
 def check_java() -> str:
-    """Check that Java 17 (or 11) is available.
+    """Check that the Java Spark will start is one the installed Spark line runs on (see SUPPORTED_JAVA).
 
     Returns:
         A one-line description, such as ``Java 17 at /usr/bin/java``.
 
     Raises:
-        JavaError: If Java is missing or has a version Spark 3.5 does not support.
+        JavaError: If Java is missing or has a version the Spark line does not run on.
     """
     major, java = java_version()
-    if major not in SUPPORTED_JAVA:
+    line = default_line_name()
+    supported = SUPPORTED_JAVA.get(line, SUPPORTED_JAVA["4.1"])
+    if major not in supported:
+        why = " (Hadoop's login calls Subject.getSubject, which Java 24 and later refuse)" if major >= 24 else ""
         raise JavaError(
-            f"{java} is Java {major}; Spark 3.5 with this project needs Java 17. Install "
+            f"{java} is Java {major}; Spark {line} with this project needs Java 17{why}. Install "
             "openjdk-17-jre-headless and set JAVA_HOME to it (e.g. /usr/lib/jvm/java-17-openjdk-amd64)."
         )
     return f"Java {major} at {java}"

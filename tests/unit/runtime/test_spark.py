@@ -148,3 +148,38 @@ def test_without_a_ui_the_plans_spark_keeps_for_it_are_the_cheap_kind() -> None:
     assert spark.session_conf(load_settings(catalog_type="hadoop"))["spark.sql.ui.explainMode"] == "simple"
     with_ui = spark.session_conf(load_settings(catalog_type="hadoop", spark_ui=True))
     assert "spark.sql.ui.explainMode" not in with_ui  # Spark's own default: the SQL tab shows formatted plans
+
+
+@pytest.mark.parametrize(
+    ("line", "major", "refused"),
+    [
+        ("4.1", 17, False),
+        ("4.1", 21, False),
+        ("3.5", 17, False),
+        ("3.5", 11, False),
+        # Spark 4 is built for Java 17: an 11 would fail at the JVM's first class of Spark's.
+        ("4.1", 11, True),
+        # Hadoop's login calls Subject.getSubject, which Java 24 and later refuse (docs/stack.md).
+        ("4.1", 25, True),
+        ("3.5", 25, True),
+        ("3.5", 21, True),
+    ],
+)
+def test_java_is_checked_against_the_spark_line_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, line: str, major: int, refused: bool
+) -> None:
+    java = f"/usr/lib/jvm/java-{major}/bin/java"
+    monkeypatch.setattr(spark, "java_version", lambda: (major, java))
+    monkeypatch.setattr(spark, "default_line_name", lambda: line)
+    if not refused:
+        assert spark.check_java() == f"Java {major} at {java}"
+        return
+    with pytest.raises(spark.JavaError) as raised:
+        spark.check_java()
+    message = str(raised.value)
+    assert "\n" not in message
+    assert f"Java {major}" in message
+    assert f"Spark {line}" in message
+    assert "JAVA_HOME" in message
+    if major >= 24:
+        assert "getSubject" in message
