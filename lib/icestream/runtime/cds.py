@@ -13,9 +13,9 @@ session :func:`~icestream.runtime.spark.get_spark` starts then maps it in (:func
 The archive belongs to one Java build and the jars its classes came from: Spark's own, the
 ``spark.driver.extraClassPath`` entries and the ``spark.jars`` ones (the Iceberg runtime and the
 SQLite driver, whose classes the archive holds too). Its name carries a digest of them all, so a
-new Java, Spark or Iceberg jar needs a new archive, which ``make setup`` builds. Should the JVM
-still refuse it, it starts as it would without one (``-Xshare:auto``) and says nothing: the
-archive only ever saves time.
+new Java, Spark or Iceberg jar needs a new archive, which ``make setup`` builds; each Spark line
+keeps its own. Should the JVM still refuse it, it starts as it would without one (``-Xshare:auto``)
+and says nothing: the archive only ever saves time.
 """
 
 from __future__ import annotations
@@ -108,9 +108,23 @@ def archive_key(extra_class_path: str = "", jars: str = "") -> str | None:
 
 
 def archive_path(cache_dir: Path, extra_class_path: str = "", jars: str = "") -> Path | None:
-    """Where the archive for this Java and these jars lives (it may not exist yet); None without Java."""
+    """Where the archive for this Java and these jars lives (it may not exist yet); None without Java.
+
+    Its name starts with the Spark line (``driver-4.1-<key>.jsa``): a machine that tests both lines
+    keeps one archive for each (see :func:`build`)."""
     key = archive_key(extra_class_path, jars)
-    return None if key is None else cache_dir / ARCHIVE_FOLDER / f"driver-{key}.jsa"
+    if key is None:
+        return None
+    import pyspark  # archive_key found it
+
+    line = ".".join(pyspark.__version__.split(".")[:2])
+    return cache_dir / ARCHIVE_FOLDER / f"driver-{line}-{key}.jsa"
+
+
+def _line_of(archive: Path) -> str | None:
+    """The Spark line an archive's name gives (``driver-4.1-<key>.jsa``), or None for a name without one."""
+    parts = archive.name.split("-")
+    return parts[1] if len(parts) == 3 else None
 
 
 def conflicting_option(java_options: str = "") -> str | None:
@@ -187,8 +201,11 @@ def build(
     if result.returncode != 0 or not partial.is_file() or partial.stat().st_size == 0:
         partial.unlink(missing_ok=True)
         return None, time.monotonic() - began
-    for older in path.parent.glob("driver-*.jsa"):  # archives of an earlier Java, Spark or jar
-        older.unlink(missing_ok=True)
+    # This line's archives of an earlier Java, Spark or jar go (and any named before names carried their line);
+    # the other line's stays: .ci/run builds one for each line, one after the other.
+    for older in path.parent.glob("driver-*.jsa"):
+        if _line_of(older) in (_line_of(path), None):
+            older.unlink(missing_ok=True)
     partial.replace(path)
     return path, time.monotonic() - began
 

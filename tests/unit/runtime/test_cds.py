@@ -108,6 +108,26 @@ def test_build_keeps_a_finished_archive_and_drops_older_ones(tmp_path: Path) -> 
     assert cds.build(cache, python=again) == (path, 0.0)
 
 
+def test_each_spark_line_keeps_its_own_archive(tmp_path: Path) -> None:
+    """.ci/run builds the default line's archive, then the Spark 3.5 line's: building one dropped the other, so
+    the next make test on that machine built its archive again (40 s) instead of finding it."""
+    import pyspark
+
+    line = ".".join(pyspark.__version__.split(".")[:2])
+    other_line = "3.5" if line != "3.5" else "4.1"
+    cache = tmp_path / "cache"
+    folder = cache / cds.ARCHIVE_FOLDER
+    folder.mkdir(parents=True)
+    other = folder / f"driver-{other_line}-0000000000000000.jsa"
+    same_line_older = folder / f"driver-{line}-0000000000000000.jsa"
+    for archive in (other, same_line_older):
+        archive.write_bytes(b"classes of an earlier build")
+    path, _seconds = cds.build(cache, python=_fake_python(tmp_path, "open(target, 'wb').write(b'classes')"))
+    assert path is not None
+    assert path.name.startswith(f"driver-{line}-"), path
+    assert sorted(entry.name for entry in folder.iterdir()) == sorted([other.name, path.name]), "this line's older went"
+
+
 @pytest.mark.parametrize("body", ["sys.exit(3)", "open(target, 'wb').close()", "pass"])
 def test_a_failed_build_leaves_nothing_behind(tmp_path: Path, body: str) -> None:
     cache = tmp_path / "cache"
